@@ -1,0 +1,96 @@
+"""Start a real Chroma server for tests: ``with running_chroma_server(tmp_path) as url: ...``.
+
+Reusable by any test module (store, CLI, app). The server is ``chroma run`` (the CLI shipped with chromadb)
+bound to 127.0.0.1 on a free port, with its data under ``tmp_path``; it is stopped by pid on exit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+READY_TIMEOUT_S = 60.0
+_ATTEMPTS = 3  # a free port can be taken between choosing it and the server binding it
+
+
+def chroma_executable() -> str:
+    """The ``chroma`` CLI next to the running Python, else the one on PATH."""
+    here = Path(sys.executable).with_name("chroma")
+    if here.exists():
+        return str(here)
+    found = shutil.which("chroma")
+    if found is None:
+        raise RuntimeError("`chroma` executable not found next to Python or on PATH: pip install chromadb")
+    return found
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 with nothing listening on it (at the time of the call)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _heartbeat_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/heartbeat", timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _start(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    cmd = [chroma_executable(), "run", "--path", str(data_dir), "--host", "127.0.0.1", "--port", str(port)]
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        if _heartbeat_ok(url):
+            return proc, url
+        time.sleep(0.2)
+    _stop(proc)
+    tail = log_path.read_text(errors="replace")[-2000:]
+    raise RuntimeError(f"Chroma server {url} did not become ready (exit code {proc.returncode}); log:\n{tail}")
+
+
+@contextmanager
+def running_chroma_server(tmp_path: Path) -> Iterator[str]:
+    """Run ``chroma run --path <tmp_path>/chroma-server --host 127.0.0.1 --port <free>``; yield its URL."""
+    data_dir = tmp_path / "chroma-server"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    log_path = tmp_path / "chroma-server.log"
+    error: RuntimeError | None = None
+    for _ in range(_ATTEMPTS):
+        try:
+            proc, url = _start(data_dir, log_path)
+            break
+        except RuntimeError as exc:
+            error = exc
+    else:
+        raise RuntimeError(str(error))
+    try:
+        yield url
+    finally:
+        _stop(proc)

@@ -1,0 +1,307 @@
+"""Tests of toolrag.lexical: tokenisation and the BM25 index (scores checked against hand arithmetic)."""
+
+from __future__ import annotations
+
+import math
+import random
+import threading
+import time
+
+import bm25s
+import numpy as np
+import pytest
+
+from toolrag import lexical
+from toolrag.errors import CatalogError, SettingsError
+from toolrag.lexical import BM25Index, tokenize
+
+
+# ------------------------------------------------------------------------------------------ tokenisation
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("get_weather", ["get", "weather"]),
+        ("getWeather", ["get", "weather"]),
+        ("GetWeatherV2", ["get", "weather", "v2"]),
+        ("erp.inventory.query_stock", ["erp", "inventory", "query", "stock"]),
+        ("query-stock-level", ["query", "stock", "level"]),
+        ("HTTPServer", ["http", "server"]),
+        ("parseJSONResponse", ["parse", "json", "response"]),
+        ("utf8 base64", ["utf8", "base64"]),
+        ("ＧｅｔＷｅａｔｈｅｒ　２０２４", ["get", "weather", "2024"]),  # full-width -> NFKC
+        ("Please list my invoices and the queries!", ["list", "invoice", "query"]),  # stop words, plurals
+        ("taxes addresses batches status analysis", ["tax", "address", "batch", "status", "analysis"]),
+        ("", []),
+        ("  ,.;!? ...  ", []),
+    ],
+)
+def test_tokenize_english_and_identifiers(text: str, expected: list[str]) -> None:
+    assert tokenize(text) == expected
+
+
+def test_tokenize_chinese_sentence_keeps_content_words_and_drops_stop_words() -> None:
+    tokens = tokenize("帮我报销这张餐饮发票")
+    for word in ("报销", "餐饮", "发票"):
+        assert word in tokens
+    for stop in ("帮", "我", "这张"):
+        assert stop not in tokens
+
+
+def test_tokenize_mixed_chinese_and_identifier() -> None:
+    tokens = tokenize("查一下SKU-1001的库存")
+    assert {"sku", "1001", "库存"} <= set(tokens)
+    assert not {"的", "一下", "-", "SKU"} & set(tokens)
+
+
+def test_tokenize_search_mode_emits_sub_words_of_long_words() -> None:
+    # lcut_for_search: the compound and its parts, so "邮件" in a query meets "电子邮件" in a description
+    tokens = tokenize("发送电子邮件")
+    assert {"电子邮件", "邮件", "发送"} <= set(tokens)
+
+
+def test_tokenize_has_no_punctuation_or_whitespace_tokens() -> None:
+    tokens = tokenize("查询：库存（仓库A）。Hello, world! — «quoted» 「引号」")
+    assert tokens
+    assert all(t.strip() and any(ch.isalnum() for ch in t) for t in tokens)
+
+
+def test_jieba_initialises_once_across_threads() -> None:
+    results: list[object] = []
+
+    def work() -> None:
+        tokenize("创建采购订单")
+        results.append(lexical._jieba())
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4 and all(r is results[0] for r in results)
+
+
+def test_cache_dir_follows_environment(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TOOLRAG_CACHE_DIR", str(tmp_path / "cache"))
+    assert lexical._cache_dir() == tmp_path / "cache"
+    assert (tmp_path / "cache").is_dir()
+
+
+# ------------------------------------------------------------------------------------------- BM25 scores
+# d1 = [apple, banana, apple] (|d|=3), d2 = [banana, cherry] (|d|=2), d3 = [cherry, date, fig, grape] (|d|=4)
+# N = 3, avgdl = (3 + 2 + 4) / 3 = 3, k1 = 1.5, b = 0.75
+# length norm K(d) = k1 * (1 - b + b*|d|/avgdl): K(d1) = 1.5*(0.25+0.75) = 1.5; K(d2) = 1.5*(0.25+0.5) = 1.125;
+# K(d3) = 1.5*(0.25+1.0) = 1.875
+CORPUS_IDS = ["d1", "d2", "d3"]
+CORPUS = ["apple banana apple", "banana cherry", "cherry date fig grape"]
+
+
+def test_bm25_scores_match_hand_computation() -> None:
+    index = BM25Index.build(CORPUS_IDS, CORPUS)
+    # apple: df=1, idf = ln(1 + (3-1+0.5)/(1+0.5)) = ln(2.666667) = 0.980829
+    # d1: tf=2 -> 0.980829 * 2/(2+1.5) = 0.980829 * 0.571429 = 0.560474
+    assert index.scores("apple") == pytest.approx([0.560474, 0.0, 0.0], abs=1e-5)
+    # banana, cherry: df=2, idf = ln(1 + (3-2+0.5)/(2+0.5)) = ln(1.6) = 0.470004
+    # d1: banana tf=1 -> 0.470004 * 1/(1+1.5) = 0.188001
+    # d2: banana + cherry, tf=1 each -> 2 * 0.470004 * 1/(1+1.125) = 2 * 0.221179 = 0.442357
+    # d3: cherry tf=1 -> 0.470004 * 1/(1+1.875) = 0.163480
+    scores = index.scores("banana cherry")
+    assert scores.dtype == np.float32
+    assert scores == pytest.approx([0.188001, 0.442357, 0.163480], abs=1e-5)
+    # repeated query terms count once: same as above
+    assert index.scores("banana banana cherry") == pytest.approx(scores, abs=1e-7)
+
+
+def test_bm25_unknown_query_gives_zeros() -> None:
+    index = BM25Index.build(CORPUS_IDS, CORPUS)
+    for query in ("zebra", "", "the of and", "???"):
+        scores = index.scores(query)
+        assert scores.dtype == np.float32 and scores.shape == (3,) and not scores.any()
+        assert index.top(query, k=3) == []
+
+
+def test_bm25_equals_bm25s_own_index_on_random_corpus() -> None:
+    rng = random.Random(7)
+    words = [f"w{i}" for i in range(60)]
+    docs = [[rng.choice(words) for _ in range(rng.randint(1, 12))] for _ in range(80)]
+    ids = [f"t{i:03d}" for i in range(len(docs))]
+    index = BM25Index.build(ids, [" ".join(d) for d in docs])
+    reference = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    reference.index(docs, show_progress=False)
+    for query in (["w1"], ["w2", "w3", "w59"], words[:20]):
+        expected = reference.get_scores(query)
+        assert index.scores(" ".join(query)) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+def test_term_scores_sum_to_score() -> None:
+    index = BM25Index.build(CORPUS_IDS, CORPUS)
+    parts = index.term_scores("banana cherry zebra", "d2")
+    assert set(parts) == {"banana", "cherry"}
+    assert sum(parts.values()) == pytest.approx(float(index.scores("banana cherry")[1]), abs=1e-6)
+    assert index.tokens("d1") == ("apple", "banana", "apple")
+
+
+# ---------------------------------------------------------------------------------------------- top()
+def test_top_orders_by_score_then_id_and_respects_k_and_mask() -> None:
+    ids = ["zeta", "alpha", "mid", "none", "beta"]
+    texts = ["invoice tax", "invoice tax", "invoice", "weather", "invoice tax"]
+    index = BM25Index.build(ids, texts)
+    hits = index.top("invoice tax", k=10)
+    # zeta, alpha, beta tie (identical texts) -> id ascending; mid has only "invoice"; "none" scores 0 -> left out
+    assert [h[0] for h in hits] == ["alpha", "beta", "zeta", "mid"]
+    scores = [h[1] for h in hits]
+    assert scores == sorted(scores, reverse=True) and all(s > 0 and math.isfinite(s) for s in scores)
+    assert [h[0] for h in index.top("invoice tax", k=2)] == ["alpha", "beta"]
+    assert index.top("invoice tax", k=0) == []
+    mask = np.array([True, False, True, True, False])
+    assert [h[0] for h in index.top("invoice tax", k=10, mask=mask)] == ["zeta", "mid"]
+    with pytest.raises(SettingsError, match="mask"):
+        index.top("invoice", k=3, mask=np.ones(4, dtype=bool))
+    with pytest.raises(SettingsError, match="k"):
+        index.top("invoice", k=-1)
+
+
+def test_top_invariants_on_random_corpus() -> None:
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(30)]
+    ids = [f"id{rng.randint(0, 10**6):07d}_{i}" for i in range(300)]
+    index = BM25Index.build(ids, [" ".join(rng.choices(words, k=rng.randint(1, 8))) for _ in ids])
+    for k in (1, 5, 17, 500):
+        query = " ".join(rng.sample(words, 3))
+        hits = index.top(query, k=k)
+        assert len(hits) <= k
+        keys = [(-s, i) for i, s in hits]
+        assert keys == sorted(keys)
+        scores = index.scores(query)
+        assert len(hits) == min(k, int((scores > 0).sum()))
+        if hits and len(hits) < int((scores > 0).sum()):  # nothing left out scores higher than the last hit
+            kept = {i for i, _ in hits}
+            assert max(float(s) for i, s in zip(ids, scores) if i not in kept) <= hits[-1][1]
+
+
+# -------------------------------------------------------------------------------------------- update()
+def _counting_tokenizer() -> tuple[list[str], object]:
+    seen: list[str] = []
+
+    def tok(text: str) -> list[str]:
+        seen.append(text)
+        return tokenize(text)
+
+    return seen, tok
+
+
+def test_update_equals_full_rebuild_and_retokenises_only_changed() -> None:
+    seen, tok = _counting_tokenizer()
+    ids = ["a", "b", "c", "d"]
+    texts = ["create invoice", "query stock level", "send email", "book flight 机票"]
+    index = BM25Index.build(ids, texts, tokenizer=tok)  # type: ignore[arg-type]
+    seen.clear()
+    updated = index.update({"b": "query stock of a SKU", "e": "发票 invoice archive"}, removed=["c"])
+    assert seen == ["query stock of a SKU", "发票 invoice archive"]  # unchanged texts are not tokenised again
+    assert updated.ids == ("a", "b", "d", "e")
+    rebuilt = BM25Index.build(
+        ["a", "b", "d", "e"], ["create invoice", "query stock of a SKU", "book flight 机票", "发票 invoice archive"]
+    )
+    for query in ("invoice", "stock sku", "机票 flight", "email", "发票"):
+        np.testing.assert_allclose(updated.scores(query), rebuilt.scores(query), rtol=1e-6)
+        assert updated.top(query, k=3) == rebuilt.top(query, k=3)
+    assert index.ids == tuple(ids) and index.scores("email")[2] > 0  # the old index is unchanged
+    # a text seen before comes from the cache
+    seen.clear()
+    updated.update({"b": "query stock level"}, removed=[])
+    assert seen == []
+
+
+def test_update_errors() -> None:
+    index = BM25Index.build(CORPUS_IDS, CORPUS)
+    with pytest.raises(CatalogError, match="not indexed"):
+        index.update({}, removed=["nope"])
+    with pytest.raises(CatalogError, match="both changed and removed"):
+        index.update({"d1": "x"}, removed=["d1"])
+    with pytest.raises(CatalogError, match="duplicate"):
+        BM25Index.build(["a", "a"], ["x", "y"])
+    with pytest.raises(CatalogError, match="texts"):
+        BM25Index.build(["a"], ["x", "y"])
+    with pytest.raises(SettingsError, match="k1"):
+        BM25Index.build(["a"], ["x"], b=2.0)
+
+
+def test_empty_index() -> None:
+    index = BM25Index.build([], [])
+    assert index.scores("anything").shape == (0,)
+    assert index.top("anything", k=5) == []
+    grown = index.update({"x": "weather forecast"}, removed=[])
+    assert grown.top("weather", k=5)[0][0] == "x"
+
+
+def test_update_one_doc_in_10k_index() -> None:
+    rng = random.Random(11)
+    words = [f"w{i}" for i in range(5000)]
+    ids = [f"tool.{i:05d}" for i in range(10_000)]
+    texts = [" ".join(rng.choices(words, k=40)) for _ in ids]
+    index = BM25Index.build(ids, texts, tokenizer=str.split)
+    start = time.perf_counter()
+    updated = index.update({"tool.00042": "w1 w2 w3 brandnewword"}, removed=[])
+    elapsed = time.perf_counter() - start
+    print(f"\nBM25Index.update of 1 doc in a 10,000-doc index: {elapsed * 1000:.1f} ms")
+    assert updated.top("brandnewword", k=3)[0][0] == "tool.00042"
+    texts[42] = "w1 w2 w3 brandnewword"
+    rebuilt = BM25Index.build(ids, texts, tokenizer=str.split)
+    for query in ("w1 w2", "w7 w4000 brandnewword"):
+        np.testing.assert_allclose(updated.scores(query), rebuilt.scores(query), rtol=1e-6)
+
+
+# ------------------------------------------------------------------------ mini catalog (tokenizer choices)
+MINI_TOOLS = {
+    "erp.inventory.query_stock": "queryStock: Query the stock level of a product SKU in a warehouse. 查询商品库存数量",
+    "erp.inventory.adjust_stock": "adjust_stock: Adjust inventory quantities after a stocktake. 调整库存",
+    "finance.expense.submit_reimbursement": (
+        "submitReimbursement: Submit an expense claim with receipts and invoices for reimbursement. "
+        "提交费用报销申请，上传发票"
+    ),
+    "finance.invoice.create": "create_invoice: Issue a sales invoice to a customer. 开具销售发票",
+    "mail.send_email": "sendEmail: Send an email message to one or more recipients. 发送电子邮件",
+    "calendar.create_meeting": "createMeeting: Schedule a meeting with attendees in the calendar. 创建日程会议，预约会议室",
+    "weather.get_forecast": "GetWeatherForecast: Get the weather forecast for a city. 查询城市天气预报",
+    "travel.book_flight": "bookFlight: Book airline tickets between two cities. 预订机票航班",
+    "hr.leave.apply": "applyLeave: Apply for annual or sick leave. 申请年假病假请假",
+    "crm.customer.search": "searchCustomers: Search customer records by name or phone. 搜索客户资料",
+    "sales.report.monthly": "monthlySalesReport: Generate the monthly sales report as a spreadsheet. 生成月度销售报表",
+    "translate.text": "translateText: Translate text between Chinese and English. 中英文翻译",
+    "purchase.order.create": "createPurchaseOrder: Create a purchase order for a supplier. 创建采购订单",
+    "logistics.track_shipment": "trackShipment: Track the delivery status of a parcel. 查询快递物流状态",
+    "it.ticket.open": "openTicket: Open an IT support ticket for broken laptops or accounts. 提交IT工单",
+    "docs.ocr.extract": "ocrExtract: Extract text from scanned documents and photos. 识别图片文字",
+}
+MINI_QUERIES = [
+    ("how many units of SKU-1001 are in stock", "erp.inventory.query_stock"),
+    ("查一下SKU-1001的库存", "erp.inventory.query_stock"),
+    ("帮我报销这张餐饮发票", "finance.expense.submit_reimbursement"),
+    ("claim my travel expenses", "finance.expense.submit_reimbursement"),
+    ("reimbursements for receipts", "finance.expense.submit_reimbursement"),
+    ("issue invoices to customer ACME", "finance.invoice.create"),
+    ("发邮件给张三", "mail.send_email"),
+    ("send an email to Bob", "mail.send_email"),
+    ("约个会议", "calendar.create_meeting"),
+    ("schedule meetings with the team", "calendar.create_meeting"),
+    ("明天北京天气怎么样", "weather.get_forecast"),
+    ("weather forecasts for Paris", "weather.get_forecast"),
+    ("订一张去上海的机票", "travel.book_flight"),
+    ("book flights to Tokyo", "travel.book_flight"),
+    ("我想请病假", "hr.leave.apply"),
+    ("搜索客户电话", "crm.customer.search"),
+    ("生成这个月的销售报表", "sales.report.monthly"),
+    ("把这段话翻译成英文", "translate.text"),
+    ("create purchase orders for supplier", "purchase.order.create"),
+    ("我的快递到哪了 物流", "logistics.track_shipment"),
+    ("track shipments", "logistics.track_shipment"),
+    ("my laptop is broken, open tickets", "it.ticket.open"),
+    ("识别这张图片里的文字", "docs.ocr.extract"),
+    ("query_stock", "erp.inventory.query_stock"),
+]
+
+
+def test_mini_catalog_top1() -> None:
+    ids = list(MINI_TOOLS)
+    index = BM25Index.build(ids, [f"{i} {MINI_TOOLS[i]}" for i in ids])
+    misses = [q for q, gold in MINI_QUERIES if [h[0] for h in index.top(q, k=1)] != [gold]]
+    assert misses == []

@@ -1,0 +1,181 @@
+"""Loading and validating catalogs: every accepted format and every bad-input case names file, line, field."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from toolrag.errors import CatalogError, ProfileError
+from toolrag.profile import load_catalog, parse_profile_yaml
+
+GOOD = """\
+- id: erp.inventory.query_stock
+  name: query_stock
+  description: Current on-hand stock of a material in a warehouse, for buyers and planners.
+  category: erp
+  tags: [inventory, 库存]
+  parameters:
+    type: object
+    properties:
+      sku: {type: string, description: the material number}
+      warehouseCode: {type: string, description: warehouse code}
+    required: [sku]
+  examples:
+    - query: how many SKU-1001 are in stock
+    - {query: 查一下库存, arguments: {sku: A1}}
+  negative_examples: [show purchase orders in transit]
+  permissions: [erp.read]
+- id: hr.payroll.approve
+  description: Approve the monthly payroll run; irreversible.
+  mutation: true
+  permissions: [hr.payroll.approve]
+"""
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def problems(exc: pytest.ExceptionInfo[ProfileError]) -> list[str]:
+    return exc.value.problems  # type: ignore[attr-defined, no-any-return]
+
+
+def test_loads_yaml_list_with_defaults_and_texts(tmp_path: Path) -> None:
+    write(tmp_path, "erp.yaml", GOOD)
+    catalog = load_catalog(tmp_path)
+    assert catalog.ids == ["erp.inventory.query_stock", "hr.payroll.approve"]
+    stock = catalog.get("erp.inventory.query_stock")
+    assert stock is not None and stock.examples[1].arguments == {"sku": "A1"}
+    payroll = catalog.get("hr.payroll.approve")
+    assert payroll is not None
+    assert payroll.name == "hr_payroll_approve"  # derived from the id: dots are not allowed in names
+    assert payroll.perm_key == "hr.payroll.approve" and payroll.mutation
+    # The embedded text has the examples but never the raw schema; BM25's text has the parameter names.
+    assert "how many SKU-1001" in stock.document_text()
+    assert "warehouse code" not in stock.document_text()
+    assert "warehouse Code warehouse code" in stock.lexical_text()
+    assert stock.openai_tool()["function"]["parameters"]["required"] == ["sku"]
+
+
+def test_queries_and_catalog_meta_are_not_profiles(tmp_path: Path) -> None:
+    write(tmp_path, "erp.yaml", GOOD)
+    write(tmp_path, "queries.yaml", "- {query: x, gold: []}\n")
+    write(tmp_path, "catalog.yaml", "name: Demo\nroles:\n  hr: [hr.payroll.approve]\n  guest: []\n")
+    catalog = load_catalog(tmp_path)
+    assert catalog.name == "Demo" and len(catalog) == 2
+    assert catalog.role_codes("hr") == ("hr.payroll.approve",)
+    with pytest.raises(CatalogError, match="unknown role 'boss'.*guest, hr"):
+        catalog.role_codes("boss")
+
+
+def test_openai_mcp_and_jsonl_formats(tmp_path: Path) -> None:
+    openai = [{"type": "function", "function": {"name": "get_weather", "description": "Current weather",
+                                                "parameters": {"type": "object", "properties": {}}}}]
+    mcp = {"tools": [{"name": "delete_file", "description": "Delete a file",
+                      "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}},
+                      "annotations": {"destructiveHint": True}}]}
+    jsonl = json.dumps({"id": "a.b", "description": "A tool"}) + "\n\n" + json.dumps({"id": "c", "description": "C"})
+    assert load_catalog(write(tmp_path, "o.json", json.dumps(openai))).ids == ["get_weather"]
+    deleted = load_catalog(write(tmp_path, "m.json", json.dumps(mcp))).get("delete_file")
+    assert deleted is not None and deleted.mutation
+    assert load_catalog(write(tmp_path, "p.jsonl", jsonl)).ids == ["a.b", "c"]
+
+
+def test_invalid_yaml_names_file_and_line(tmp_path: Path) -> None:
+    write(tmp_path, "bad.yaml", "- id: a\n  description: [unclosed\n")
+    with pytest.raises(ProfileError, match=r"bad\.yaml:\d+: invalid YAML"):
+        load_catalog(tmp_path)
+
+
+def test_unknown_key_suggests_closest(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n  exmaples: [x]\n")
+    with pytest.raises(ProfileError, match=r"t\.yaml:3: tool 'a': field 'exmaples': unknown key; did you mean "
+                                           r"'examples'\?"):
+        load_catalog(tmp_path)
+
+
+def test_wrong_field_type(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n  tags: invoice\n")
+    with pytest.raises(ProfileError, match=r"tool 'a': field 'tags': expected a list"):
+        load_catalog(tmp_path)
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n  mutation: yes please\n")
+    with pytest.raises(ProfileError, match=r"field 'mutation': expected true or false"):
+        load_catalog(tmp_path)
+
+
+def test_missing_required_field(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n")
+    with pytest.raises(ProfileError, match=r"tool 'a': field 'description': is required"):
+        load_catalog(tmp_path)
+
+
+def test_duplicate_ids_name_both_files(tmp_path: Path) -> None:
+    write(tmp_path, "one.yaml", "- id: dup\n  description: first\n")
+    write(tmp_path, "two.yaml", "- id: dup\n  description: second\n")
+    with pytest.raises(ProfileError, match=r"duplicate tool id 'dup' in .*one\.yaml:1 and .*two\.yaml:1"):
+        load_catalog(tmp_path)
+
+
+def test_image_path_outside_catalog_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "secret.png").write_bytes(b"x")
+    catalog = tmp_path / "cat"
+    write(catalog, "t.yaml", "- id: a\n  description: d\n  images: [{path: ../secret.png, caption: c}]\n")
+    with pytest.raises(ProfileError, match=r"resolves outside the catalog's assets folder"):
+        load_catalog(catalog)
+
+
+def test_missing_image_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: d\n  images: [{path: nope.png, caption: c}]\n")
+    with pytest.raises(ProfileError, match=r"image 'nope.png' not found"):
+        load_catalog(tmp_path)
+
+
+def test_invalid_json_schema(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: d\n  parameters: {type: object, properties: {x: {type: "
+                              "strng}}}\n")
+    with pytest.raises(ProfileError, match=r"field 'parameters': not a valid JSON Schema at properties/x/type"):
+        load_catalog(tmp_path)
+
+
+def test_all_problems_are_collected(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: d\n  tags: x\n- id: b\n  descripton: d\n")
+    with pytest.raises(ProfileError) as exc:
+        load_catalog(tmp_path)
+    found = problems(exc)
+    # tool a: tags; tool b: the misspelt key, and so the missing description.
+    assert len(found) == 3
+    assert "field 'descripton': unknown key; did you mean 'description'?" in found[1]
+    assert "field 'description': is required" in found[2]
+    assert "+2 more problems" in str(exc.value)
+
+
+def test_empty_and_single_tool_catalogs(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert len(load_catalog(empty)) == 0
+    one = tmp_path / "one"
+    write(one, "t.yaml", "id: solo\ndescription: the only tool\n")
+    assert load_catalog(one).ids == ["solo"]
+
+
+def test_missing_catalog_path(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match="does not exist"):
+        load_catalog(tmp_path / "nope")
+
+
+def test_replaced_by_must_exist(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: old\n  description: d\n  deprecated: true\n  replaced_by: new\n")
+    with pytest.raises(ProfileError, match="no tool has id 'new'"):
+        load_catalog(tmp_path)
+
+
+def test_parse_profile_yaml_for_the_editor(tmp_path: Path) -> None:
+    profile = parse_profile_yaml("id: x\ndescription: edited\n", source=tmp_path / "x.yaml", assets_dir=tmp_path)
+    assert profile.description == "edited"
+    with pytest.raises(ProfileError, match="invalid YAML"):
+        parse_profile_yaml("id: [\n", source=tmp_path / "x.yaml", assets_dir=tmp_path)

@@ -1,0 +1,297 @@
+"""The tool index: profiles -> vectors (cached by content hash) in Chroma, plus the BM25 index.
+
+Chroma is the store of record for vectors (embedded folder or a server) and proposes candidates with its
+HNSW index under a permission/category filter. On open, every row's content hash and model fingerprint are
+compared with the catalog: only missing or changed profiles are encoded (a restart with an unchanged catalog
+encodes nothing; an edit re-encodes only that tool), rows of removed tools are deleted, and a collection
+built with another model is never reused (its name carries the model fingerprint). Rows are written batch by
+batch, each with its hash, so an interrupted build leaves at worst an incomplete cache: the next open
+re-encodes what is missing before the index is used, and the index is never served half-built.
+
+For exact re-scoring of candidates, the vectors are also held in memory as an immutable snapshot that an
+edit swaps atomically, so searches running in other threads always see a consistent index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolrag.lexical import BM25Index
+from toolrag.models import data_dir
+from toolrag.profile import Catalog, ToolProfile
+from toolrag.protocols import ClipModel, ImageModel, TextModel
+from toolrag.store import StoreConfig, VectorCollection, allowed_perm_keys, build_where, collection_name, open_client
+
+__all__ = ["IndexSnapshot", "ModelSet", "ToolIndex"]
+
+log = logging.getLogger(__name__)
+Progress = Callable[[float, str], None]
+_CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+_BATCH = 64
+
+
+def is_mostly_cjk(text: str) -> bool:
+    """True when at least 20% of the letters are CJK: an English-only model can't read such a text."""
+    letters = [c for c in text if c.isalpha()]
+    return bool(letters) and sum(1 for c in letters if _CJK.match(c)) / len(letters) >= 0.2
+
+
+@dataclass
+class ModelSet:
+    """The models an index and a retriever use; missing ones are listed in ``unavailable`` with a reason."""
+
+    text: TextModel
+    english: TextModel | None = None
+    image: ImageModel | None = None
+    clip: ClipModel | None = None
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """An immutable view of the index used by one search."""
+
+    catalog: Catalog
+    ids: tuple[str, ...]
+    row_of: Mapping[str, int]
+    vectors: Mapping[str, np.ndarray]          # "dense", "dense_en", "clip_text": (n_tools, dim)
+    english: np.ndarray                        # bool (n_tools,): tool text readable by the English model
+    image_owner: np.ndarray                    # int (n_images,): row of the tool each image belongs to
+    image_vectors: Mapping[str, np.ndarray]    # "visual", "clip_image": (n_images, dim)
+    perm_keys: np.ndarray                      # object (n_tools,)
+    categories: np.ndarray                     # object (n_tools,)
+    deprecated: np.ndarray                     # bool (n_tools,)
+    priority: np.ndarray                       # int (n_tools,)
+    bm25: BM25Index
+
+    def allowed(
+        self, permissions: Collection[str], *, categories: Collection[str] | None, include_deprecated: bool
+    ) -> tuple[np.ndarray, int]:
+        """Mask of tools the caller may see and pass the filters; and how many the filters (not the
+        permissions) removed. Tools the caller lacks permission for are never counted anywhere."""
+        keys = allowed_perm_keys(set(self.perm_keys.tolist()), set(permissions))
+        permitted = np.fromiter((k in keys for k in self.perm_keys), bool, len(self.perm_keys))
+        mask = permitted.copy()
+        if categories:
+            mask &= np.isin(self.categories, list(categories))
+        if not include_deprecated:
+            mask &= ~self.deprecated
+        return mask, int(permitted.sum() - mask.sum())
+
+
+class ToolIndex:
+    """A catalog indexed for retrieval. Construct it once per catalog and share it between searches."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        models: ModelSet,
+        *,
+        store: StoreConfig | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.models = models
+        self.store_config = store or StoreConfig(path=data_dir() / "chroma")
+        self._client = open_client(self.store_config)
+        self._lock = threading.RLock()
+        self._image_hashes: dict[tuple[str, float, int], str] = {}
+        self.encoded_last_sync = 0
+        key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
+        self._collections = self._open_collections(key)
+        self._snapshot = self._sync(catalog, progress or _no_progress)
+
+    @property
+    def snapshot(self) -> IndexSnapshot:
+        return self._snapshot
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._snapshot.catalog
+
+    def query_collection(
+        self, kind: str, vector: np.ndarray, *, k: int, permissions: Collection[str],
+        categories: Collection[str] | None, include_deprecated: bool,
+    ) -> list[str]:
+        """Tool ids proposed by Chroma's nearest-neighbour search in one collection, filters applied."""
+        collection = self._collections.get(kind)
+        if collection is None:
+            return []
+        snap = self._snapshot
+        keys = allowed_perm_keys(set(snap.perm_keys.tolist()), set(permissions))
+        where = build_where(allowed_perm_keys=keys, categories=categories, include_deprecated=include_deprecated)
+        hits = collection.query(vector, k=k, where=where)
+        return [h.id.split("#", 1)[0] for h in hits]
+
+    def update(self, catalog: Catalog, progress: Progress | None = None) -> int:
+        """Bring the index in line with ``catalog`` (an edit, an addition, a removal); returns how many
+        texts and images were encoded. Only changed profiles are re-encoded."""
+        with self._lock:
+            self._snapshot = self._sync(catalog, progress or _no_progress)
+            return self.encoded_last_sync
+
+    # ------------------------------------------------------------------------------------------- internals
+
+    def _open_collections(self, catalog_key: str) -> dict[str, VectorCollection]:
+        m = self.models
+        specs: list[tuple[str, Any]] = [("dense", m.text)]
+        if m.english is not None:
+            specs.append(("dense_en", m.english))
+        if m.image is not None:
+            specs.append(("visual", m.image))
+        if m.clip is not None:
+            specs += [("clip_text", m.clip), ("clip_image", m.clip)]
+        out = {}
+        for kind, model in specs:
+            fp = f"{catalog_key}|{kind}|{model.fingerprint}"
+            name = collection_name(kind.replace("_", "-"), fp)
+            out[kind] = VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint)
+        return out
+
+    def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
+        tools = catalog.tools
+        ids = tuple(t.id for t in tools)
+        self.encoded_last_sync = 0
+        vectors: dict[str, np.ndarray] = {}
+        text_jobs = [("dense", self.models.text), ("dense_en", self.models.english)]
+        if self.models.clip is not None:
+            text_jobs.append(("clip_text", self.models.clip))
+        for kind, model in text_jobs:
+            if model is None:
+                continue
+            progress(0.0, f"indexing tool texts ({kind})")
+            vectors[kind] = self._sync_texts(kind, model, tools, progress)
+        image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
+        image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
+        image_vectors: dict[str, np.ndarray] = {}
+        for kind in ("visual", "clip_image"):
+            if kind in self._collections:
+                progress(0.0, f"indexing tool images ({kind})")
+                image_vectors[kind] = self._sync_images(kind, tools, image_rows, image_ids, progress)
+        progress(0.9, "building the keyword index")
+        bm25 = self._build_bm25(tools)
+        progress(1.0, "index ready")
+        return IndexSnapshot(
+            catalog=catalog,
+            ids=ids,
+            row_of={tool_id: i for i, tool_id in enumerate(ids)},
+            vectors=vectors,
+            english=np.array([not is_mostly_cjk(t.document_text()) for t in tools], dtype=bool),
+            image_owner=np.array([row for row, _ in image_rows], dtype=np.int64),
+            image_vectors=image_vectors,
+            perm_keys=np.array([t.perm_key for t in tools], dtype=object),
+            categories=np.array([t.category for t in tools], dtype=object),
+            deprecated=np.array([t.deprecated for t in tools], dtype=bool),
+            priority=np.array([t.priority for t in tools], dtype=np.int64),
+            bm25=bm25,
+        )
+
+    def _build_bm25(self, tools: Sequence[ToolProfile]) -> BM25Index:
+        """The keyword index in catalog row order; after an edit only changed texts are re-tokenised."""
+        texts = {t.id: t.lexical_text() for t in tools}
+        previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
+        if previous is not None and list(previous.ids) == list(texts):
+            old = previous.catalog
+            changed = {i: s for i, s in texts.items() if (o := old.get(i)) is None or o.lexical_text() != s}
+            return previous.bm25.update(changed, ()) if changed else previous.bm25
+        return BM25Index.build(list(texts), list(texts.values()))
+
+    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], progress: Progress) -> np.ndarray:
+        collection = self._collections[kind]
+        stored = collection.get_metadata()
+        wanted = {t.id: _text_meta(t) for t in tools}
+        stale = [t for t in tools if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
+        stale_ids = {t.id for t in stale}
+        moved = [t for t in tools if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
+        gone = [i for i in stored if i not in wanted]
+        if gone:
+            collection.delete(gone)
+        for start in range(0, len(stale), _BATCH):
+            batch = stale[start:start + _BATCH]
+            docs = [t.document_text() for t in batch]
+            vecs = model.encode_passages(docs) if kind != "clip_text" else model.encode_texts(docs)
+            collection.upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
+            self.encoded_last_sync += len(batch)
+            progress((start + len(batch)) / max(len(stale), 1), f"encoded {start + len(batch)}/{len(stale)} "
+                                                                 f"tool texts ({kind})")
+        if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
+            got_ids, got = collection.get_vectors([t.id for t in moved])
+            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
+        return self._matrix(collection, [t.id for t in tools], model.dim)
+
+    def _sync_images(
+        self, kind: str, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
+        image_ids: Sequence[str], progress: Progress,
+    ) -> np.ndarray:
+        from toolrag.encoders import load_image
+
+        collection = self._collections[kind]
+        stored = collection.get_metadata()
+        wanted = {iid: {**_text_meta(tools[row]), "tool_id": tools[row].id}
+                  for iid, (row, _) in zip(image_ids, rows, strict=True)}
+        for meta in wanted.values():
+            meta.pop("text_hash")
+        gone = [i for i in stored if i not in wanted]
+        if gone:
+            collection.delete(gone)
+        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in stored]
+        moved = [iid for iid in wanted if iid in stored and stored[iid] != wanted[iid]]
+        model = self.models.image if kind == "visual" else self.models.clip
+        for start in range(0, len(todo), 16):
+            batch = todo[start:start + 16]
+            images = [load_image(path) for _, path in batch]
+            vecs = model.features(images) if kind == "visual" else model.encode_images(images)  # type: ignore[union-attr]
+            collection.upsert([i for i, _ in batch], vecs, [wanted[i] for i, _ in batch])
+            self.encoded_last_sync += len(batch)
+            progress((start + len(batch)) / max(len(todo), 1), f"encoded {start + len(batch)}/{len(todo)} "
+                                                                f"tool images ({kind})")
+        if moved:
+            got_ids, got = collection.get_vectors(moved)
+            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
+        dim = model.dim  # type: ignore[union-attr]
+        return self._matrix(collection, list(image_ids), dim)
+
+    @staticmethod
+    def _matrix(collection: VectorCollection, ids: Sequence[str], dim: int) -> np.ndarray:
+        if not ids:
+            return np.zeros((0, dim), dtype=np.float32)
+        got_ids, got = collection.get_vectors(list(ids))
+        position = {i: n for n, i in enumerate(got_ids)}
+        missing = [i for i in ids if i not in position]
+        if missing:
+            raise RuntimeError(f"index rows missing after sync: {missing[:3]}")
+        return np.ascontiguousarray(got[[position[i] for i in ids]], dtype=np.float32)
+
+    def _hash_image(self, path: Path) -> str:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime, stat.st_size)
+        if key not in self._image_hashes:
+            self._image_hashes[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return self._image_hashes[key]
+
+
+def _text_meta(tool: ToolProfile) -> dict[str, Any]:
+    return {
+        "text_hash": tool.text_hash(),
+        "perm_key": tool.perm_key,
+        "category": tool.category,
+        "deprecated": tool.deprecated,
+        "mutation": tool.mutation,
+    }
+
+
+def _no_progress(fraction: float, message: str) -> None:
+    log.debug("%3.0f%% %s", fraction * 100, message)
+
+
+def with_catalog(snapshot: IndexSnapshot, catalog: Catalog) -> IndexSnapshot:
+    """Internal helper for tests: the same vectors under another catalog object."""
+    return replace(snapshot, catalog=catalog)

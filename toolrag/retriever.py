@@ -1,0 +1,337 @@
+"""``ToolRetriever``: filter, score each signal, fuse, rerank, decide; returns an explained ``SearchResult``.
+
+One retriever per catalog, shared by every caller (CLI, app sessions, ``evaluate``). Models and the index
+are built once; query vectors are cached, so re-ranking the same query with other weights encodes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolrag import fusion
+from toolrag.decide import decide
+from toolrag.decision import Decision
+from toolrag.errors import ModelUnavailable, QueryError, ToolragError
+from toolrag.evaluate import EvalReport, QueryOutcome, QueryRow, evaluate
+from toolrag.index import IndexSnapshot, ModelSet, Progress, ToolIndex
+from toolrag.profile import Catalog, load_catalog
+from toolrag.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
+from toolrag.protocols import OcrModel, Reranker
+from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport
+from toolrag.settings import SIGNALS, Fusion, Settings
+from toolrag.signals import QueryAnalyzer, QueryFeatures, score_signals
+from toolrag.store import StoreConfig
+
+__all__ = ["ToolRetriever", "load_models"]
+
+log = logging.getLogger(__name__)
+
+#: Below this many permitted tools every tool is scored exactly; above it Chroma and BM25 propose candidates.
+EXACT_LIMIT = 2000
+#: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
+NO_TOOL_THRESHOLDS = {"e5": 0.80, "minilm": 0.30}
+#: An example image this similar to the query image vouches for its tool even without text evidence.
+VISUAL_MATCH = 0.5
+_EARLY_MERGED = ("ocr", "concepts")
+
+
+def load_models(settings: Settings, *, progress: Progress | None = None) -> ModelSet:
+    """Load the real models named by ``settings``; a model that can't load makes its signal absent."""
+    from toolrag import encoders
+
+    say = progress or (lambda f, m: None)
+    say(0.0, f"loading text model {settings.text_model}")
+    models = ModelSet(text=encoders.get_text_encoder(settings.text_model))
+    if settings.english_model:
+        say(0.3, f"loading English model {settings.english_model}")
+        try:
+            models.english = encoders.get_text_encoder(settings.english_model)
+        except ModelUnavailable as exc:
+            models.unavailable["dense_en"] = str(exc)
+    else:
+        models.unavailable["dense_en"] = "English model turned off (english_model: null)"
+    say(0.5, "loading image model")
+    try:
+        models.image = encoders.get_image_encoder()
+    except ModelUnavailable as exc:
+        models.unavailable["image"] = str(exc)
+    clip_setting = settings.clip_model if settings.clip_model is not None else encoders.default_clip_setting()
+    if clip_setting and clip_setting != "none":
+        say(0.7, f"loading CLIP {clip_setting}")
+        try:
+            models.clip = encoders.get_clip(clip_setting)
+        except ModelUnavailable as exc:
+            models.unavailable["clip"] = str(exc)
+    else:
+        models.unavailable["clip"] = ("CLIP is off: no CLIP weights are available offline; set "
+                                      "TOOLRAG_CLIP_MODEL (or --clip-model) to an open_clip model to enable it")
+    say(1.0, "models ready")
+    return models
+
+
+class ToolRetriever:
+    """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
+
+    def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
+                 ocr_factory: Callable[[], OcrModel] | None = None,
+                 reranker: Reranker | None = None, reranker_note: str | None = None) -> None:
+        self.index = index
+        self.settings = settings or Settings()
+        self.analyzer = QueryAnalyzer(index.models, ocr_factory=ocr_factory)
+        self.reranker = reranker
+        self.reranker_note = reranker_note or ("no reranker configured" if reranker is None else "")
+        self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
+
+    @classmethod
+    def from_catalog(
+        cls,
+        catalog: str | Path | Catalog,
+        *,
+        settings: Settings | None = None,
+        data_dir: str | Path | None = None,
+        chroma_url: str | None = None,
+        progress: Progress | None = None,
+        models: ModelSet | None = None,
+    ) -> ToolRetriever:
+        """Load and validate the catalog, load the models, sync the index (encoding only what changed)."""
+        from toolrag import encoders
+        from toolrag.models import data_dir as default_dir
+
+        settings = settings or Settings()
+        cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        models = models or load_models(settings, progress=progress)
+        folder = Path(data_dir) if data_dir else default_dir()
+        store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
+        index = ToolIndex(cat, models, store=store, progress=progress)
+        reranker, note = None, None
+        setting = settings.rerank_model if settings.rerank_model is not None else encoders.default_rerank_setting()
+        if setting and setting != "none":
+            try:
+                reranker = encoders.CrossEncoderReranker(setting)
+            except ModelUnavailable as exc:
+                note = f"reranker off: {exc}"
+        else:
+            note = ("reranker off: no cross-encoder weights are available offline; set TOOLRAG_RERANK_MODEL "
+                    "(or --rerank-model) to a cross-encoder path or Hub id")
+        return cls(index, settings=settings, ocr_factory=encoders.get_ocr, reranker=reranker, reranker_note=note)
+
+    # ---------------------------------------------------------------------------------------------- search
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        image: Any = None,
+        history: Sequence[str] = (),
+        permissions: Collection[str] | None = None,
+        role: str | None = None,
+        categories: Collection[str] | None = None,
+        include_deprecated: bool = False,
+        settings: Settings | None = None,
+    ) -> SearchResult:
+        """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+
+        ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
+        sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
+        """
+        t0 = time.perf_counter()
+        cfg = settings or self.settings
+        if not isinstance(query, str):
+            raise QueryError(f"query must be text, got {type(query).__name__}")
+        if not query.strip() and image is None and not any(h.strip() for h in history):
+            raise QueryError("empty query: type a request or give an image")
+        snap = self.index.snapshot
+        codes = set(permissions or ())
+        if role:
+            codes |= set(snap.catalog.role_codes(role))
+        if categories:
+            unknown = set(categories) - set(snap.catalog.categories)
+            if unknown:
+                raise QueryError(f"unknown category {sorted(unknown)[0]!r}; categories: "
+                                 f"{', '.join(snap.catalog.categories)}")
+        timing: dict[str, float] = {}
+        features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
+        timing.update(features.timing_ms)
+        t1 = time.perf_counter()
+        mask, filtered_out = snap.allowed(codes, categories=categories, include_deprecated=include_deprecated)
+        rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing)
+        t2 = time.perf_counter()
+        scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
+        timing["score"] = (time.perf_counter() - t2) * 1000
+        t3 = time.perf_counter()
+        fused, explained, absent = self._fuse(scores, features, cfg, snap, rows)
+        order = fusion.order(fused, [snap.ids[r] for r in rows], snap.priority[rows])[: cfg.top_k]
+        timing["fusion"] = (time.perf_counter() - t3) * 1000
+        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()})
+                      for i in order]
+        notes: list[str] = []
+        if cfg.rerank:
+            candidates = self._rerank(features, candidates, cfg, timing, notes)
+        confidence = self._confidence(scores, rows, order, features)
+        threshold = cfg.no_tool_threshold
+        if threshold is None:
+            threshold = NO_TOOL_THRESHOLDS.get(cfg.text_model, -1.0)
+        outcome = decide(
+            scores=[c.rerank_score if c.rerank_score is not None else c.score for c in candidates],
+            names=[c.name for c in candidates],
+            summaries=[c.description for c in candidates],
+            confidence=confidence, no_tool_threshold=threshold, clarify_gap=cfg.clarify_gap, query=query,
+        )
+        result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
+                              confidence, timing, notes)
+        timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
+        timing["total"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    def evaluate(self, rows: Sequence[QueryRow], *, settings: Settings | None = None,
+                 ks: Sequence[int] = (1, 5, 10)) -> EvalReport:
+        """Run every labelled row through :meth:`search` (same code path as users) and score it."""
+        cfg = settings or self.settings
+        depth = max(max(ks), cfg.top_k)
+        run_cfg = cfg.with_overrides(top_k=depth)
+
+        def run(row: QueryRow) -> QueryOutcome:
+            try:
+                result = self.search(row.query, image=row.image, history=row.history,
+                                     permissions=row.permissions, role=row.role, settings=run_cfg)
+            except ToolragError as exc:
+                raise QueryError(f"query row {row.line or '?'} ({row.query[:40]!r}): {exc}") from exc
+            return QueryOutcome(row, tuple(result.ids), result.decision)
+
+        return evaluate(run, rows, ks=ks)
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings,
+                    codes: set[str], categories: Collection[str] | None, include_deprecated: bool,
+                    timing: dict[str, float]) -> np.ndarray:
+        allowed = np.flatnonzero(mask)
+        if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
+            return allowed
+        start = time.perf_counter()
+        ids: set[str] = set()
+        for signal, kind in (("dense", "dense"), ("dense_en", "dense_en"), ("ocr", "dense"),
+                             ("concepts", "dense"), ("visual", "visual"), ("clip_text", "clip_image"),
+                             ("clip_image", "clip_text")):
+            if signal in q.vectors and cfg.weights.get(signal.split("_")[0] if signal.startswith("clip")
+                                                       else signal, 0.0) > 0:
+                ids.update(self.index.query_collection(
+                    kind, q.vectors[signal], k=cfg.candidates, permissions=codes, categories=categories,
+                    include_deprecated=include_deprecated))
+        timing["index_search"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        lexical = " ".join(t for t in (q.text, q.ocr_text, *q.history) if t)
+        if lexical:
+            ids.update(i for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask))
+        timing["bm25"] = (time.perf_counter() - start) * 1000
+        rows = np.array(sorted(snap.row_of[i] for i in ids if i in snap.row_of), dtype=np.int64)
+        return rows[mask[rows]] if len(rows) else rows
+
+    def _fuse(self, scores: Any, q: QueryFeatures, cfg: Settings, snap: IndexSnapshot, rows: np.ndarray
+              ) -> tuple[np.ndarray, dict[str, list[SignalScore]], dict[str, str]]:
+        raw, present = dict(scores.raw), dict(scores.present)
+        weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
+        absent = dict(q.absent)
+        if cfg.fusion is Fusion.EARLY and "dense" in raw:
+            # Early fusion: the query vectors that live in the multilingual space are combined first, so
+            # one cosine replaces the text, OCR and concept signals (their weights are added to it).
+            parts = {s: q.vectors[s] for s in ("dense", *_EARLY_MERGED) if s in q.vectors}
+            combined = fusion.early_fusion(parts, {s: weights[s] for s in parts})
+            raw["dense"] = np.asarray(snap.vectors["dense"][rows] @ combined, dtype=np.float32)
+            for s in _EARLY_MERGED:
+                if s in raw:
+                    weights["dense"] += weights[s]
+                    raw.pop(s)
+                    present.pop(s)
+                    absent[s] = "merged into dense by early fusion"
+        n = len(next(iter(raw.values()))) if raw else 0
+        for s in list(raw):
+            if weights[s] <= 0:
+                absent.setdefault(s, "weight is 0")
+        norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
+        ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw}
+        active = {s: w for s, w in weights.items() if s in raw and w > 0}
+        if cfg.fusion is Fusion.RRF:
+            fused, contrib = fusion.rrf_fusion({s: ranks[s] for s in active}, active, k=cfg.rrf_k)
+        else:
+            fused, contrib = fusion.late_fusion({s: norm[s] for s in active},
+                                                {s: present[s] for s in active}, active)
+        eff = fusion.effective_weights({s: present[s] for s in active}, active) if active else {}
+        explained: dict[str, list[SignalScore]] = {}
+        for s in raw:
+            explained[s] = [
+                SignalScore(float(raw[s][i]), float(norm[s][i]), int(ranks[s][i]),
+                            float(eff[s][i]) if s in eff else 0.0,
+                            float(contrib[s][i]) if s in contrib else 0.0)
+                if present[s][i] else SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)
+                for i in range(n)
+            ]
+        return fused, explained, absent
+
+    def _candidate(self, snap: IndexSnapshot, row: int, score: float,
+                   signals: dict[str, SignalScore]) -> Candidate:
+        tool = snap.catalog.tools[row]
+        kept = {k: v for k, v in signals.items() if v.rank > 0}
+        return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
+                         tool.deprecated, tool.replaced_by)
+
+    def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
+                timing: dict[str, float], notes: list[str]) -> list[Candidate]:
+        if self.reranker is None:
+            notes.append(self.reranker_note)
+            return candidates
+        start = time.perf_counter()
+        head = candidates[: cfg.rerank_top_n]
+        snap = self.index.snapshot
+        docs = [snap.catalog.get(c.id).document_text() for c in head]  # type: ignore[union-attr]
+        logits = np.asarray(self.reranker.score(q.text or q.ocr_text, docs), dtype=np.float64)
+        probs = 1.0 / (1.0 + np.exp(-logits))
+        reranked = [Candidate(**{**c.__dict__, "rerank_score": float(p)}) for c, p in zip(head, probs, strict=True)]
+        reranked.sort(key=lambda c: (-(c.rerank_score or 0.0), c.id))
+        timing["rerank"] = (time.perf_counter() - start) * 1000
+        return reranked + candidates[cfg.rerank_top_n:]
+
+    @staticmethod
+    def _confidence(scores: Any, rows: np.ndarray, order: np.ndarray, q: QueryFeatures) -> float:
+        """Best raw cosine in the multilingual space among the top candidates (an absolute measure)."""
+        best = -1.0
+        for s in ("dense", "ocr", "concepts"):
+            if s in scores.raw and len(order):
+                best = max(best, float(np.max(scores.raw[s][order])))
+        if "visual" in scores.raw and len(order):
+            vis = scores.raw["visual"][order][scores.present["visual"][order]]
+            if len(vis) and float(vis.max()) >= VISUAL_MATCH:
+                best = max(best, 1.0)
+        return best
+
+    def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
+        """Schema tokens of every tool, computed once per index snapshot (for the whole-catalog count)."""
+        cached = self._tokens_cache
+        if cached is None or cached[0] is not snap:
+            counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
+            cached = self._tokens_cache = (snap, counts)
+        return cached[1]
+
+    def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
+                outcome: Any, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
+                confidence: float, timing: dict[str, float], notes: list[str]) -> SearchResult:
+        selected = [] if outcome.decision is Decision.NO_TOOL else [snap.catalog.get(c.id) for c in candidates]
+        profiles = [p for p in selected if p is not None]
+        tools = openai_tools(profiles)
+        tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
+        if q.ocr_text:
+            notes.append(f"OCR read: {q.ocr_text[:200]}")
+        if q.concepts:
+            notes.append("image concepts: " + ", ".join(f"{label} {p:.2f}" for label, p in q.concepts))
+        return SearchResult(
+            query=query, decision=outcome.decision, clarification=outcome.clarification,
+            candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
+            timing_ms=timing, confidence=confidence, tools=tuple(tools),
+            prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
+        )
