@@ -72,7 +72,9 @@ def _start(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str
         time.sleep(0.2)
     _stop(proc)
     tail = log_path.read_text(errors="replace")[-2000:]
-    raise RuntimeError(f"Chroma server {url} did not become ready (exit code {proc.returncode}); log:\n{tail}")
+    raise RuntimeError(
+        f"Chroma server {url} did not become ready (exit code {proc.returncode}); log:\n{tail}"
+    )
 
 
 @contextmanager

@@ -89,8 +89,8 @@ def test_cache_dir_follows_environment(tmp_path, monkeypatch) -> None:
 # ------------------------------------------------------------------------------------------- BM25 scores
 # d1 = [apple, banana, apple] (|d|=3), d2 = [banana, cherry] (|d|=2), d3 = [cherry, date, fig, grape] (|d|=4)
 # N = 3, avgdl = (3 + 2 + 4) / 3 = 3, k1 = 1.5, b = 0.75
-# length norm K(d) = k1 * (1 - b + b*|d|/avgdl): K(d1) = 1.5*(0.25+0.75) = 1.5; K(d2) = 1.5*(0.25+0.5) = 1.125;
-# K(d3) = 1.5*(0.25+1.0) = 1.875
+# length norm K(d) = k1 * (1 - b + b*|d|/avgdl): K(d1) = 1.5*(0.25+0.75) = 1.5;
+# K(d2) = 1.5*(0.25+0.5) = 1.125; K(d3) = 1.5*(0.25+1.0) = 1.875
 CORPUS_IDS = ["d1", "d2", "d3"]
 CORPUS = ["apple banana apple", "banana cherry", "cherry date fig grape"]
 
@@ -146,7 +146,8 @@ def test_top_orders_by_score_then_id_and_respects_k_and_mask() -> None:
     texts = ["invoice tax", "invoice tax", "invoice", "weather", "invoice tax"]
     index = BM25Index.build(ids, texts)
     hits = index.top("invoice tax", k=10)
-    # zeta, alpha, beta tie (identical texts) -> id ascending; mid has only "invoice"; "none" scores 0 -> left out
+    # zeta, alpha, beta tie (identical texts) -> id ascending; mid has only "invoice";
+    # "none" scores 0 -> left out
     assert [h[0] for h in hits] == ["alpha", "beta", "zeta", "mid"]
     scores = [h[1] for h in hits]
     assert scores == sorted(scores, reverse=True) and all(s > 0 and math.isfinite(s) for s in scores)
@@ -175,7 +176,7 @@ def test_top_invariants_on_random_corpus() -> None:
         assert len(hits) == min(k, int((scores > 0).sum()))
         if hits and len(hits) < int((scores > 0).sum()):  # nothing left out scores higher than the last hit
             kept = {i for i, _ in hits}
-            assert max(float(s) for i, s in zip(ids, scores) if i not in kept) <= hits[-1][1]
+            assert max(float(s) for i, s in zip(ids, scores, strict=True) if i not in kept) <= hits[-1][1]
 
 
 # -------------------------------------------------------------------------------------------- update()
@@ -199,7 +200,8 @@ def test_update_equals_full_rebuild_and_retokenises_only_changed() -> None:
     assert seen == ["query stock of a SKU", "发票 invoice archive"]  # unchanged texts are not tokenised again
     assert updated.ids == ("a", "b", "d", "e")
     rebuilt = BM25Index.build(
-        ["a", "b", "d", "e"], ["create invoice", "query stock of a SKU", "book flight 机票", "发票 invoice archive"]
+        ["a", "b", "d", "e"],
+        ["create invoice", "query stock of a SKU", "book flight 机票", "发票 invoice archive"],
     )
     for query in ("invoice", "stock sku", "机票 flight", "email", "发票"):
         np.testing.assert_allclose(updated.scores(query), rebuilt.scores(query), rtol=1e-6)
@@ -209,6 +211,16 @@ def test_update_equals_full_rebuild_and_retokenises_only_changed() -> None:
     seen.clear()
     updated.update({"b": "query stock level"}, removed=[])
     assert seen == []
+
+
+def test_update_compacts_vocabulary_after_heavy_churn() -> None:
+    big = " ".join(f"rare{i}" for i in range(1500))
+    index = BM25Index.build(["big", "a", "b"], [big, "invoice tax", "weather"], tokenizer=str.split)
+    shrunk = index.update({}, removed=["big"]).update({"a": "invoice archive"}, removed=[])
+    assert len(shrunk._vocab) < 10  # the 1500 dead terms were dropped
+    rebuilt = BM25Index.build(["a", "b"], ["invoice archive", "weather"], tokenizer=str.split)
+    for query in ("invoice", "weather archive", "rare7"):
+        np.testing.assert_allclose(shrunk.scores(query), rebuilt.scores(query), rtol=1e-6)
 
 
 def test_update_errors() -> None:
@@ -252,7 +264,9 @@ def test_update_one_doc_in_10k_index() -> None:
 
 # ------------------------------------------------------------------------ mini catalog (tokenizer choices)
 MINI_TOOLS = {
-    "erp.inventory.query_stock": "queryStock: Query the stock level of a product SKU in a warehouse. 查询商品库存数量",
+    "erp.inventory.query_stock": (
+        "queryStock: Query the stock level of a product SKU in a warehouse. 查询商品库存数量"
+    ),
     "erp.inventory.adjust_stock": "adjust_stock: Adjust inventory quantities after a stocktake. 调整库存",
     "finance.expense.submit_reimbursement": (
         "submitReimbursement: Submit an expense claim with receipts and invoices for reimbursement. "
@@ -260,12 +274,16 @@ MINI_TOOLS = {
     ),
     "finance.invoice.create": "create_invoice: Issue a sales invoice to a customer. 开具销售发票",
     "mail.send_email": "sendEmail: Send an email message to one or more recipients. 发送电子邮件",
-    "calendar.create_meeting": "createMeeting: Schedule a meeting with attendees in the calendar. 创建日程会议，预约会议室",
+    "calendar.create_meeting": (
+        "createMeeting: Schedule a meeting with attendees in the calendar. 创建日程会议，预约会议室"
+    ),
     "weather.get_forecast": "GetWeatherForecast: Get the weather forecast for a city. 查询城市天气预报",
     "travel.book_flight": "bookFlight: Book airline tickets between two cities. 预订机票航班",
     "hr.leave.apply": "applyLeave: Apply for annual or sick leave. 申请年假病假请假",
     "crm.customer.search": "searchCustomers: Search customer records by name or phone. 搜索客户资料",
-    "sales.report.monthly": "monthlySalesReport: Generate the monthly sales report as a spreadsheet. 生成月度销售报表",
+    "sales.report.monthly": (
+        "monthlySalesReport: Generate the monthly sales report as a spreadsheet. 生成月度销售报表"
+    ),
     "translate.text": "translateText: Translate text between Chinese and English. 中英文翻译",
     "purchase.order.create": "createPurchaseOrder: Create a purchase order for a supplier. 创建采购订单",
     "logistics.track_shipment": "trackShipment: Track the delivery status of a parcel. 查询快递物流状态",

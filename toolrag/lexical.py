@@ -46,16 +46,28 @@ _SEGMENT_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
 # ("HTTPServer" -> HTTP | Server). Letter -> digit is not a split point ("V2", "utf8").
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
+# fmt: off
+# Dropped tokens: function words that say nothing about which tool fits ("'s" and "n't" leave s, t, ...).
 EN_STOPWORDS = frozenset(
-    "a an the of to for in on at by from with and or not no is are was were be been being am do does did "
-    "my me i you your we our us it its this that these those there here what which who how when where "
-    "please can could would should will shall may might must want need some any all just also "
-    "s t d ll re ve m".split()
+    {
+        "a", "an", "the", "of", "to", "for", "in", "on", "at", "by", "from", "with", "and", "or", "not",
+        "no", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "my", "me", "i",
+        "you", "your", "we", "our", "us", "it", "its", "this", "that", "these", "those", "there", "here",
+        "what", "which", "who", "how", "when", "where", "please", "can", "could", "would", "should", "will",
+        "shall", "may", "might", "must", "want", "need", "some", "any", "all", "just", "also", "s", "t",
+        "d", "ll", "re", "ve", "m",
+    }
 )
 ZH_STOPWORDS = frozenset(
-    "的 了 是 我 你 他 她 它 们 我们 你们 吗 呢 吧 啊 呀 把 给 帮 帮我 一下 这个 那个 这 那 这张 那张 这些 那些 "
-    "请 请问 麻烦 和 与 及 或 在 也 都 就 要 我要 想 我想 能 可以 一个 一张 怎么 怎么样 什么 如何".split()
+    {
+        "的", "了", "是", "我", "你", "他", "她", "它", "们", "我们", "你们",
+        "吗", "呢", "吧", "啊", "呀", "把", "给", "帮", "帮我", "一下", "这个",
+        "那个", "这", "那", "这张", "那张", "这些", "那些", "请", "请问", "麻烦",
+        "和", "与", "及", "或", "在", "也", "都", "就", "要", "我要", "想",
+        "我想", "能", "可以", "一个", "一张", "怎么", "怎么样", "什么", "如何",
+    }
 )
+# fmt: on
 
 _JIEBA_LOCK = threading.Lock()
 _JIEBA: Any = None
@@ -154,34 +166,34 @@ class BM25Index:
     avgdl = mean |d|. This is bm25s's "lucene" variant (Lucene >= 8 drops the constant (k1 + 1) factor,
     which does not change rankings). Repeated query terms count once.
 
-    The sparse score matrix is built here with vectorised numpy in the exact CSC layout bm25s uses
-    (bm25s's own ``index()`` loops over documents in Python: 0.7 s for 10,000 tools); queries are scored by
-    ``bm25s.BM25.get_scores_from_ids``. The tests check both against bm25s's own ``index()``.
+    The index keeps the (term, document, tf) triples in the CSC order bm25s uses and computes the score
+    matrix from them with vectorised numpy (bm25s's own ``index()`` loops over documents in Python: 0.7 s
+    for 10,000 tools); :meth:`update` splices changed documents into the triples instead of re-sorting.
+    Queries are scored by ``bm25s.BM25.get_scores_from_ids``. Tests check scores against bm25s's own
+    ``index()`` and against hand arithmetic.
     """
 
     def __init__(
         self,
-        ids: tuple[str, ...],
+        ids: list[str],
         doc_tokens: list[tuple[str, ...]],
-        doc_term_ids: list[np.ndarray],
+        doc_keys: list[bytes],
         vocab: dict[str, int],
         token_cache: dict[bytes, tuple[str, ...]],
-        doc_keys: list[bytes],
+        triples: tuple[np.ndarray, np.ndarray, np.ndarray],
         *,
         k1: float,
         b: float,
         tokenizer: Callable[[str], list[str]],
     ) -> None:
-        """Internal: use :meth:`build` or :meth:`update`."""
-        self._ids = ids
+        """Internal: use :meth:`build` or :meth:`update`; ``triples`` = (terms, docs, tf) in CSC order."""
+        self._ids = tuple(ids)
         self._doc_tokens = doc_tokens
-        self._doc_term_ids = doc_term_ids
+        self._doc_keys = doc_keys
         self._vocab = vocab
         self._token_cache = token_cache
-        self._doc_keys = doc_keys
-        self._k1 = k1
-        self._b = b
-        self._tokenizer = tokenizer
+        self._terms, self._docs, self._tf = triples
+        self._k1, self._b, self._tokenizer = k1, b, tokenizer
         self._position = {doc_id: i for i, doc_id in enumerate(ids)}
         # rank of each id in ascending string order: the tie-breaker of top()
         self._id_rank = np.empty(len(ids), dtype=np.int64)
@@ -201,22 +213,24 @@ class BM25Index:
     ) -> BM25Index:
         """Tokenise ``texts`` and index them under ``ids`` (unique, same length as ``texts``)."""
         if len(ids) != len(texts):
-            raise CatalogError(f"BM25Index.build got {len(ids)} ids but {len(texts)} texts; pass one text per id")
+            raise CatalogError(
+                f"BM25Index.build got {len(ids)} ids but {len(texts)} texts; pass one text per id"
+            )
         if not k1 >= 0 or not 0 <= b <= 1:
             raise SettingsError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         _check_unique(ids)
         cache: dict[bytes, tuple[str, ...]] = {}
         keys = [_text_key(text) for text in texts]
-        tokens = [_cached_tokens(cache, key, text, tokenizer) for key, text in zip(keys, texts)]
+        tokens = [_cached_tokens(cache, key, text, tokenizer) for key, text in zip(keys, texts, strict=True)]
         vocab: dict[str, int] = {}
-        term_ids = [_term_ids(doc, vocab) for doc in tokens]
-        return cls(tuple(ids), tokens, term_ids, vocab, cache, keys, k1=k1, b=b, tokenizer=tokenizer)
+        triples = _triples(range(len(tokens)), tokens, vocab)
+        return cls(list(ids), tokens, keys, vocab, cache, triples, k1=k1, b=b, tokenizer=tokenizer)
 
     def update(self, changed: Mapping[str, str], removed: Collection[str]) -> BM25Index:
         """A new index with ``changed`` texts replaced or added (new ids go last) and ``removed`` ids gone.
 
-        Only changed texts whose hash is not in the token cache are tokenised again; the statistics (df,
-        avgdl) and the score matrix are recomputed for all documents, vectorised, so the result equals
+        Only changed texts whose hash is not in the token cache are tokenised again; df, avgdl and the
+        score matrix are recomputed for all documents (vectorised, O(entries)), so the result equals
         :meth:`build` on the final texts. ``self`` is left unchanged.
         """
         both = set(changed) & set(removed)
@@ -225,55 +239,67 @@ class BM25Index:
         unknown = [doc_id for doc_id in removed if doc_id not in self._position]
         if unknown:
             raise CatalogError(f"cannot remove ids that are not indexed: {sorted(unknown)}")
-        gone = set(removed)
-        ids = [doc_id for doc_id in self._ids if doc_id not in gone]
-        ids += [doc_id for doc_id in changed if doc_id not in self._position]
+        kept = np.ones(len(self._ids), dtype=bool)
+        kept[[self._position[doc_id] for doc_id in removed]] = False
+        stale = ~kept  # old documents whose entries go away
+        keep = np.flatnonzero(kept).tolist()
+        ids = [self._ids[i] for i in keep]
+        tokens = [self._doc_tokens[i] for i in keep]
+        keys = [self._doc_keys[i] for i in keep]
+        new_slot = np.cumsum(kept) - 1  # old document index -> new index
         cache = dict(self._token_cache)  # texts seen before (also older versions) are not tokenised again
         vocab = dict(self._vocab)
-        tokens, term_ids, keys = [], [], []
-        for doc_id in ids:
+        slots: list[int] = []
+        for doc_id, text in changed.items():
+            key = _text_key(text)
+            doc = _cached_tokens(cache, key, text, self._tokenizer)
             old = self._position.get(doc_id)
-            text = changed.get(doc_id)
-            if text is None and old is not None:
-                tokens.append(self._doc_tokens[old])
-                term_ids.append(self._doc_term_ids[old])
-                keys.append(self._doc_keys[old])
-                continue
-            key = _text_key(text or "")
-            doc = _cached_tokens(cache, key, text or "", self._tokenizer)
-            tokens.append(doc)
-            term_ids.append(_term_ids(doc, vocab))
-            keys.append(key)
-        if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
-            cache = dict(zip(keys, tokens))
-        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted texts after heavy churn
-            vocab = {}
-            term_ids = [_term_ids(doc, vocab) for doc in tokens]
-        return BM25Index(
-            tuple(ids), tokens, term_ids, vocab, cache, keys, k1=self._k1, b=self._b, tokenizer=self._tokenizer
+            if old is None:
+                slots.append(len(ids))
+                ids.append(doc_id)
+                tokens.append(doc)
+                keys.append(key)
+            else:
+                stale[old] = True
+                slot = int(new_slot[old])
+                slots.append(slot)
+                tokens[slot], keys[slot] = doc, key
+        live = ~stale[self._docs]
+        terms, docs, tf = self._terms[live], new_slot[self._docs[live]], self._tf[live]
+        add_terms, add_docs, add_tf = _triples(slots, [tokens[i] for i in slots], vocab)
+        n = max(len(ids), 1)
+        at = np.searchsorted(terms * n + docs, add_terms * n + add_docs)  # both sorted by (term, doc)
+        terms, docs, tf = (
+            np.insert(terms, at, add_terms),
+            np.insert(docs, at, add_docs),
+            np.insert(tf, at, add_tf),
         )
+        if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
+            cache = dict(zip(keys, tokens, strict=True))
+        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted texts after heavy churn
+            used = np.bincount(terms, minlength=len(vocab)) > 0
+            renumber = np.cumsum(used) - 1
+            vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
+            terms = renumber[terms]
+        k1, b, tokenizer = self._k1, self._b, self._tokenizer
+        return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer)
 
     def _make_retriever(self) -> Any:
         import bm25s
 
         n_docs, n_vocab = len(self._ids), len(self._vocab)
-        lengths = np.fromiter((len(t) for t in self._doc_term_ids), dtype=np.int64, count=n_docs)
-        flat_terms = np.concatenate(self._doc_term_ids) if n_docs else np.zeros(0, dtype=np.int64)
-        flat_docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
-        # term-major keys: unique() sorts them into CSC order (by term, then document)
-        keys, tf = np.unique(flat_terms.astype(np.int64) * max(n_docs, 1) + flat_docs, return_counts=True)
-        terms, docs = np.divmod(keys, max(n_docs, 1))
-        df = np.bincount(terms, minlength=n_vocab)
+        lengths = np.fromiter((len(t) for t in self._doc_tokens), dtype=np.int64, count=n_docs)
+        df = np.bincount(self._terms, minlength=n_vocab)
         self._live_terms = int(np.count_nonzero(df))
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
         avgdl = float(lengths.mean()) if lengths.sum() else 1.0
-        tf = tf.astype(np.float64)
-        tfc = tf / (tf + self._k1 * (1.0 - self._b + self._b * lengths[docs] / avgdl))
+        tf = self._tf.astype(np.float64)
+        tfc = tf / (tf + self._k1 * (1.0 - self._b + self._b * lengths[self._docs] / avgdl))
         retriever = bm25s.BM25(k1=self._k1, b=self._b, method="lucene", backend="numpy")
         # the attributes bm25s.BM25.index()/load() fill in
         retriever.scores = {
-            "data": (idf[terms] * tfc).astype(np.float32),
-            "indices": docs.astype(np.int32),
+            "data": (idf[self._terms] * tfc).astype(np.float32),
+            "indices": self._docs.astype(np.int32),
             "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
             "num_docs": n_docs,
         }
@@ -376,5 +402,18 @@ def _cached_tokens(
     return tokens
 
 
-def _term_ids(tokens: tuple[str, ...], vocab: dict[str, int]) -> np.ndarray:
-    return np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int64, count=len(tokens))
+def _triples(
+    slots: Sequence[int], docs: Sequence[tuple[str, ...]], vocab: dict[str, int]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(term id, document slot, tf) of the given documents, sorted by term then slot; grows ``vocab``."""
+    lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
+    flat = np.fromiter(
+        (vocab.setdefault(t, len(vocab)) for doc in docs for t in doc),
+        dtype=np.int64,
+        count=int(lengths.sum()),
+    )
+    owner = np.repeat(np.asarray(slots, dtype=np.int64), lengths)
+    n = int(owner.max()) + 1 if owner.size else 1
+    key, tf = np.unique(flat * n + owner, return_counts=True)
+    terms, doc_slots = np.divmod(key, n)
+    return terms, doc_slots, tf.astype(np.int64)

@@ -16,8 +16,9 @@ import hashlib
 import logging
 import os
 import re
-import socket
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +39,10 @@ MetadataValue = str | int | float | bool
 UNIT_NORM_TOLERANCE: Final = 1e-3
 """A stored row's L2 norm may differ from 1 by at most this much."""
 CONNECT_TIMEOUT_S: Final = 5.0
-"""How long :func:`open_client` waits for the server's TCP port before giving up."""
+"""How long :func:`open_client` waits for the server's heartbeat before giving up."""
 _SPACE: Final = "cosine"
 _NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{1,510}[A-Za-z0-9]$")
-_KIND_RE: Final = re.compile(r"^[a-z0-9]+$")
+_KIND_RE: Final = re.compile(r"^[a-z0-9](?:[a-z0-9_-]{0,62}[a-z0-9])?$")
 _START_HINT: Final = "start one with `chroma run --path DIR --port N`"
 
 
@@ -61,16 +62,10 @@ def _chromadb() -> Any:
 
 def _chroma_errors() -> tuple[type[BaseException], ...]:
     """Exceptions a Chroma call raises for bad input or an unreachable server."""
+    import httpx  # a dependency of chromadb
     from chromadb.errors import ChromaError
 
-    errors: list[type[BaseException]] = [ChromaError, ValueError, TypeError, OSError]
-    try:
-        import httpx
-
-        errors.append(httpx.HTTPError)
-    except ImportError:  # pragma: no cover - httpx ships with chromadb
-        pass
-    return tuple(errors)
+    return (ChromaError, ValueError, TypeError, OSError, httpx.HTTPError)
 
 
 def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -114,10 +109,19 @@ def _parse_url(url: str) -> tuple[str, int, bool]:
 
 def _open_http(url: str) -> ClientAPI:
     host, port, ssl = _parse_url(url)
-    try:  # a quick TCP probe: Chroma's own HTTP client has no connect timeout
-        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise StoreError(f"cannot reach a Chroma server at {url} ({exc}); {_START_HINT}") from exc
+    base = f"{'https' if ssl else 'http'}://{f'[{host}]' if ':' in host else host}:{port}"
+    # Probe the heartbeat with a timeout first: Chroma's own HTTP client waits forever on a silent port.
+    try:
+        with urllib.request.urlopen(f"{base}/api/v2/heartbeat", timeout=CONNECT_TIMEOUT_S) as response:
+            response.read(1024)
+    except urllib.error.HTTPError as exc:
+        raise StoreError(
+            f"{url} answered HTTP {exc.code} on /api/v2/heartbeat: is it a Chroma (1.x) server? "
+            f"Otherwise {_START_HINT}"
+        ) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise StoreError(f"cannot reach a Chroma server at {url} ({reason}); {_START_HINT}") from exc
     chromadb = _chromadb()
     from chromadb.config import Settings
 
@@ -165,14 +169,19 @@ def open_client(config: StoreConfig) -> ClientAPI:
         return _open_http(config.url)
     if config.path is not None:
         return _open_persistent(config.path)
-    raise StoreError("no Chroma store configured: give a folder (path) or a server URL like http://127.0.0.1:8000")
+    raise StoreError(
+        "no Chroma store configured: give a folder (path) or a server URL like http://127.0.0.1:8000"
+    )
 
 
 # ------------------------------------------------------------------------------------------ naming
 def collection_name(kind: str, fingerprint: str, *, staging: bool = False) -> str:
     """Return ``toolrag-<kind>-<12 hex of sha1(fingerprint)>`` (``-staging`` appended for a rebuild)."""
     if not _KIND_RE.match(kind):
-        raise StoreError(f"collection kind {kind!r} must be lower-case letters and digits, e.g. 'text'")
+        raise StoreError(
+            f"collection kind {kind!r} must be 1-64 lower-case letters, digits, '-' or '_' "
+            "starting and ending with a letter or digit, e.g. 'text' or 'clip-image'"
+        )
     if not fingerprint:
         raise StoreError("collection fingerprint is empty: pass the model fingerprint")
     digest = hashlib.sha1(fingerprint.encode("utf-8")).hexdigest()[:12]
@@ -331,9 +340,12 @@ class VectorCollection:
             wanted = (self.fingerprint, self.dim, _SPACE)
             if (meta.get("fingerprint"), meta.get("dim"), space) == wanted:
                 return col
+            found = (meta.get("fingerprint"), meta.get("dim"), space)
             logger.warning(
-                "Chroma collection %s holds fingerprint=%r dim=%r space=%r; recreating it for %r dim=%d",
-                self._name, meta.get("fingerprint"), meta.get("dim"), space, self.fingerprint, self.dim,
+                "Chroma collection %s holds (fingerprint, dim, space)=%r, not %r: recreating it empty",
+                self._name,
+                found,
+                wanted,
             )
             _call(f"delete collection {self._name!r}", self._client.delete_collection, self._name)
             return _call(what, self._client.create_collection, self._name, **self._create_kwargs())
@@ -391,11 +403,13 @@ class VectorCollection:
             metas.append(dict(meta))
         with self._lock:
             for start in range(0, len(id_list), self._batch):
-                stop = start + self._batch
+                stop = min(start + self._batch, len(id_list))
                 _call(
                     f"upsert {stop - start} rows into {self._name!r}",
                     self._collection.upsert,
-                    ids=id_list[start:stop], embeddings=arr[start:stop], metadatas=metas[start:stop],
+                    ids=id_list[start:stop],
+                    embeddings=arr[start:stop],
+                    metadatas=metas[start:stop],
                 )
 
     def delete(self, ids: Sequence[str]) -> None:
@@ -410,8 +424,11 @@ class VectorCollection:
         offset = 0
         while True:
             page = _call(
-                f"read rows of {self._name!r}", self._collection.get, include=include,
-                limit=self._batch, offset=offset,
+                f"read rows of {self._name!r}",
+                self._collection.get,
+                include=include,
+                limit=self._batch,
+                offset=offset,
             )
             if not page["ids"]:
                 return
@@ -440,8 +457,10 @@ class VectorCollection:
                 order = list(dict.fromkeys(ids))
                 for start in range(0, len(order), self._batch):
                     page = _call(
-                        f"read rows of {self._name!r}", self._collection.get,
-                        ids=order[start : start + self._batch], include=["embeddings"],
+                        f"read rows of {self._name!r}",
+                        self._collection.get,
+                        ids=order[start : start + self._batch],
+                        include=["embeddings"],
                     )
                     found.update(zip(page["ids"], np.asarray(page["embeddings"]), strict=True))
         kept = [row_id for row_id in order if row_id in found]
@@ -468,8 +487,11 @@ class VectorCollection:
             return []
         collection = self._collection
         result = _call(
-            f"query {self._name!r} with where={clause!r}", collection.query,
-            query_embeddings=[vec.astype(np.float32)], n_results=k, where=clause,
+            f"query {self._name!r} with where={clause!r}",
+            collection.query,
+            query_embeddings=[vec.astype(np.float32)],
+            n_results=k,
+            where=clause,
             include=["distances", "metadatas"],
         )
         metas = (result.get("metadatas") or [[]])[0] or [{}] * len(result["ids"][0])
