@@ -19,6 +19,9 @@ from toolrag.settings import SIGNALS, Fusion, Settings
 
 __all__ = ["main"]
 
+_METRICS = ("recall@1", "recall@5", "recall@10", "ndcg@5", "ndcg@10", "mrr@10", "completeness@5",
+            "decision_accuracy")
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="toolrag", description="Retrieval-augmented tool selection.")
@@ -169,12 +172,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _gate(item: str) -> tuple[str, float]:
-    from toolrag.evaluate import METRIC_NAMES
-
     name, _, value = item.partition("=")
     name = name.strip().lower()
-    if name not in METRIC_NAMES:
-        raise ToolragError(f"--fail-under {item!r}: unknown metric {name!r}; metrics: {', '.join(METRIC_NAMES)}")
+    if name not in _METRICS:
+        raise ToolragError(f"--fail-under {item!r}: unknown metric {name!r}; metrics: {', '.join(_METRICS)}")
     try:
         number = float(value.strip().rstrip("%"))
     except ValueError:

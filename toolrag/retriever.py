@@ -121,6 +121,11 @@ class ToolRetriever:
                     "(or --rerank-model) to a cross-encoder path or Hub id")
         return cls(index, settings=settings, ocr_factory=encoders.get_ocr, reranker=reranker, reranker_note=note)
 
+    def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
+        """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
+        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot."""
+        return self.index.update(catalog, progress)
+
     # ---------------------------------------------------------------------------------------------- search
 
     def search(
@@ -133,6 +138,7 @@ class ToolRetriever:
         role: str | None = None,
         categories: Collection[str] | None = None,
         include_deprecated: bool = False,
+        top_k: int | None = None,
         settings: Settings | None = None,
     ) -> SearchResult:
         """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
@@ -142,6 +148,8 @@ class ToolRetriever:
         """
         t0 = time.perf_counter()
         cfg = settings or self.settings
+        if top_k is not None:
+            cfg = cfg.with_overrides(top_k=top_k)
         if not isinstance(query, str):
             raise QueryError(f"query must be text, got {type(query).__name__}")
         if not query.strip() and image is None and not any(h.strip() for h in history):

@@ -1,0 +1,119 @@
+"""Shared fixtures: offline environment, real models loaded once, a small catalog and the sample catalog.
+
+Every model here is real (packaged e5, MiniLM, EfficientNet-Lite0, RapidOCR). The index lives in a
+temporary folder per test session, so tests never touch a user's cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.pop("SPACE_ID", None)
+os.environ.pop("TOOLRAG_CHROMA_URL", None)
+
+import pytest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "sample_tools"
+ASSETS = ROOT / "assets"
+
+SMALL_CATALOG = """\
+- id: weather.current
+  name: get_current_weather
+  description: Current weather conditions (temperature, wind, rain) for a city right now.
+  category: travel
+  tags: [weather, 天气]
+  examples: [{query: what's the weather in Paris now}, {query: 北京现在天气怎么样}, {query: is it raining in London}]
+  parameters: {type: object, properties: {city: {type: string, description: city name}}, required: [city]}
+- id: weather.forecast
+  name: get_weather_forecast
+  description: Weather forecast for the next 1 to 7 days for a city.
+  category: travel
+  tags: [forecast, 天气预报]
+  examples: [{query: will it rain tomorrow in Berlin}, {query: 下周上海天气预报}, {query: forecast for the weekend}]
+- id: finance.expense.submit
+  name: submit_expense
+  description: 提交费用报销单：上传餐饮、交通发票或小票，填写金额和事由，提交给主管审批。
+  category: finance
+  tags: [报销, expense, receipt, 发票]
+  examples: [{query: 帮我报销这张餐饮发票}, {query: submit this taxi receipt for reimbursement}, {query: 报销昨天的午饭}]
+  images: [{path: receipt_zh.png, caption: 一张餐饮小票 restaurant receipt}]
+- id: image.background.blur
+  name: blur_background
+  description: Blur the background of a portrait photo while keeping the person sharp.
+  category: image
+  tags: [photo, portrait, bokeh]
+  examples: [{query: make the background of my photo blurry}, {query: 把照片背景虚化}, {query: bokeh effect}]
+  images: [{path: astronaut.jpg, caption: a portrait photo of a person}]
+- id: hr.payroll.approve
+  name: approve_payroll
+  description: Approve the monthly payroll run so salaries are paid. Irreversible; HR managers only.
+  category: hr
+  mutation: true
+  permissions: [hr.payroll.approve]
+  examples: [{query: approve this month's payroll}, {query: 批准本月工资发放}, {query: sign off payroll}]
+- id: dev.search.code
+  name: search_code
+  description: Search the company's source code repositories for a function, class or string.
+  category: devtools
+  examples: [{query: where is getUserProfile defined}, {query: 在代码库里搜索 parseInvoice}, {query: grep for TODO}]
+- id: calendar.book_v1
+  name: book_meeting_v1
+  description: Book a meeting room (old API).
+  category: office
+  deprecated: true
+  replaced_by: calendar.book
+  examples: [{query: book a meeting room}, {query: 订会议室}, {query: reserve room 5}]
+- id: calendar.book
+  name: book_meeting_room
+  description: Book a meeting room for a time slot and invite attendees.
+  category: office
+  examples: [{query: book a meeting room for 3pm}, {query: 帮我订明天下午的会议室}, {query: reserve a room}]
+"""
+
+
+@pytest.fixture(scope="session")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("toolrag-data")
+
+
+@pytest.fixture(scope="session")
+def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("small-catalog")
+    (folder / "tools.yaml").write_text(SMALL_CATALOG, encoding="utf-8")
+    (folder / "catalog.yaml").write_text(
+        "name: small\nassets_dir: assets\nroles:\n  employee: []\n  hr_manager: [hr.payroll.approve]\n",
+        encoding="utf-8")
+    (folder / "assets").mkdir()
+    for name in ("receipt_zh.png", "astronaut.jpg"):
+        shutil.copy(ASSETS / name, folder / "assets" / name)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def models() -> object:
+    from toolrag.retriever import load_models
+    from toolrag.settings import Settings
+
+    return load_models(Settings())
+
+
+@pytest.fixture(scope="session")
+def small_retriever(small_catalog_dir: Path, data_dir: Path, models: object) -> Iterator[object]:
+    from toolrag.retriever import ToolRetriever
+
+    yield ToolRetriever.from_catalog(small_catalog_dir, data_dir=data_dir, models=models)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def sample_retriever(data_dir: Path, models: object) -> object:
+    from toolrag.retriever import ToolRetriever
+
+    return ToolRetriever.from_catalog(SAMPLE, data_dir=data_dir, models=models)  # type: ignore[arg-type]

@@ -1,0 +1,199 @@
+"""End-to-end retrieval with the real models and a real Chroma index: signals, filters, fusion, decisions."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from conftest import ASSETS
+from toolrag.decision import Decision
+from toolrag.errors import ImageError, QueryError
+from toolrag.settings import Fusion, Settings
+
+
+def check_invariants(result: Any, k: int) -> None:
+    scores = [c.score for c in result.candidates]
+    assert len(result.candidates) <= k
+    assert scores == sorted(scores, reverse=True)
+    for c in result.candidates:
+        total = sum(s.contribution for s in c.signals.values())
+        if result.candidates and not any(s.rank == 0 for s in c.signals.values()):
+            assert math.isclose(total, c.score, rel_tol=1e-4, abs_tol=1e-6)
+
+
+def test_english_and_chinese_queries_find_their_tool(small_retriever: Any) -> None:
+    for query, expected in [
+        ("what will the weather be like in Tokyo over the next three days", "weather.forecast"),
+        ("北京现在多少度，在下雨吗", "weather.current"),
+        ("I need to get reimbursed for my dinner receipt", "finance.expense.submit"),
+        ("帮我在代码仓库里找一下 getUserProfile 函数在哪", "dev.search.code"),
+    ]:
+        result = small_retriever.search(query)
+        check_invariants(result, 5)
+        assert result.candidates[0].id == expected, (query, result.ids)
+
+
+def test_every_signal_is_explained_and_absent_ones_are_named(small_retriever: Any) -> None:
+    result = small_retriever.search("is it raining in London right now")
+    top = result.candidates[0]
+    assert {"dense", "dense_en", "bm25"} <= set(top.signals)
+    for name in ("ocr", "visual", "concepts"):
+        assert result.absent_signals[name] == "no image given"
+    assert "clip" in result.absent_signals and "TOOLRAG_CLIP_MODEL" in result.absent_signals["clip"]
+    # Absent image signals' weight is redistributed: the effective weights of a candidate sum to 1.
+    assert math.isclose(sum(s.weight for s in top.signals.values()), 1.0, rel_tol=1e-6)
+    payload = result.to_json()
+    assert set(payload["candidates"][0]["signals"]["bm25"]) == {"raw", "norm", "rank", "weight", "contribution"}
+
+
+def test_chinese_query_skips_english_model(small_retriever: Any) -> None:
+    result = small_retriever.search("下周上海的天气预报")
+    assert "dense_en" in result.absent_signals
+    assert result.candidates[0].id == "weather.forecast"
+    assert "dense_en" not in result.candidates[0].signals
+
+
+def test_image_query_uses_ocr_and_visual_signals(small_retriever: Any) -> None:
+    result = small_retriever.search("", image=ASSETS / "queries" / "receipt_dinner.png")
+    assert result.candidates[0].id == "finance.expense.submit", result.ids
+    top = result.candidates[0]
+    assert "ocr" in top.signals and "visual" in top.signals and "concepts" in top.signals
+    assert any(n.startswith("OCR read:") for n in result.notes)
+    # A tool without example images has no visual score: absent for it, not zero.
+    no_images = next(c for c in result.candidates if c.id != "finance.expense.submit"
+                     and c.id != "image.background.blur")
+    assert "visual" not in no_images.signals
+
+
+def test_permissions_hide_restricted_tools_everywhere(small_retriever: Any) -> None:
+    employee = small_retriever.search("approve this month's payroll run", role="employee", top_k=8)
+    text = json.dumps(employee.to_json(), ensure_ascii=False)
+    assert "hr.payroll.approve" not in text and "approve_payroll" not in text
+    manager = small_retriever.search("approve this month's payroll run", role="hr_manager")
+    assert manager.candidates[0].id == "hr.payroll.approve"
+    # The restricted tool is not counted anywhere for the employee: not in filtered_out, not in the tokens.
+    assert employee.filtered_out == manager.filtered_out
+    assert employee.tokens.all < manager.tokens.all
+    explicit = small_retriever.search("approve this month's payroll run", permissions=["hr.payroll.approve"])
+    assert explicit.candidates[0].id == "hr.payroll.approve"
+
+
+def test_deprecated_excluded_unless_asked(small_retriever: Any) -> None:
+    hidden = small_retriever.search("book a meeting room", top_k=8)
+    assert "calendar.book_v1" not in hidden.ids and hidden.candidates[0].id == "calendar.book"
+    assert hidden.filtered_out == 1
+    shown = small_retriever.search("book a meeting room", top_k=8, include_deprecated=True)
+    old = next(c for c in shown.candidates if c.id == "calendar.book_v1")
+    assert old.deprecated and old.replaced_by == "calendar.book"
+
+
+def test_category_filter(small_retriever: Any) -> None:
+    result = small_retriever.search("weather", categories=["travel"], top_k=8)
+    assert {c.category for c in result.candidates} == {"travel"}
+    with pytest.raises(QueryError, match="unknown category 'nope'; categories: "):
+        small_retriever.search("weather", categories=["nope"])
+
+
+@pytest.mark.parametrize("fusion", list(Fusion))
+def test_each_fusion_strategy(small_retriever: Any, fusion: Fusion) -> None:
+    settings = small_retriever.settings.with_overrides(fusion=fusion, top_k=4)
+    result = small_retriever.search("will it rain tomorrow in Berlin", settings=settings)
+    check_invariants(result, 4)
+    assert result.candidates[0].id == "weather.forecast"
+
+
+def test_weights_change_the_order_without_reencoding(small_retriever: Any) -> None:
+    model = small_retriever.index.models.text
+    calls = {"n": 0}
+    original = model.encode_queries
+
+    def counting(texts: Any) -> Any:
+        calls["n"] += 1
+        return original(texts)
+
+    model.encode_queries = counting
+    try:
+        query = "forecast: is it raining in Paris now"
+        small_retriever.search(query)
+        first_calls = calls["n"]
+        bm25_only = small_retriever.settings.with_overrides(
+            weights={"dense": 0.0, "dense_en": 0.0, "bm25": 1.0})
+        dense_only = small_retriever.settings.with_overrides(weights={"bm25": 0.0})
+        a = small_retriever.search(query, settings=bm25_only)
+        b = small_retriever.search(query, settings=dense_only)
+        assert calls["n"] == first_calls  # cached vectors: moving a slider encodes nothing
+        assert a.ids != b.ids or [c.score for c in a.candidates] != [c.score for c in b.candidates]
+    finally:
+        del model.encode_queries
+
+
+def test_conversation_history_is_blended(small_retriever: Any) -> None:
+    alone = small_retriever.search("and Shanghai?")
+    with_history = small_retriever.search("and Shanghai?", history=["what's the weather forecast for Beijing"])
+    assert with_history.candidates[0].id == "weather.forecast"
+    assert alone.candidates[0].score != with_history.candidates[0].score
+
+
+def test_decisions(small_retriever: Any) -> None:
+    clear = small_retriever.search("where is the function parseInvoice defined in our repos")
+    assert clear.decision is Decision.EXECUTE and clear.tools and clear.tokens.selected > 0
+    none = small_retriever.search("tell me a joke about penguins")
+    assert none.decision is Decision.NO_TOOL and none.tools == () and none.tokens.selected == 0
+    strict = small_retriever.settings.with_overrides(clarify_gap=1.0)
+    ambiguous = small_retriever.search("weather in Rome", settings=strict)
+    assert ambiguous.decision is Decision.CLARIFY
+    names = {c.name for c in ambiguous.candidates[:2]}
+    assert all(name in (ambiguous.clarification or "") for name in names)
+
+
+def test_prompt_material(small_retriever: Any) -> None:
+    result = small_retriever.search("批准本月工资", role="hr_manager", top_k=2)
+    assert result.tools[0]["type"] == "function"
+    assert result.tools[0]["function"]["name"] == result.candidates[0].name
+    assert "confirm with the user" in result.prompt  # approve_payroll is a mutation
+    assert 0 < result.tokens.selected < result.tokens.all
+
+
+def test_bad_queries(small_retriever: Any, tmp_path: Path) -> None:
+    with pytest.raises(QueryError, match="empty query"):
+        small_retriever.search("   ")
+    long = small_retriever.search("weather " * 12_500)  # 100,000 characters
+    assert long.candidates and long.candidates[0].id.startswith("weather")
+    bad = tmp_path / "not_an_image.png"
+    bad.write_text("hello")
+    with pytest.raises(ImageError, match="not_an_image.png"):
+        small_retriever.search("x", image=bad)
+    truncated = tmp_path / "truncated.png"
+    truncated.write_bytes((ASSETS / "receipt_zh.png").read_bytes()[:5000])
+    with pytest.raises(ImageError, match="truncated.png"):
+        small_retriever.search("x", image=truncated)
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\x89PNG" + b"\0" * 50_000_000)
+    with pytest.raises(ImageError, match="big.png"):
+        small_retriever.search("x", image=big)
+    with pytest.raises(ImageError, match="missing.png"):
+        small_retriever.search("x", image=tmp_path / "missing.png")
+
+
+def test_settings_validation() -> None:
+    from toolrag.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="unknown signal weight 'bm52'"):
+        Settings(weights={"bm52": 1.0})
+    with pytest.raises(SettingsError, match="fusion 'late2' is not one of: late, early, rrf"):
+        Settings(fusion="late2")  # type: ignore[arg-type]
+    with pytest.raises(SettingsError, match="top_k is 0"):
+        Settings(top_k=0)
+
+
+def test_scores_are_finite(small_retriever: Any) -> None:
+    result = small_retriever.search("写一段代码搜索 weather", top_k=8)
+    for c in result.candidates:
+        assert np.isfinite(c.score)
+        for s in c.signals.values():
+            assert np.isfinite(s.raw) and 0.0 <= s.norm <= 1.0
