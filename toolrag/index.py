@@ -198,10 +198,13 @@ class ToolIndex:
         """The keyword index in catalog row order; after an edit only changed texts are re-tokenised."""
         texts = {t.id: t.lexical_text() for t in tools}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
-        if previous is not None and list(previous.ids) == list(texts):
+        if previous is not None:
             old = previous.catalog
             changed = {i: s for i, s in texts.items() if (o := old.get(i)) is None or o.lexical_text() != s}
-            return previous.bm25.update(changed, ()) if changed else previous.bm25
+            removed = [i for i in previous.ids if i not in texts]
+            updated = previous.bm25.update(changed, removed) if (changed or removed) else previous.bm25
+            if list(updated.ids) == list(texts):
+                return updated
         return BM25Index.build(list(texts), list(texts.values()))
 
     def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], progress: Progress) -> np.ndarray:

@@ -265,7 +265,9 @@ class ToolRetriever:
         norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
         ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw}
         active = {s: w for s, w in weights.items() if s in raw and w > 0}
-        if cfg.fusion is Fusion.RRF:
+        if not active:  # every weight is 0 (or no signal ran): nothing to fuse, all candidates tie
+            fused, contrib = np.zeros(n, dtype=np.float64), {}
+        elif cfg.fusion is Fusion.RRF:
             fused, contrib = fusion.rrf_fusion({s: ranks[s] for s in active}, active, k=cfg.rrf_k)
         else:
             fused, contrib = fusion.late_fusion({s: norm[s] for s in active},

@@ -1,0 +1,155 @@
+"""The index: incremental encoding by content hash, model fingerprints, interrupted builds, Chroma server."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chroma_server import running_chroma_server
+from toolrag.profile import load_catalog
+from toolrag.retriever import ToolRetriever
+
+
+class Counting:
+    """Wraps a real text model and counts the passages it encodes (the model itself is untouched)."""
+
+    def __init__(self, inner: Any, *, fail_after: int | None = None) -> None:
+        self.inner = inner
+        self.passages = 0
+        self.fail_after = fail_after
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.inner.fingerprint)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.inner.encode_queries(texts)  # type: ignore[no-any-return]
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        if self.fail_after is not None and self.passages + len(texts) > self.fail_after:
+            raise KeyboardInterrupt("simulated crash in the middle of indexing")
+        self.passages += len(texts)
+        return self.inner.encode_passages(texts)  # type: ignore[no-any-return]
+
+
+def counted_models(models: Any, **kwargs: Any) -> tuple[Any, Counting]:
+    counter = Counting(models.text, **kwargs)
+    return dataclasses.replace(models, text=counter, english=None, image=None), counter
+
+
+def copy_catalog(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_restart_encodes_nothing_and_an_edit_encodes_one(models: Any, small_catalog_dir: Path,
+                                                         tmp_path: Path) -> None:
+    catalog_dir = copy_catalog(small_catalog_dir, tmp_path / "cat")
+    first, counter = counted_models(models)
+    ToolRetriever.from_catalog(catalog_dir, data_dir=tmp_path / "d", models=first)
+    assert counter.passages == 8
+    again, counter2 = counted_models(models)
+    retriever = ToolRetriever.from_catalog(catalog_dir, data_dir=tmp_path / "d", models=again)
+    assert counter2.passages == 0  # unchanged catalog: every vector comes from Chroma
+    before = retriever.search("sunshine and temperature today", top_k=8).ids
+    text = (catalog_dir / "tools.yaml").read_text(encoding="utf-8")
+    edited = text.replace("Search the company's source code repositories for a function, class or string.",
+                          "Look up travel weather - rain, sunshine and temperature today for a city.")
+    (catalog_dir / "tools.yaml").write_text(edited, encoding="utf-8")
+    encoded = retriever.reload(load_catalog(catalog_dir))
+    assert encoded == 1 and counter2.passages == 1  # only the edited profile is re-encoded
+    after = retriever.search("sunshine and temperature today", top_k=8).ids
+    assert after.index("dev.search.code") < before.index("dev.search.code")  # the edit moved it up
+
+
+def test_added_and_removed_tools(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
+    m, counter = counted_models(models)
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=m)
+    catalog = retriever.index.catalog
+    gone = catalog.without_tool("weather.forecast")
+    assert retriever.reload(gone) == 0
+    assert "weather.forecast" not in retriever.search("weather forecast for next week", top_k=8).ids
+    assert retriever.reload(catalog) == 1
+    assert retriever.search("weather forecast for next week").ids[0] == "weather.forecast"
+    assert counter.passages == 9
+
+
+def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
+    e5, counter = counted_models(models)
+    ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)
+    minilm = Counting(models.english)
+    other = dataclasses.replace(models, text=minilm, english=None, image=None)
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=other)
+    assert minilm.passages == 8  # a different fingerprint: everything re-encoded with the new model
+    assert retriever.search("is it raining in London now").ids[0] == "weather.current"
+
+
+def test_interrupted_build_is_completed_before_use(models: Any, small_catalog_dir: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolrag.index
+
+    monkeypatch.setattr(toolrag.index, "_BATCH", 2)  # rows are written 2 by 2: the crash hits batch 2
+    crashing, counter = counted_models(models, fail_after=3)
+    with pytest.raises(KeyboardInterrupt):
+        ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=crashing)
+    resumed, counter2 = counted_models(models)
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=resumed)
+    assert counter.passages == 2
+    assert counter2.passages == 6  # the 2 rows written before the crash are reused, the rest encoded
+    fresh = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "fresh",
+                                       models=counted_models(models)[0])
+    query = "book a meeting room for tomorrow"
+    assert retriever.search(query).ids == fresh.search(query).ids
+    np.testing.assert_allclose(retriever.index.snapshot.vectors["dense"], fresh.index.snapshot.vectors["dense"],
+                               atol=1e-6)
+
+
+def test_failed_validation_keeps_the_previous_index(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
+    from toolrag.errors import ProfileError
+
+    catalog_dir = copy_catalog(small_catalog_dir, tmp_path / "cat")
+    retriever = ToolRetriever.from_catalog(catalog_dir, data_dir=tmp_path / "d", models=models)
+    (catalog_dir / "broken.yaml").write_text("- id: weather.current\n  description: duplicate id\n")
+    with pytest.raises(ProfileError, match="duplicate tool id 'weather.current'"):
+        retriever.reload(load_catalog(catalog_dir))
+    assert len(retriever.index.catalog) == 8
+    assert retriever.search("is it raining in London now").ids[0] == "weather.current"
+
+
+def test_empty_and_single_tool_catalogs(models: Any, tmp_path: Path) -> None:
+    from toolrag.decision import Decision
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = ToolRetriever.from_catalog(empty, data_dir=tmp_path / "d", models=models).search("anything")
+    assert result.decision is Decision.NO_TOOL and result.candidates == () and result.tokens.all == 0
+    one = tmp_path / "one"
+    one.mkdir()
+    (one / "t.yaml").write_text("id: solo\ndescription: Convert a currency amount using today's exchange rate\n")
+    single = ToolRetriever.from_catalog(one, data_dir=tmp_path / "d", models=models)
+    hit = single.search("convert 100 dollars to euros")
+    assert hit.ids == ["solo"] and hit.decision is Decision.EXECUTE
+
+
+@pytest.mark.server
+def test_chroma_server_gives_the_same_ranking(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
+    embedded = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=models)
+    with running_chroma_server(tmp_path) as url:
+        served = ToolRetriever.from_catalog(small_catalog_dir, chroma_url=url, models=models)
+        again = ToolRetriever.from_catalog(small_catalog_dir, chroma_url=url, models=models)
+        assert again.index.encoded_last_sync == 0  # vectors persisted in the server
+        for query in ("will it rain tomorrow in Berlin", "帮我报销这张餐饮发票", "book a meeting room"):
+            a, b = embedded.search(query), served.search(query)
+            assert a.ids == b.ids
+            np.testing.assert_allclose([c.score for c in a.candidates], [c.score for c in b.candidates],
+                                       atol=1e-5)
