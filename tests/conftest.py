@@ -18,7 +18,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 
-import pytest  # noqa: E402
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_tools"
@@ -43,7 +43,10 @@ SMALL_CATALOG = """\
   description: 提交费用报销单：上传餐饮、交通发票或小票，填写金额和事由，提交给主管审批。
   category: finance
   tags: [报销, expense, receipt, 发票]
-  examples: [{query: 帮我报销这张餐饮发票}, {query: submit this taxi receipt for reimbursement}, {query: 报销昨天的午饭}]
+  examples:
+    - {query: 帮我报销这张餐饮发票}
+    - {query: submit this taxi receipt for reimbursement}
+    - {query: 报销昨天的午饭}
   images: [{path: receipt_zh.png, caption: 一张餐饮小票 restaurant receipt}]
 - id: image.background.blur
   name: blur_background

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from conftest import ASSETS, ROOT, SAMPLE
+
 from toolrag.cli import main
 
 
@@ -132,7 +132,8 @@ def test_console_entry_point_as_subprocess(small_catalog_dir: Path, tmp_path: Pa
     env = dict(os.environ)
     data = str(tmp_path / "data")
     done = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
-                           "--data-dir", data, "--json", "book a meeting room"], capture_output=True, text=True, cwd=ROOT, env=env,
+                           "--data-dir", data, "--json", "book a meeting room"],
+                          capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from chroma_server import running_chroma_server
+
 from toolrag.profile import load_catalog
 from toolrag.retriever import ToolRetriever
 
@@ -85,7 +85,7 @@ def test_added_and_removed_tools(models: Any, small_catalog_dir: Path, tmp_path:
 
 
 def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
-    e5, counter = counted_models(models)
+    e5, _ = counted_models(models)
     ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)
     minilm = Counting(models.english)
     other = dataclasses.replace(models, text=minilm, english=None, image=None)

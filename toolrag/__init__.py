@@ -10,12 +10,12 @@ Typical use::
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from toolrag.models import configure_environment
 
 configure_environment()
-
-import importlib
-from typing import Any
 
 # Public names -> defining module. Imported on first use, so ``import toolrag`` stays cheap and a CLI call
 # pays only for what it uses.

@@ -29,7 +29,14 @@ from toolrag.lexical import BM25Index
 from toolrag.models import data_dir
 from toolrag.profile import Catalog, ToolProfile
 from toolrag.protocols import ClipModel, ImageModel, TextModel
-from toolrag.store import StoreConfig, VectorCollection, allowed_perm_keys, build_where, collection_name, open_client
+from toolrag.store import (
+    StoreConfig,
+    VectorCollection,
+    allowed_perm_keys,
+    build_where,
+    collection_name,
+    open_client,
+)
 
 __all__ = ["IndexSnapshot", "ModelSet", "ToolIndex"]
 
@@ -161,7 +168,7 @@ class ToolIndex:
         ids = tuple(t.id for t in tools)
         self.encoded_last_sync = 0
         vectors: dict[str, np.ndarray] = {}
-        text_jobs = [("dense", self.models.text), ("dense_en", self.models.english)]
+        text_jobs: list[tuple[str, Any]] = [("dense", self.models.text), ("dense_en", self.models.english)]
         if self.models.clip is not None:
             text_jobs.append(("clip_text", self.models.clip))
         for kind, model in text_jobs:

@@ -151,7 +151,7 @@ class Catalog:
         return iter(self.tools)
 
     def get(self, tool_id: str) -> ToolProfile | None:
-        return self._by_id.get(tool_id)  # type: ignore[attr-defined, no-any-return]
+        return self._by_id.get(tool_id)  # type: ignore[attr-defined]
 
     @property
     def ids(self) -> list[str]:
@@ -245,7 +245,7 @@ def _raise(problems: list[str]) -> None:
     raise err
 
 
-class _LineDict(dict):  # type: ignore[type-arg]
+class _LineDict(dict[str, Any]):
     """A dict that remembers the line of the mapping and of each key."""
 
     line: int = 0
@@ -276,7 +276,7 @@ _LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _con
 
 def _yaml_load(text: str, file: Path, problems: list[str]) -> Any:
     try:
-        return yaml.load(text, Loader=_LineLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_LineLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{file}:{mark.line + 1}" if mark is not None else str(file)

@@ -266,7 +266,7 @@ class ToolRetriever:
         ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw}
         active = {s: w for s, w in weights.items() if s in raw and w > 0}
         if not active:  # every weight is 0 (or no signal ran): nothing to fuse, all candidates tie
-            fused, contrib = np.zeros(n, dtype=np.float64), {}
+            fused, contrib = np.zeros(n, dtype=np.float64), dict[str, np.ndarray]()
         elif cfg.fusion is Fusion.RRF:
             fused, contrib = fusion.rrf_fusion({s: ranks[s] for s in active}, active, k=cfg.rrf_k)
         else:

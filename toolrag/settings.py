@@ -145,7 +145,7 @@ def _enum(kind: type[Enum], value: Any, name: str) -> Any:
     try:
         return kind(value.value if isinstance(value, Enum) else str(value).lower())
     except ValueError:
-        choices = ", ".join(str(m.value) for m in kind)  # type: ignore[attr-defined]
+        choices = ", ".join(str(m.value) for m in kind)
         raise SettingsError(f"{name} {value!r} is not one of: {choices}") from None
 
 

@@ -112,7 +112,8 @@ class QueryAnalyzer:
             for name in ("dense", "dense_en", "bm25"):
                 absent[name] = "no query text given"
         timing["encode_text"] = (time.perf_counter() - start) * 1000
-        ocr_text, concepts = "", ()
+        ocr_text: str = ""
+        concepts: list[tuple[str, float]] = []
         if image is not None:
             start = time.perf_counter()
             ocr_text, concepts, image_vectors = self._analyze_image(image, absent)
@@ -147,7 +148,7 @@ class QueryAnalyzer:
         if vec is None:
             vec = np.asarray(model.encode_queries([text])[0], dtype=np.float32)
             self._texts.put(key, vec)
-        return vec  # type: ignore[no-any-return]
+        return vec
 
     def _clip_text(self, text: str) -> np.ndarray:
         key = ("clip", text)
@@ -155,14 +156,14 @@ class QueryAnalyzer:
         if vec is None:
             vec = np.asarray(self.models.clip.encode_texts([text])[0], dtype=np.float32)  # type: ignore[union-attr]
             self._texts.put(key, vec)
-        return vec  # type: ignore[no-any-return]
+        return vec
 
     def _get_ocr(self) -> OcrModel | None:
         with self._lock:
             if self._ocr is None and self._ocr_error is None and self._ocr_factory is not None:
                 try:
                     self._ocr = self._ocr_factory()
-                except Exception as exc:  # noqa: BLE001 - any load failure makes the signal absent
+                except Exception as exc:
                     self._ocr_error = f"OCR unavailable: {exc}"
                     log.warning(self._ocr_error)
             return self._ocr
@@ -174,7 +175,10 @@ class QueryAnalyzer:
         key = hashlib.sha256(img.tobytes()).hexdigest() + str(img.size)
         cached = self._images.get(key)
         if cached is None:
-            ocr_text, concepts, vecs, notes = "", [], {}, {}
+            ocr_text = ""
+            concepts: list[tuple[str, float]] = []
+            vecs: dict[str, np.ndarray] = {}
+            notes: dict[str, str] = {}
             ocr = self._get_ocr()
             if ocr is not None:
                 ocr_text = ocr.read(img).text.strip()
@@ -235,9 +239,9 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
     if "clip_image" in q.vectors and "clip_text" in snap.vectors:
         parts.append((snap.vectors["clip_text"][rows] @ q.vectors["clip_image"], everyone))
     if parts:
-        total = sum(np.where(p, s, 0.0) for s, p in parts)
-        count = sum(p.astype(np.float32) for _, p in parts)
-        present["clip"] = count > 0
+        total = np.sum([np.where(p, s, 0.0) for s, p in parts], axis=0)
+        count = np.sum([p.astype(np.float32) for _, p in parts], axis=0)
+        present["clip"] = np.asarray(count > 0)
         raw["clip"] = np.where(count > 0, total / np.maximum(count, 1), 0.0).astype(np.float32)
     return SignalScores(raw, present)
 
