@@ -15,10 +15,10 @@ Usage::
     pip download scikit-image --no-deps -d /tmp/skimg && (cd /tmp/skimg && unzip -q -o scikit_image-*.whl)
     python assets/render_assets.py --skimage-data /tmp/skimg/skimage/data
 
-Without ``--skimage-data`` only the rendered documents are regenerated. Chinese text needs the WenQuanYi Zen
-Hei font (Debian package ``fonts-wqy-zenhei``); English documents use DejaVu Sans when it is installed and fall
-back to WenQuanYi otherwise (the committed files were rendered with both fonts present). Every output file is
-listed with its source and licence in ``assets/ATTRIBUTION.md``.
+Without ``--skimage-data`` only the rendered documents are regenerated. Chinese text needs the WenQuanYi
+Zen Hei font (Debian package ``fonts-wqy-zenhei``); English documents use DejaVu Sans when it is installed
+and fall back to WenQuanYi otherwise (the committed files were rendered with both fonts present). Every
+output file is listed with its source and licence in ``assets/ATTRIBUTION.md``.
 """
 
 from __future__ import annotations
@@ -60,8 +60,16 @@ def _font(size: int, kind: str = "cjk") -> Font:
     return ImageFont.truetype(str(_CJK_FONT), size, index=1 if kind == "mono" else 0)
 
 
-def _text(d: ImageDraw.ImageDraw, xy: tuple[float, float], s: str, f: Font, fill: Color = BLACK,
-          *, anchor: str = "la", bold: bool = False) -> None:
+def _text(
+    d: ImageDraw.ImageDraw,
+    xy: tuple[float, float],
+    s: str,
+    f: Font,
+    fill: Color = BLACK,
+    *,
+    anchor: str = "la",
+    bold: bool = False,
+) -> None:
     """Draw text; ``bold`` fakes a bold weight with a thin stroke (WenQuanYi has no bold face).
 
     A Latin-only font is swapped for WenQuanYi of the same size when ``s`` holds CJK characters, so mixed
@@ -73,8 +81,9 @@ def _text(d: ImageDraw.ImageDraw, xy: tuple[float, float], s: str, f: Font, fill
 
 
 def _has_cjk(s: str) -> bool:
-    return any("\u2e80" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" or "\u3000" <= ch <= "\u303f"
-               for ch in s)
+    return any(
+        "\u2e80" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" or "\u3000" <= ch <= "\u303f" for ch in s
+    )
 
 
 def _dashed(d: ImageDraw.ImageDraw, x0: int, x1: int, y: int, fill: Color = GREY, dash: int = 10) -> None:
@@ -129,8 +138,13 @@ def _barcode(d: ImageDraw.ImageDraw, x: int, y: int, w: int, h: int, seed: str) 
 def _seal(d: ImageDraw.ImageDraw, cx: int, cy: int, r: int, top: str, bottom: str, middle: str = "") -> None:
     """A round red company seal: ring, star, name above it (set straight), optional label and code below."""
     d.ellipse([cx - r, cy - r, cx + r, cy + r], outline=SEAL_RED, width=5)
-    star = [(cx + (r * 0.22 if k % 2 == 0 else r * 0.09) * _cos(k), cy + (r * 0.22 if k % 2 == 0 else r * 0.09)
-             * _sin(k)) for k in range(10)]
+    star = [
+        (
+            cx + (r * 0.22 if k % 2 == 0 else r * 0.09) * _cos(k),
+            cy + (r * 0.22 if k % 2 == 0 else r * 0.09) * _sin(k),
+        )
+        for k in range(10)
+    ]
     d.polygon(star, fill=SEAL_RED)
     _text(d, (cx, cy - r * 0.5), top, _font(max(12, r // 5)), SEAL_RED, anchor="mm")
     if middle:
@@ -190,8 +204,15 @@ def _canvas(w: int, h: int, bg: Color = WHITE) -> tuple[Image.Image, ImageDraw.I
 ReceiptItem = tuple[str, int, float]
 
 
-def _receipt(shop: str, branch: str, meta: Sequence[str], items: Sequence[ReceiptItem], pay: str,
-             seed: str, discount: float = 0.0) -> Image.Image:
+def _receipt(
+    shop: str,
+    branch: str,
+    meta: Sequence[str],
+    items: Sequence[ReceiptItem],
+    pay: str,
+    seed: str,
+    discount: float = 0.0,
+) -> Image.Image:
     """A thermal-paper style restaurant receipt; totals are computed from the items."""
     w = 640
     img, d = _canvas(w, 2000, (252, 251, 246))
@@ -238,20 +259,40 @@ def _receipt(shop: str, branch: str, meta: Sequence[str], items: Sequence[Receip
 
 def receipt_zh() -> Image.Image:
     return _receipt(
-        "老北京涮肉馆", "望京店 · 餐饮小票",
+        "老北京涮肉馆",
+        "望京店 · 餐饮小票",
         ["单号：20240315-0086", "桌号：A12    人数：4", "日期：2024-03-15 12:36", "收银员：王芳"],
-        [("手切鲜羊肉", 2, 68.0), ("肥牛卷", 1, 58.0), ("麻酱小料", 4, 6.0), ("糖蒜", 1, 12.0),
-         ("北冰洋汽水", 4, 8.0), ("米饭", 2, 3.0)],
-        "微信支付", "receipt_zh", discount=10.0)
+        [
+            ("手切鲜羊肉", 2, 68.0),
+            ("肥牛卷", 1, 58.0),
+            ("麻酱小料", 4, 6.0),
+            ("糖蒜", 1, 12.0),
+            ("北冰洋汽水", 4, 8.0),
+            ("米饭", 2, 3.0),
+        ],
+        "微信支付",
+        "receipt_zh",
+        discount=10.0,
+    )
 
 
 def receipt_dinner() -> Image.Image:
     return _receipt(
-        "川味小馆", "国贸店 · 结账单",
+        "川味小馆",
+        "国贸店 · 结账单",
         ["单号：20240402-0317", "桌号：B05    人数：6", "日期：2024-04-02 19:48", "收银员：刘洋"],
-        [("水煮鱼", 1, 128.0), ("宫保鸡丁", 1, 46.0), ("麻婆豆腐", 1, 32.0), ("回锅肉", 1, 52.0),
-         ("酸梅汤(扎)", 2, 28.0), ("米饭", 6, 3.0), ("茶位费", 6, 5.0)],
-        "支付宝", "receipt_dinner")
+        [
+            ("水煮鱼", 1, 128.0),
+            ("宫保鸡丁", 1, 46.0),
+            ("麻婆豆腐", 1, 32.0),
+            ("回锅肉", 1, 52.0),
+            ("酸梅汤(扎)", 2, 28.0),
+            ("米饭", 6, 3.0),
+            ("茶位费", 6, 5.0),
+        ],
+        "支付宝",
+        "receipt_dinner",
+    )
 
 
 def taxi_receipt() -> Image.Image:
@@ -263,9 +304,19 @@ def taxi_receipt() -> Image.Image:
     _text(d, (w / 2, 92), "发票代码 111002381071", f_s, GREY, anchor="ma")
     _text(d, (w / 2, 126), "发票号码 40871326", f_s, GREY, anchor="ma")
     d.rectangle([30, 170, w - 30, 790], outline=BLACK, width=2)
-    rows = [("电话", "96106"), ("车号", "京B·T2867"), ("证号", "318822"), ("日期", "2024-04-08"),
-            ("上车", "08:12"), ("下车", "08:47"), ("单价", "2.30元"), ("里程", "21.6km"),
-            ("等候", "00:04:10"), ("燃油附加费", "1.00元"), ("金额", "¥58.70")]
+    rows = [
+        ("电话", "96106"),
+        ("车号", "京B·T2867"),
+        ("证号", "318822"),
+        ("日期", "2024-04-08"),
+        ("上车", "08:12"),
+        ("下车", "08:47"),
+        ("单价", "2.30元"),
+        ("里程", "21.6km"),
+        ("等候", "00:04:10"),
+        ("燃油附加费", "1.00元"),
+        ("金额", "¥58.70"),
+    ]
     y = 190
     for label, value in rows:
         _text(d, (60, y), label, f, bold=label == "金额")
@@ -279,9 +330,17 @@ def taxi_receipt() -> Image.Image:
 VatItem = tuple[str, str, str, int, float, float]  # name, spec, unit, qty, unit price (excl. tax), rate
 
 
-def _vat_invoice(title: str, meta: Sequence[tuple[str, str]], buyer: Sequence[str],
-                 items: Sequence[VatItem], seller: Sequence[str], seller_short: str, tax_id: str,
-                 people: str, seed: str) -> Image.Image:
+def _vat_invoice(
+    title: str,
+    meta: Sequence[tuple[str, str]],
+    buyer: Sequence[str],
+    items: Sequence[VatItem],
+    seller: Sequence[str],
+    seller_short: str,
+    tax_id: str,
+    people: str,
+    seed: str,
+) -> Image.Image:
     w, h = 1500, 1000
     img, d = _canvas(w, h, (253, 252, 247))
     c = VAT_BROWN
@@ -309,10 +368,20 @@ def _vat_invoice(title: str, meta: Sequence[tuple[str, str]], buyer: Sequence[st
     d.line([(1000, box_top), (1000, 330)], fill=c, width=2)
     _text(d, (1020, 200), "密码区", f_s, c)
     for i in range(4):
-        _text(d, (1110, 200 + i * 32), hashlib.sha1(f"{seed}{i}".encode()).hexdigest()[:22], _font(18, "mono"))
+        _text(
+            d, (1110, 200 + i * 32), hashlib.sha1(f"{seed}{i}".encode()).hexdigest()[:22], _font(18, "mono")
+        )
     # items table
-    cols = [(left, "货物或应税劳务、服务名称"), (420, "规格型号"), (560, "单位"), (640, "数量"),
-            (740, "单价"), (880, "金额"), (1060, "税率"), (1160, "税额")]
+    cols = [
+        (left, "货物或应税劳务、服务名称"),
+        (420, "规格型号"),
+        (560, "单位"),
+        (640, "数量"),
+        (740, "单价"),
+        (880, "金额"),
+        (1060, "税率"),
+        (1160, "税额"),
+    ]
     for x, head in cols:
         if x != left:
             d.line([(x, 330), (x, 700)], fill=c, width=1)
@@ -325,7 +394,16 @@ def _vat_invoice(title: str, meta: Sequence[tuple[str, str]], buyer: Sequence[st
         tax = round(amount * rate, 2)
         total_amount += amount
         total_tax += tax
-        vals = [name, spec, unit, str(qty), f"{price:.2f}", f"{amount:.2f}", f"{int(rate * 100)}%", f"{tax:.2f}"]
+        vals = [
+            name,
+            spec,
+            unit,
+            str(qty),
+            f"{price:.2f}",
+            f"{amount:.2f}",
+            f"{int(rate * 100)}%",
+            f"{tax:.2f}",
+        ]
         for (x, _), v in zip(cols, vals, strict=True):
             _text(d, (x + 12, y), v, f_s)
         y += 40
@@ -356,38 +434,80 @@ def _vat_invoice(title: str, meta: Sequence[tuple[str, str]], buyer: Sequence[st
 def vat_invoice_zh() -> Image.Image:
     return _vat_invoice(
         "增值税电子普通发票",
-        [("发票代码", "011002300211"), ("发票号码", "58830417"), ("开票日期", "2024年03月18日"),
-         ("校 验 码", "62418 93075 11844 20736")],
-        ["北京星辰科技有限公司", "91110105MA01XXXX8K", "北京市朝阳区望京街10号 010-84561234",
-         "招商银行望京支行 110912345610201"],
-        [("*办公用品*A4复印纸", "70g 500张", "箱", 10, 150.0, 0.13),
-         ("*办公用品*中性笔", "0.5mm", "盒", 20, 24.0, 0.13),
-         ("*计算机外部设备*无线鼠标", "M220", "个", 5, 79.0, 0.13)],
-        ["北京晨光文具商贸有限公司", "91110108MA00YYYY3Q", "北京市海淀区中关村大街27号 010-62558899",
-         "工商银行海淀支行 0200004509200123456"],
-        "晨光文具商贸", "91110108MA00YYYY3Q",
-        "收款人：李静      复核：赵敏      开票人：孙磊      销售方：（章）", "vat_invoice_zh")
+        [
+            ("发票代码", "011002300211"),
+            ("发票号码", "58830417"),
+            ("开票日期", "2024年03月18日"),
+            ("校 验 码", "62418 93075 11844 20736"),
+        ],
+        [
+            "北京星辰科技有限公司",
+            "91110105MA01XXXX8K",
+            "北京市朝阳区望京街10号 010-84561234",
+            "招商银行望京支行 110912345610201",
+        ],
+        [
+            ("*办公用品*A4复印纸", "70g 500张", "箱", 10, 150.0, 0.13),
+            ("*办公用品*中性笔", "0.5mm", "盒", 20, 24.0, 0.13),
+            ("*计算机外部设备*无线鼠标", "M220", "个", 5, 79.0, 0.13),
+        ],
+        [
+            "北京晨光文具商贸有限公司",
+            "91110108MA00YYYY3Q",
+            "北京市海淀区中关村大街27号 010-62558899",
+            "工商银行海淀支行 0200004509200123456",
+        ],
+        "晨光文具商贸",
+        "91110108MA00YYYY3Q",
+        "收款人：李静      复核：赵敏      开票人：孙磊      销售方：（章）",
+        "vat_invoice_zh",
+    )
 
 
 def vat_invoice_special() -> Image.Image:
     return _vat_invoice(
         "增值税专用发票",
-        [("发票代码", "3100231130"), ("发票号码", "07264519"), ("开票日期", "2024年04月09日"),
-         ("校 验 码", "17395 40268 83310 56927")],
-        ["上海云帆信息技术有限公司", "91310115MA1HZZZZ5T", "上海市浦东新区张江路88号 021-50801234",
-         "中国银行张江支行 4521 7788 9900"],
-        [("*信息技术服务*云服务器租用", "8核32G", "月", 12, 1800.0, 0.06),
-         ("*信息技术服务*对象存储", "10TB", "月", 12, 450.0, 0.06)],
-        ["杭州数峰云计算有限公司", "91330106MA2CWWWW7L", "杭州市西湖区文三路398号 0571-88123456",
-         "建设银行文三路支行 3305 0161 6270 0000 1234"],
-        "数峰云计算", "91330106MA2CWWWW7L",
-        "收款人：陈晨      复核：周涛      开票人：吴倩      销售方：（章）", "vat_invoice_special")
+        [
+            ("发票代码", "3100231130"),
+            ("发票号码", "07264519"),
+            ("开票日期", "2024年04月09日"),
+            ("校 验 码", "17395 40268 83310 56927"),
+        ],
+        [
+            "上海云帆信息技术有限公司",
+            "91310115MA1HZZZZ5T",
+            "上海市浦东新区张江路88号 021-50801234",
+            "中国银行张江支行 4521 7788 9900",
+        ],
+        [
+            ("*信息技术服务*云服务器租用", "8核32G", "月", 12, 1800.0, 0.06),
+            ("*信息技术服务*对象存储", "10TB", "月", 12, 450.0, 0.06),
+        ],
+        [
+            "杭州数峰云计算有限公司",
+            "91330106MA2CWWWW7L",
+            "杭州市西湖区文三路398号 0571-88123456",
+            "建设银行文三路支行 3305 0161 6270 0000 1234",
+        ],
+        "数峰云计算",
+        "91330106MA2CWWWW7L",
+        "收款人：陈晨      复核：周涛      开票人：吴倩      销售方：（章）",
+        "vat_invoice_special",
+    )
 
 
 # -------------------------------------------------------------------------------- English invoices
-def _invoice_en(vendor: Sequence[str], number: str, dates: Sequence[tuple[str, str]], bill_to: Sequence[str],
-                items: Sequence[tuple[str, int, float]], vat: float, currency: str, terms: str,
-                accent: Color) -> Image.Image:
+def _invoice_en(
+    vendor: Sequence[str],
+    number: str,
+    dates: Sequence[tuple[str, str]],
+    bill_to: Sequence[str],
+    items: Sequence[tuple[str, int, float]],
+    vat: float,
+    currency: str,
+    terms: str,
+    accent: Color,
+) -> Image.Image:
     w, h = 1240, 1320
     img, d = _canvas(w, h)
     f_big, f_b, f, f_s = _font(64, "bold"), _font(28, "bold"), _font(26, "sans"), _font(22, "sans")
@@ -410,7 +530,12 @@ def _invoice_en(vendor: Sequence[str], number: str, dates: Sequence[tuple[str, s
         y += 36
     y += 30
     d.rectangle([60, y, w - 60, y + 52], fill=accent)
-    heads = [(80, "Description", "la"), (760, "Qty", "ra"), (960, "Unit price", "ra"), (w - 80, "Amount", "ra")]
+    heads = [
+        (80, "Description", "la"),
+        (760, "Qty", "ra"),
+        (960, "Unit price", "ra"),
+        (w - 80, "Amount", "ra"),
+    ]
     for x, head, anchor in heads:
         _text(d, (x, y + 12), head, f_b, WHITE, anchor=anchor)
     y += 70
@@ -426,10 +551,13 @@ def _invoice_en(vendor: Sequence[str], number: str, dates: Sequence[tuple[str, s
         d.line([(60, y - 8), (w - 60, y - 8)], fill=LIGHT, width=1)
     y += 20
     tax = round(subtotal * vat, 2)
-    for label, value, bold in [("Subtotal", subtotal, False), (f"VAT {int(vat * 100)}%", tax, False),
-                               (f"Total due ({currency})", subtotal + tax, True)]:
-        _text(d, (960, y), label, f_b if bold else f, anchor="ra")
-        _text(d, (w - 80, y), f"{value:,.2f}", f_b if bold else f, anchor="ra")
+    for sum_label, sum_value, bold in [
+        ("Subtotal", subtotal, False),
+        (f"VAT {int(vat * 100)}%", tax, False),
+        (f"Total due ({currency})", subtotal + tax, True),
+    ]:
+        _text(d, (960, y), sum_label, f_b if bold else f, anchor="ra")
+        _text(d, (w - 80, y), f"{sum_value:,.2f}", f_b if bold else f, anchor="ra")
         y += 50
     y += 40
     _text(d, (70, y), "Payment terms", f_b)
@@ -443,31 +571,62 @@ def _invoice_en(vendor: Sequence[str], number: str, dates: Sequence[tuple[str, s
 
 def invoice_en() -> Image.Image:
     return _invoice_en(
-        ["Northwind Office Supplies Ltd.", "14 Harbour Road, Leeds LS1 4AB, UK", "VAT Reg. GB 284 5521 09",
-         "billing@northwind.example"],
-        "INV-2024-0418", [("Date", "18 Apr 2024"), ("Due date", "18 May 2024"), ("PO number", "PO-77120")],
+        [
+            "Northwind Office Supplies Ltd.",
+            "14 Harbour Road, Leeds LS1 4AB, UK",
+            "VAT Reg. GB 284 5521 09",
+            "billing@northwind.example",
+        ],
+        "INV-2024-0418",
+        [("Date", "18 Apr 2024"), ("Due date", "18 May 2024"), ("PO number", "PO-77120")],
         ["Acme Trading (UK) Ltd.", "Attn: Accounts Payable", "2 Kings Way, Manchester M2 3AA"],
-        [("Ergonomic office chair", 6, 189.00), ("Standing desk 160x80", 3, 425.00),
-         ("Monitor arm, dual", 6, 64.50), ("Installation service", 1, 150.00)],
-        0.20, "GBP", "Net 30. Bank transfer to Barclays, sort code 20-45-77, account 43917825.\n"
-        "Please quote the invoice number as payment reference.", (25, 95, 150))
+        [
+            ("Ergonomic office chair", 6, 189.00),
+            ("Standing desk 160x80", 3, 425.00),
+            ("Monitor arm, dual", 6, 64.50),
+            ("Installation service", 1, 150.00),
+        ],
+        0.20,
+        "GBP",
+        "Net 30. Bank transfer to Barclays, sort code 20-45-77, account 43917825.\n"
+        "Please quote the invoice number as payment reference.",
+        (25, 95, 150),
+    )
 
 
 def invoice_en_2() -> Image.Image:
     return _invoice_en(
-        ["Contoso Cloud Services GmbH", "Friedrichstrasse 120, 10117 Berlin", "USt-IdNr. DE 318 456 220",
-         "invoices@contoso.example"],
-        "CCS-88314", [("Date", "02 May 2024"), ("Due date", "16 May 2024"), ("Customer ID", "C-40921")],
+        [
+            "Contoso Cloud Services GmbH",
+            "Friedrichstrasse 120, 10117 Berlin",
+            "USt-IdNr. DE 318 456 220",
+            "invoices@contoso.example",
+        ],
+        "CCS-88314",
+        [("Date", "02 May 2024"), ("Due date", "16 May 2024"), ("Customer ID", "C-40921")],
         ["Acme Trading GmbH", "Finance department", "Lindenallee 5, 20259 Hamburg"],
-        [("Managed Kubernetes cluster (April)", 1, 1240.00), ("Block storage 2 TB", 2, 96.00),
-         ("Premium support plan", 1, 390.00)],
-        0.19, "EUR", "Payable within 14 days by SEPA transfer.\nIBAN DE44 1001 0010 0987 6543 21.",
-        (120, 40, 120))
+        [
+            ("Managed Kubernetes cluster (April)", 1, 1240.00),
+            ("Block storage 2 TB", 2, 96.00),
+            ("Premium support plan", 1, 390.00),
+        ],
+        0.19,
+        "EUR",
+        "Payable within 14 days by SEPA transfer.\nIBAN DE44 1001 0010 0987 6543 21.",
+        (120, 40, 120),
+    )
 
 
 # ------------------------------------------------------------------------------------------ charts
-def _bar_chart(title: str, labels: Sequence[str], values: Sequence[float], unit: str, color: Color,
-               ymax: float, step: float) -> Image.Image:
+def _bar_chart(
+    title: str,
+    labels: Sequence[str],
+    values: Sequence[float],
+    unit: str,
+    color: Color,
+    ymax: float,
+    step: float,
+) -> Image.Image:
     w, h = 1100, 720
     img, d = _canvas(w, h)
     f_t, f, f_s = _font(38), _font(26), _font(22)
@@ -492,12 +651,25 @@ def _bar_chart(title: str, labels: Sequence[str], values: Sequence[float], unit:
 
 
 def bar_chart() -> Image.Image:
-    return _bar_chart("2023 年各季度销售额（华东区）", ["第一季度", "第二季度", "第三季度", "第四季度"],
-                      [320, 415, 388, 502], "单位：万元", (60, 120, 200), 600, 100)
+    return _bar_chart(
+        "2023 年各季度销售额（华东区）",
+        ["第一季度", "第二季度", "第三季度", "第四季度"],
+        [320, 415, 388, 502],
+        "单位：万元",
+        (60, 120, 200),
+        600,
+        100,
+    )
 
 
-def _line_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, Sequence[float], Color]],
-                unit: str, ymax: float, step: float) -> Image.Image:
+def _line_chart(
+    title: str,
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float], Color]],
+    unit: str,
+    ymax: float,
+    step: float,
+) -> Image.Image:
     w, h = 1200, 720
     img, d = _canvas(w, h)
     f_t, f, f_s = _font(36, "bold"), _font(24, "sans"), _font(22, "sans")
@@ -528,39 +700,64 @@ def _line_chart(title: str, labels: Sequence[str], series: Sequence[tuple[str, S
 
 
 def line_chart() -> Image.Image:
-    return _line_chart("Website visits per month, 2024",
-                       ["Jan", "Feb", "Mar", "Apr", "May", "Jun"],
-                       [("Visits", [42, 38, 51, 57, 63, 71], (200, 80, 40)),
-                        ("Sign-ups", [6, 5, 8, 9, 11, 14], (40, 140, 90))],
-                       "thousands", 80, 20)
+    return _line_chart(
+        "Website visits per month, 2024",
+        ["Jan", "Feb", "Mar", "Apr", "May", "Jun"],
+        [
+            ("Visits", [42, 38, 51, 57, 63, 71], (200, 80, 40)),
+            ("Sign-ups", [6, 5, 8, 9, 11, 14], (40, 140, 90)),
+        ],
+        "thousands",
+        80,
+        20,
+    )
 
 
 def revenue_chart() -> Image.Image:
-    return _line_chart("Monthly revenue by region, H2 2023",
-                       ["Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
-                       [("EMEA", [1.8, 1.6, 2.1, 2.4, 2.2, 2.9], (30, 100, 190)),
-                        ("APAC", [1.1, 1.3, 1.2, 1.6, 1.9, 2.3], (220, 140, 20))],
-                       "USD million", 3.5, 0.5)
+    return _line_chart(
+        "Monthly revenue by region, H2 2023",
+        ["Jul", "Aug", "Sep", "Oct", "Nov", "Dec"],
+        [
+            ("EMEA", [1.8, 1.6, 2.1, 2.4, 2.2, 2.9], (30, 100, 190)),
+            ("APAC", [1.1, 1.3, 1.2, 1.6, 1.9, 2.3], (220, 140, 20)),
+        ],
+        "USD million",
+        3.5,
+        0.5,
+    )
 
 
 # --------------------------------------------------------------------------------- UI screenshots
-def _window(w: int, h: int, title: str, bg: Color = (240, 240, 240)) -> tuple[Image.Image, ImageDraw.ImageDraw]:
+def _window(
+    w: int, h: int, title: str, bg: Color = (240, 240, 240)
+) -> tuple[Image.Image, ImageDraw.ImageDraw]:
     img, d = _canvas(w, h, (58, 110, 165))
     d.rectangle([20, 20, w - 20, h - 20], fill=bg, outline=(120, 120, 120), width=2)
     d.rectangle([21, 21, w - 21, 70], fill=WHITE)
     _text(d, (40, 45), title, _font(24, "sans"), anchor="lm")
-    for i, sym in enumerate(["—", "☐", "✕"]):
-        _text(d, (w - 150 + i * 45, 45), sym, _font(22), GREY, anchor="mm")
+    # minimise, maximise and close buttons, drawn (the fonts lack the symbols)
+    cx = w - 150
+    d.line([(cx - 8, 46), (cx + 8, 46)], fill=GREY, width=2)
+    d.rectangle([cx + 45 - 8, 37, cx + 45 + 8, 53], outline=GREY, width=2)
+    d.line([(cx + 90 - 8, 37), (cx + 90 + 8, 53)], fill=GREY, width=2)
+    d.line([(cx + 90 - 8, 53), (cx + 90 + 8, 37)], fill=GREY, width=2)
     return img, d
 
 
 def _button(d: ImageDraw.ImageDraw, x: int, y: int, w: int, label: str, primary: bool = False) -> None:
-    d.rounded_rectangle([x, y, x + w, y + 50], radius=6, fill=BLUE if primary else WHITE,
-                        outline=BLUE if primary else (150, 150, 150), width=2)
+    d.rounded_rectangle(
+        [x, y, x + w, y + 50],
+        radius=6,
+        fill=BLUE if primary else WHITE,
+        outline=BLUE if primary else (150, 150, 150),
+        width=2,
+    )
     _text(d, (x + w / 2, y + 25), label, _font(24, "sans"), WHITE if primary else BLACK, anchor="mm")
 
 
-def _error_dialog(app: str, headline: str, lines: Sequence[str], code: str, buttons: Sequence[str]) -> Image.Image:
+def _error_dialog(
+    app: str, headline: str, lines: Sequence[str], code: str, buttons: Sequence[str]
+) -> Image.Image:
     w, h = 1000, 480
     img, d = _window(w, h, app)
     d.ellipse([60, 110, 150, 200], fill=(210, 40, 40))
@@ -581,17 +778,31 @@ def _error_dialog(app: str, headline: str, lines: Sequence[str], code: str, butt
 
 
 def error_dialog() -> Image.Image:
-    return _error_dialog("Microsoft Outlook", "Cannot connect to the mail server",
-                         ["Outlook could not reach mail.acme.example.", "Sending and receiving reported an error.",
-                          "Check your network connection and try again."],
-                         "Error code: 0x800CCC0E", ["Details", "Retry", "OK"])
+    return _error_dialog(
+        "Microsoft Outlook",
+        "Cannot connect to the mail server",
+        [
+            "Outlook could not reach mail.acme.example.",
+            "Sending and receiving reported an error.",
+            "Check your network connection and try again.",
+        ],
+        "Error code: 0x800CCC0E",
+        ["Details", "Retry", "OK"],
+    )
 
 
 def error_vpn() -> Image.Image:
-    return _error_dialog("GlobalConnect VPN", "VPN connection failed",
-                         ["The connection to vpn.acme.example was terminated", "by the remote computer.",
-                          "无法连接到公司 VPN，请联系 IT 服务台。"],
-                         "Error 809 (IKE negotiation timed out)", ["Help", "Close"])
+    return _error_dialog(
+        "GlobalConnect VPN",
+        "VPN connection failed",
+        [
+            "The connection to vpn.acme.example was terminated",
+            "by the remote computer.",
+            "无法连接到公司 VPN，请联系 IT 服务台。",
+        ],
+        "Error 809 (IKE negotiation timed out)",
+        ["Help", "Close"],
+    )
 
 
 def _login(message: Sequence[str], user: str, accent: Color) -> Image.Image:
@@ -616,12 +827,17 @@ def _login(message: Sequence[str], user: str, accent: Color) -> Image.Image:
 
 
 def login_expired() -> Image.Image:
-    return _login(["Your password has expired.", "密码已过期（90 天），请重置后登录。"], "zhang.wei", (190, 40, 40))
+    return _login(
+        ["Your password has expired.", "密码已过期（90 天），请重置后登录。"], "zhang.wei", (190, 40, 40)
+    )
 
 
 def account_locked() -> Image.Image:
-    return _login(["Account locked: 5 failed sign-in attempts.", "账号已锁定，请 30 分钟后重试或重置密码。"],
-                  "li.na@acme.example", (190, 40, 40))
+    return _login(
+        ["Account locked: 5 failed sign-in attempts.", "账号已锁定，请 30 分钟后重试或重置密码。"],
+        "li.na@acme.example",
+        (190, 40, 40),
+    )
 
 
 def _terminal(lines: Sequence[tuple[str, Color]], title: str) -> Image.Image:
@@ -646,36 +862,44 @@ _YEL: Color = (230, 200, 110)
 
 
 def stack_trace() -> Image.Image:
-    return _terminal([
-        ("$ python -m app.jobs.sync_orders --date 2024-05-06", (120, 210, 120)),
-        ("INFO  fetched 1,284 orders from ERP", _FG),
-        ("Traceback (most recent call last):", _RED),
-        ('  File "/srv/app/jobs/sync_orders.py", line 88, in <module>', _FG),
-        ("    main()", _YEL),
-        ('  File "/srv/app/jobs/sync_orders.py", line 71, in main', _FG),
-        ("    upsert(order)", _YEL),
-        ('  File "/srv/app/db/orders.py", line 42, in upsert', _FG),
-        ('    cust = customers[order["customer_id"]]', _YEL),
-        ("KeyError: 'customer_id'", _RED),
-    ], "deploy@orders-worker-02: ~")
+    return _terminal(
+        [
+            ("$ python -m app.jobs.sync_orders --date 2024-05-06", (120, 210, 120)),
+            ("INFO  fetched 1,284 orders from ERP", _FG),
+            ("Traceback (most recent call last):", _RED),
+            ('  File "/srv/app/jobs/sync_orders.py", line 88, in <module>', _FG),
+            ("    main()", _YEL),
+            ('  File "/srv/app/jobs/sync_orders.py", line 71, in main', _FG),
+            ("    upsert(order)", _YEL),
+            ('  File "/srv/app/db/orders.py", line 42, in upsert', _FG),
+            ('    cust = customers[order["customer_id"]]', _YEL),
+            ("KeyError: 'customer_id'", _RED),
+        ],
+        "deploy@orders-worker-02: ~",
+    )
 
 
 def traceback_java() -> Image.Image:
-    return _terminal([
-        ("2024-05-07 09:14:03.221 ERROR [payment-svc] o.a.c.c.C.[dispatcherServlet]", _RED),
-        ("Servlet.service() threw exception", _FG),
-        ("java.lang.NullPointerException: Cannot invoke \"Account.getCurrency()\"", _RED),
-        ("    because \"account\" is null", _RED),
-        ("  at com.acme.pay.RefundService.refund(RefundService.java:117)", _FG),
-        ("  at com.acme.pay.RefundController.post(RefundController.java:54)", _FG),
-        ("  at jdk.internal.reflect.GeneratedMethodAccessor88.invoke(Unknown Source)", _FG),
-        ("  ... 47 common frames omitted", (150, 150, 150)),
-    ], "kubectl logs payment-svc-7c9f6d-2xk4p")
+    return _terminal(
+        [
+            ("$ kubectl logs payment-svc-7c9f6d-2xk4p --tail=8", (120, 210, 120)),
+            ("2024-05-07 09:14:03 ERROR [payment-svc] dispatcherServlet:", _RED),
+            ("Servlet.service() threw exception", _FG),
+            ('java.lang.NullPointerException: Cannot invoke "Account.getCurrency()"', _RED),
+            ('    because "account" is null', _RED),
+            ("  at com.acme.pay.RefundService.refund(RefundService.java:117)", _FG),
+            ("  at com.acme.pay.RefundController.post(RefundController.java:54)", _FG),
+            ("  at jdk.internal.reflect.GeneratedMethodAccessor88.invoke(Unknown Source)", _FG),
+            ("  ... 47 common frames omitted", (150, 150, 150)),
+        ],
+        "kubectl logs payment-svc-7c9f6d-2xk4p",
+    )
 
 
 # ---------------------------------------------------------------------------------- labels, tables
-def _shipping_label(sender: Sequence[str], receiver: Sequence[str], tracking: str, service: str,
-                    weight: str, date: str) -> Image.Image:
+def _shipping_label(
+    sender: Sequence[str], receiver: Sequence[str], tracking: str, service: str, weight: str, date: str
+) -> Image.Image:
     w, h = 800, 1200
     img, d = _canvas(w, h)
     d.rectangle([10, 10, w - 10, h - 10], outline=BLACK, width=4)
@@ -711,20 +935,34 @@ def _shipping_label(sender: Sequence[str], receiver: Sequence[str], tracking: st
 
 
 def shipping_label() -> Image.Image:
-    return _shipping_label(["Acme 华东仓 East China DC", "苏州市工业园区星湖街 218 号", "Tel 0512-6288 1100"],
-                           ["王磊 Wang Lei", "成都市高新区天府大道北段 1700 号", "环球中心 E2-1608",
-                            "Tel 138 0813 5521"], "AL 4402 8817 3356", "EXPRESS 次日达", "3.2 kg", "2024-05-08")
+    return _shipping_label(
+        ["Acme 华东仓 East China DC", "苏州市工业园区星湖街 218 号", "Tel 0512-6288 1100"],
+        ["王磊 Wang Lei", "成都市高新区天府大道北段 1700 号", "环球中心 E2-1608", "Tel 138 0813 5521"],
+        "AL 4402 8817 3356",
+        "EXPRESS 次日达",
+        "3.2 kg",
+        "2024-05-08",
+    )
 
 
 def shipping_label_2() -> Image.Image:
-    return _shipping_label(["Acme Parts Warehouse", "1200 Industrial Pkwy, Reno NV 89502", "Tel +1 775 555 0134"],
-                           ["Maria Gonzalez", "Bright Dental Clinic", "455 Pine St, Portland OR 97204",
-                            "Tel +1 503 555 0188"], "AL 9310 2254 6078", "GROUND 3-5 DAY", "7.8 kg",
-                           "2024-05-10")
+    return _shipping_label(
+        ["Acme Parts Warehouse", "1200 Industrial Pkwy, Reno NV 89502", "Tel +1 775 555 0134"],
+        ["Maria Gonzalez", "Bright Dental Clinic", "455 Pine St, Portland OR 97204", "Tel +1 503 555 0188"],
+        "AL 9310 2254 6078",
+        "GROUND 3-5 DAY",
+        "7.8 kg",
+        "2024-05-10",
+    )
 
 
-def _sheet(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], widths: Sequence[int],
-           numeric: set[int]) -> Image.Image:
+def _sheet(
+    title: str,
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    widths: Sequence[int],
+    numeric: set[int],
+) -> Image.Image:
     rh, left, top = 52, 60, 110
     w = left + sum(widths) + 30
     h = top + rh * (len(rows) + 2) + 40
@@ -747,7 +985,9 @@ def _sheet(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], wi
         _text(d, (left / 2, y + rh / 2), str(r + 1), _font(22, "sans"), GREY, anchor="mm")
         x = left
         for c, (cw, cell) in enumerate(zip(widths, row, strict=True)):
-            d.rectangle([x, y, x + cw, y + rh], fill=(226, 239, 218) if r == 0 else WHITE, outline=(190, 190, 190))
+            d.rectangle(
+                [x, y, x + cw, y + rh], fill=(226, 239, 218) if r == 0 else WHITE, outline=(190, 190, 190)
+            )
             if c in numeric and r > 0:
                 _text(d, (x + cw - 12, y + rh / 2), cell, f, anchor="rm")
             else:
@@ -757,24 +997,36 @@ def _sheet(title: str, headers: Sequence[str], rows: Sequence[Sequence[str]], wi
 
 
 def table_sheet() -> Image.Image:
-    return _sheet("库存盘点表_2024-05.xlsx", ["物料编码", "名称", "仓库", "数量", "单位"],
-                  [["M-1002", "不锈钢螺栓 M8", "苏州仓", "12,400", "个"],
-                   ["M-1017", "铝合金支架", "苏州仓", "860", "件"],
-                   ["M-2001", "锂电池 18650", "成都仓", "3,250", "节"],
-                   ["M-2045", "电源适配器 65W", "成都仓", "540", "个"],
-                   ["M-3100", "包装纸箱 40x30", "天津仓", "9,800", "个"],
-                   ["M-3188", "防静电袋", "天津仓", "21,000", "个"]],
-                  [170, 300, 160, 150, 110], {3})
+    return _sheet(
+        "库存盘点表_2024-05.xlsx",
+        ["物料编码", "名称", "仓库", "数量", "单位"],
+        [
+            ["M-1002", "不锈钢螺栓 M8", "苏州仓", "12,400", "个"],
+            ["M-1017", "铝合金支架", "苏州仓", "860", "件"],
+            ["M-2001", "锂电池 18650", "成都仓", "3,250", "节"],
+            ["M-2045", "电源适配器 65W", "成都仓", "540", "个"],
+            ["M-3100", "包装纸箱 40x30", "天津仓", "9,800", "个"],
+            ["M-3188", "防静电袋", "天津仓", "21,000", "个"],
+        ],
+        [170, 300, 160, 150, 110],
+        {3},
+    )
 
 
 def table_q() -> Image.Image:
-    return _sheet("Q2 travel budget.xlsx", ["Department", "Owner", "Budget", "Spent", "Remaining"],
-                  [["Sales", "J. Carter", "48,000", "31,250", "16,750"],
-                   ["Marketing", "A. Novak", "22,000", "19,480", "2,520"],
-                   ["Engineering", "R. Mehta", "35,000", "12,900", "22,100"],
-                   ["Support", "L. Chen", "9,500", "8,870", "630"],
-                   ["Finance", "M. Rossi", "6,000", "1,150", "4,850"]],
-                  [220, 190, 160, 160, 170], {2, 3, 4})
+    return _sheet(
+        "Q2 travel budget.xlsx",
+        ["Department", "Owner", "Budget", "Spent", "Remaining"],
+        [
+            ["Sales", "J. Carter", "48,000", "31,250", "16,750"],
+            ["Marketing", "A. Novak", "22,000", "19,480", "2,520"],
+            ["Engineering", "R. Mehta", "35,000", "12,900", "22,100"],
+            ["Support", "L. Chen", "9,500", "8,870", "630"],
+            ["Finance", "M. Rossi", "6,000", "1,150", "4,850"],
+        ],
+        [220, 190, 160, 160, 170],
+        {2, 3, 4},
+    )
 
 
 # ------------------------------------------------------------------------- whiteboards and notices
@@ -792,39 +1044,56 @@ def _whiteboard(lines: Sequence[tuple[str, Color, int]]) -> Image.Image:
 
 def whiteboard() -> Image.Image:
     blue, red, green, black = (30, 70, 170), (190, 40, 40), (30, 120, 60), (40, 40, 40)
-    return _whiteboard([
-        ("Sprint 12 Retro  2024-05-06", blue, 46),
-        ("Went well: 发布按时上线, API latency -30%", green, 34),
-        ("To improve: 测试环境不稳定, too many meetings", red, 34),
-        ("Action items:", black, 38),
-        ("1. 李娜 - 修复 staging 数据库 by 05-10", black, 34),
-        ("2. Tom - cut standup to 15 min", black, 34),
-        ("3. 王磊 - 整理 on-call 手册 by 05-15", black, 34),
-        ("Next retro: 05-20 14:00, Room 3F-Orion", blue, 34),
-    ])
+    return _whiteboard(
+        [
+            ("Sprint 12 Retro  2024-05-06", blue, 46),
+            ("Went well: 发布按时上线, API latency -30%", green, 34),
+            ("To improve: 测试环境不稳定, too many meetings", red, 34),
+            ("Action items:", black, 38),
+            ("1. 李娜 - 修复 staging 数据库 by 05-10", black, 34),
+            ("2. Tom - cut standup to 15 min", black, 34),
+            ("3. 王磊 - 整理 on-call 手册 by 05-15", black, 34),
+            ("Next retro: 05-20 14:00, Room 3F-Orion", blue, 34),
+        ]
+    )
 
 
 def whiteboard_q() -> Image.Image:
     blue, red, black = (30, 70, 170), (190, 40, 40), (40, 40, 40)
-    return _whiteboard([
-        ("产品评审会 2024-05-09", blue, 48),
-        ("议题：会员积分改版 v2", black, 36),
-        ("结论：先做积分过期提醒，兑换商城延后", black, 34),
-        ("风险：财务对账口径未定 (@财务)", red, 34),
-        ("待办：", black, 36),
-        ("- 陈晨 出交互稿 5/14", black, 34),
-        ("- 周涛 评估开发量 5/16", black, 34),
-        ("- 下次评审 5/21 上午10点", blue, 34),
-    ])
+    return _whiteboard(
+        [
+            ("产品评审会 2024-05-09", blue, 48),
+            ("议题：会员积分改版 v2", black, 36),
+            ("结论：先做积分过期提醒，兑换商城延后", black, 34),
+            ("风险：财务对账口径未定 (@财务)", red, 34),
+            ("待办：", black, 36),
+            ("- 陈晨 出交互稿 5/14", black, 34),
+            ("- 周涛 评估开发量 5/16", black, 34),
+            ("- 下次评审 5/21 上午10点", blue, 34),
+        ]
+    )
 
 
-def _notice(title: str, body: Sequence[str], sign: Sequence[str], color: Color, stamp: tuple[str, str] | None,
-            font_kind: str = "cjk") -> Image.Image:
+def _notice(
+    title: str,
+    body: Sequence[str],
+    sign: Sequence[str],
+    color: Color,
+    stamp: tuple[str, str] | None,
+    font_kind: str = "cjk",
+) -> Image.Image:
     w, h = 1000, 1300
     img, d = _canvas(w, h, (255, 253, 245))
     d.rectangle([30, 30, w - 30, h - 30], outline=color, width=6)
-    _text(d, (w / 2, 90), title, _font(56, "bold" if font_kind == "sans" else "cjk"), color, anchor="ma",
-          bold=font_kind == "cjk")
+    _text(
+        d,
+        (w / 2, 90),
+        title,
+        _font(56, "bold" if font_kind == "sans" else "cjk"),
+        color,
+        anchor="ma",
+        bold=font_kind == "cjk",
+    )
     d.line([(120, 180), (w - 120, 180)], fill=color, width=3)
     y = 230
     f = _font(32, font_kind)
@@ -841,26 +1110,46 @@ def _notice(title: str, body: Sequence[str], sign: Sequence[str], color: Color, 
 
 
 def notice_zh() -> Image.Image:
-    return _notice("通  知", [
-        "关于3号楼电梯检修的通知", "",
-        "各位住户、办公人员：",
-        "    为保障电梯运行安全，物业将于",
-        "2024年5月18日（周六）8:00至17:00",
-        "对3号楼1号、2号客梯进行年度检修。",
-        "    检修期间请使用4号货梯或步行楼梯，",
-        "由此带来的不便敬请谅解。",
-        "    咨询电话：010-8456 7788",
-    ], ["望京科技园物业管理处", "2024年5月13日"], SEAL_RED, ("物业管理处", "0108"))
+    return _notice(
+        "通  知",
+        [
+            "关于3号楼电梯检修的通知",
+            "",
+            "各位住户、办公人员：",
+            "    为保障电梯运行安全，物业将于",
+            "2024年5月18日（周六）8:00至17:00",
+            "对3号楼1号、2号客梯进行年度检修。",
+            "    检修期间请使用4号货梯或步行楼梯，",
+            "由此带来的不便敬请谅解。",
+            "    咨询电话：010-8456 7788",
+        ],
+        ["望京科技园物业管理处", "2024年5月13日"],
+        SEAL_RED,
+        ("物业管理处", "0108"),
+    )
 
 
 def sign_en() -> Image.Image:
-    return _notice("PARKING NOTICE", [
-        "Lot B will be CLOSED for resurfacing", "", "from Monday 3 June, 6:00 AM",
-        "to Friday 7 June, 8:00 PM.", "",
-        "Please park in Lot C (North entrance)", "or use the shuttle from Lot D.",
-        "Vehicles left in Lot B will be towed", "at the owner's expense.", "",
-        "Questions: facilities@acme.example",
-    ], ["Acme Facilities Team"], (20, 90, 160), None, font_kind="sans")
+    return _notice(
+        "PARKING NOTICE",
+        [
+            "Lot B will be CLOSED for resurfacing",
+            "",
+            "from Monday 3 June, 6:00 AM",
+            "to Friday 7 June, 8:00 PM.",
+            "",
+            "Please park in Lot C (North entrance)",
+            "or use the shuttle from Lot D.",
+            "Vehicles left in Lot B will be towed",
+            "at the owner's expense.",
+            "",
+            "Questions: facilities@acme.example",
+        ],
+        ["Acme Facilities Team"],
+        (20, 90, 160),
+        None,
+        font_kind="sans",
+    )
 
 
 # ------------------------------------------------------------------------------ tickets and cards
@@ -875,10 +1164,15 @@ def boarding_pass() -> Image.Image:
     _text(d, (w - 50, 60), "BOARDING PASS 登机牌", _font(34), WHITE, anchor="rm")
     d.line([(1080, 110), (1080, h - 10)], fill=LIGHT, width=3)
     f_l, f_v, f_big = _font(22), _font(34), _font(72, "bold")
-    fields = [(50, 140, "NAME 姓名", "ZHANG/WEI"), (520, 140, "FLIGHT 航班", "MU5137"),
-              (800, 140, "DATE 日期", "18MAR2024"),
-              (50, 380, "GATE 登机口", "C23"), (300, 380, "BOARDING 登机时间", "07:25"),
-              (620, 380, "SEAT 座位", "32A"), (820, 380, "CLASS 舱位", "Y")]
+    fields = [
+        (50, 140, "NAME 姓名", "ZHANG/WEI"),
+        (520, 140, "FLIGHT 航班", "MU5137"),
+        (800, 140, "DATE 日期", "18MAR2024"),
+        (50, 380, "GATE 登机口", "C23"),
+        (300, 380, "BOARDING 登机时间", "07:25"),
+        (620, 380, "SEAT 座位", "32A"),
+        (820, 380, "CLASS 舱位", "Y"),
+    ]
     for x, y, label, value in fields:
         _text(d, (x, y), label, f_l, GREY)
         _text(d, (x, y + 32), value, f_v, bold=True)
@@ -898,7 +1192,9 @@ def boarding_pass() -> Image.Image:
 def train_ticket() -> Image.Image:
     w, h = 1200, 760
     img, d = _canvas(w, h, (200, 225, 240))
-    d.rounded_rectangle([20, 20, w - 20, h - 20], radius=20, fill=(222, 238, 248), outline=(110, 150, 190), width=3)
+    d.rounded_rectangle(
+        [20, 20, w - 20, h - 20], radius=20, fill=(222, 238, 248), outline=(110, 150, 190), width=3
+    )
     red: Color = (200, 40, 40)
     _text(d, (60, 50), "E 48H 072 391", _font(30, "mono"), red)
     _text(d, (w - 60, 50), "北京南售", _font(30), anchor="ra")
@@ -929,8 +1225,13 @@ def visitor_badge() -> Image.Image:
     d.ellipse([w / 2 - 110, 240, w / 2 + 110, 460], fill=(200, 205, 215))
     d.ellipse([w / 2 - 45, 285, w / 2 + 45, 375], fill=(150, 155, 170))
     d.pieslice([w / 2 - 85, 380, w / 2 + 85, 540], 180, 360, fill=(150, 155, 170))
-    rows = [("姓名 Name", "赵敏  Zhao Min"), ("单位 Company", "华信咨询有限公司"), ("被访人 Host", "王芳 · 财务部"),
-            ("日期 Date", "2024-05-16"), ("有效区域 Area", "3F 会议区")]
+    rows = [
+        ("姓名 Name", "赵敏  Zhao Min"),
+        ("单位 Company", "华信咨询有限公司"),
+        ("被访人 Host", "王芳 · 财务部"),
+        ("日期 Date", "2024-05-16"),
+        ("有效区域 Area", "3F 会议区"),
+    ]
     y = 500
     for label, value in rows:
         _text(d, (60, y), label, _font(22), GREY)
@@ -940,8 +1241,9 @@ def visitor_badge() -> Image.Image:
     return img
 
 
-def _business_card(name: str, name2: str, title: str, company: str, lines: Sequence[str], accent: Color,
-                   seed: str) -> Image.Image:
+def _business_card(
+    name: str, name2: str, title: str, company: str, lines: Sequence[str], accent: Color, seed: str
+) -> Image.Image:
     w, h = 1050, 600
     img, d = _canvas(w, h, WHITE)
     d.rectangle([0, 0, 24, h], fill=accent)
@@ -959,17 +1261,37 @@ def _business_card(name: str, name2: str, title: str, company: str, lines: Seque
 
 
 def business_card() -> Image.Image:
-    return _business_card("李娜", "Li Na", "采购经理 Procurement Manager", "上海云帆信息技术有限公司",
-                          ["手机 Mobile: +86 139 1782 4406", "邮箱 Email: li.na@yunfan.example",
-                           "电话 Tel: 021-5080 1234 转 8032", "地址：上海市浦东新区张江路88号"],
-                          (20, 110, 190), "card-lina")
+    return _business_card(
+        "李娜",
+        "Li Na",
+        "采购经理 Procurement Manager",
+        "上海云帆信息技术有限公司",
+        [
+            "手机 Mobile: +86 139 1782 4406",
+            "邮箱 Email: li.na@yunfan.example",
+            "电话 Tel: 021-5080 1234 转 8032",
+            "地址：上海市浦东新区张江路88号",
+        ],
+        (20, 110, 190),
+        "card-lina",
+    )
 
 
 def business_card_q() -> Image.Image:
-    return _business_card("Daniel Weber", "", "Head of Partnerships", "Contoso Cloud Services GmbH",
-                          ["Mobile: +49 151 2345 6789", "daniel.weber@contoso.example",
-                           "Friedrichstrasse 120, 10117 Berlin", "www.contoso.example"],
-                          (150, 40, 120), "card-weber")
+    return _business_card(
+        "Daniel Weber",
+        "",
+        "Head of Partnerships",
+        "Contoso Cloud Services GmbH",
+        [
+            "Mobile: +49 151 2345 6789",
+            "daniel.weber@contoso.example",
+            "Friedrichstrasse 120, 10117 Berlin",
+            "www.contoso.example",
+        ],
+        (150, 40, 120),
+        "card-weber",
+    )
 
 
 # --------------------------------------------------------------------------------------- registry
@@ -1034,8 +1356,11 @@ def _query_photo_variants(src: Path) -> dict[str, Image.Image]:
     def load(name: str) -> Image.Image:
         return _flatten(Image.open(src / name))
 
-    astronaut = load("astronaut.png").crop((40, 0, 440, 440)).rotate(4, resample=Image.Resampling.BICUBIC,
-                                                                      fillcolor=(255, 255, 255))
+    astronaut = (
+        load("astronaut.png")
+        .crop((40, 0, 440, 440))
+        .rotate(4, resample=Image.Resampling.BICUBIC, fillcolor=(255, 255, 255))
+    )
     return {
         "queries/portrait_crop.jpg": astronaut,
         "queries/cat_flipped.jpg": ImageOps.mirror(load("chelsea.png").crop((40, 10, 430, 290))),
@@ -1043,8 +1368,9 @@ def _query_photo_variants(src: Path) -> dict[str, Image.Image]:
         "queries/rocket_crop.jpg": load("rocket.jpg").crop((170, 0, 470, 427)),
         "queries/hubble_crop.jpg": load("hubble_deep_field.jpg").crop((150, 150, 850, 750)),
         "queries/camera_crop.jpg": load("camera.png").crop((90, 40, 460, 470)),
-        "queries/horse_flipped.png": ImageOps.expand(ImageOps.mirror(load("horse.png")), border=30,
-                                                    fill=(255, 255, 255)),
+        "queries/horse_flipped.png": ImageOps.expand(
+            ImageOps.mirror(load("horse.png")), border=30, fill=(255, 255, 255)
+        ),
     }
 
 
@@ -1065,7 +1391,9 @@ def copy_photos(skimage_data: Path) -> list[Path]:
     for out, (name, side) in PHOTOS.items():
         src = skimage_data / name
         if not src.exists():
-            raise SystemExit(f"{src} not found: pass the skimage/data folder of an unpacked scikit-image wheel")
+            raise SystemExit(
+                f"{src} not found: pass the skimage/data folder of an unpacked scikit-image wheel"
+            )
         img = _flatten(Image.open(src))
         img.thumbnail((side, side), Image.Resampling.LANCZOS)
         _save(img, HERE / out)
@@ -1087,8 +1415,12 @@ def render_documents() -> list[Path]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--skimage-data", type=Path, default=None,
-                        help="the skimage/data folder of an unpacked scikit-image wheel (copies the photos)")
+    parser.add_argument(
+        "--skimage-data",
+        type=Path,
+        default=None,
+        help="the skimage/data folder of an unpacked scikit-image wheel (copies the photos)",
+    )
     args = parser.parse_args(argv)
     written = render_documents()
     if args.skimage_data is not None:

@@ -120,6 +120,24 @@ def test_lint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert code == 2 and "did you mean 'description'" in out and err.startswith("toolrag: ")
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("- id: a\n  description: [unclosed\n", "invalid YAML"),
+        ("- id: a\n  description: d\n  tags: 3\n", "field 'tags': expected a list"),
+        ("- id: a\n  description: d\n- id: a\n  description: e\n", "duplicate tool id 'a'"),
+        ("- id: a\n  description: d\n  images: [{path: ../../etc/passwd, caption: x}]\n", "outside the catalog"),
+        ("- id: a\n  description: d\n  parameters: {type: object, required: yes}\n", "not a valid JSON Schema"),
+    ],
+)
+def test_broken_catalog_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str,
+                                message: str) -> None:
+    (tmp_path / "tools.yaml").write_text(text, encoding="utf-8")
+    code, out, err = run(capsys, "search", "--catalog", str(tmp_path), "--data-dir", str(tmp_path / "d"), "x")
+    assert code == 2 and err.startswith("toolrag: ") and message in err and err.count("\n") == 1
+    assert not (tmp_path / "d").exists()  # nothing indexed from a catalog that fails validation
+
+
 def test_sample_catalog_lints_clean(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "lint", "--catalog", str(SAMPLE), "--json")
     assert code == 0

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-
 from conftest import ASSETS
+
 from toolrag.decision import Decision
 from toolrag.errors import ImageError, QueryError
 from toolrag.settings import Fusion, Settings
@@ -197,3 +197,29 @@ def test_scores_are_finite(small_retriever: Any) -> None:
         assert np.isfinite(c.score)
         for s in c.signals.values():
             assert np.isfinite(s.raw) and 0.0 <= s.norm <= 1.0
+
+
+@pytest.mark.slow
+def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_catalog_dir: Path,
+                                                              tmp_path: Path) -> None:
+    """No CLIP weights exist offline, so the full CLIP path runs with a randomly initialised open_clip model:
+    the scores are meaningless but the signal must be computed, explained and fused like the others."""
+    import dataclasses
+
+    from toolrag.encoders import get_clip
+    from toolrag.retriever import ToolRetriever
+
+    settings = Settings(clip_model="random:ViT-B-32")
+    with_clip = dataclasses.replace(models, clip=get_clip("random:ViT-B-32"), unavailable={})
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=with_clip,
+                                           settings=settings)
+    assert {"clip_text", "clip_image"} <= set(retriever.index.snapshot.vectors) | set(
+        retriever.index.snapshot.image_vectors)
+    image_query = retriever.search("blur the background", image=ASSETS / "queries" / "portrait_crop.jpg", top_k=8)
+    assert "clip" not in image_query.absent_signals
+    assert all("clip" in c.signals for c in image_query.candidates)  # image -> every tool's text
+    text_query = retriever.search("blur the background", top_k=8)
+    with_images = {"finance.expense.submit", "image.background.blur"}
+    for c in text_query.candidates:  # text -> tool images: only tools that have example images
+        assert ("clip" in c.signals) == (c.id in with_images)
+    check_invariants(image_query, 8)

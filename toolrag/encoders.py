@@ -170,6 +170,8 @@ class TextEncoder:
         self.batch_size = batch_size
         self.model_id = models.model_id_of(self.resolved)
         prompts: dict[str, str | None] = dict(self._model.prompts or {})
+        if not any(prompts.values()) and "e5-" in self.model_id.lower().rsplit("/", 1)[-1]:
+            prompts = dict(models.E5_PROMPTS)  # e5 needs its prefixes; Hub copies may not save them
         self.query_prompt: str = prompts.get("query") or ""
         self.passage_prompt: str = next(
             (p for key in ("passage", "document", "corpus") if (p := prompts.get(key))), "")
@@ -310,8 +312,8 @@ class OcrEngine:
         if missing:
             raise ModelUnavailable(f"RapidOCR's bundled models are missing ({', '.join(missing)}); "
                                    "pip install --force-reinstall rapidocr==3.10.0")
-        logging.getLogger("RapidOCR").setLevel(logging.WARNING)
-        params: dict[str, Any] = {"Global.log_level": "warning", "Global.text_score": min_score}
+        logging.getLogger("RapidOCR").setLevel(logging.ERROR)  # "no text found" is not a warning
+        params: dict[str, Any] = {"Global.log_level": "error", "Global.text_score": min_score}
         params.update({f"{stage}.model_path": str(p) for stage, p in paths.items()})  # explicit: no downloads
         self._engine = rapidocr.RapidOCR(params=params)
         self._lock = threading.Lock()

