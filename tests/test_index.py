@@ -44,7 +44,7 @@ class Counting:
 
 def counted_models(models: Any, **kwargs: Any) -> tuple[Any, Counting]:
     counter = Counting(models.text, **kwargs)
-    return dataclasses.replace(models, text=counter, english=None, image=None), counter
+    return dataclasses.replace(models, text=counter, english=None, image=None, ocr_factory=None), counter
 
 
 def copy_catalog(src: Path, dst: Path) -> Path:
@@ -88,7 +88,7 @@ def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path
     e5, _ = counted_models(models)
     ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)
     minilm = Counting(models.english)
-    other = dataclasses.replace(models, text=minilm, english=None, image=None)
+    other = dataclasses.replace(models, text=minilm, english=None, image=None, ocr_factory=None)
     retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=other)
     assert minilm.passages == 8  # a different fingerprint: everything re-encoded with the new model
     assert retriever.search("is it raining in London now").ids[0] == "weather.current"

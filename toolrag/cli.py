@@ -7,6 +7,7 @@ a one-line message on stderr and exit status 2; ``eval --fail-under`` exits 1 wh
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -88,8 +89,8 @@ def _settings(args: argparse.Namespace) -> Settings:
     }
     settings = base.with_overrides(**changes)
     if english is not None:
-        settings = settings.with_overrides(english_model=english) if english != "none" else \
-            Settings(**{**settings.__dict__, "english_model": None})
+        off = english.strip().lower() in ("none", "off")
+        settings = dataclasses.replace(settings, english_model=None if off else english)
     return settings
 
 

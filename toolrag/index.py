@@ -25,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.errors import ToolragError
 from toolrag.lexical import BM25Index
 from toolrag.models import data_dir
 from toolrag.profile import Catalog, ToolProfile
-from toolrag.protocols import ClipModel, ImageModel, TextModel
+from toolrag.protocols import ClipModel, ImageModel, OcrModel, TextModel
 from toolrag.store import (
     StoreConfig,
     VectorCollection,
@@ -54,13 +55,32 @@ def is_mostly_cjk(text: str) -> bool:
 
 @dataclass
 class ModelSet:
-    """The models an index and a retriever use; missing ones are listed in ``unavailable`` with a reason."""
+    """The models an index and a retriever use; missing ones are listed in ``unavailable`` with a reason.
+
+    OCR is loaded on first use (``get_ocr``): it is only needed for query images and new example images.
+    """
 
     text: TextModel
     english: TextModel | None = None
     image: ImageModel | None = None
     clip: ClipModel | None = None
+    ocr_factory: Callable[[], OcrModel] | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
+    _ocr: OcrModel | None = field(default=None, repr=False)
+    _ocr_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def get_ocr(self) -> OcrModel | None:
+        """The OCR model, loaded once; ``None`` (and a reason in ``unavailable``) when it cannot load."""
+        with self._ocr_lock:
+            if self._ocr is None and "ocr" not in self.unavailable and self.ocr_factory is not None:
+                try:
+                    self._ocr = self.ocr_factory()
+                except ToolragError as exc:
+                    self.unavailable["ocr"] = f"OCR unavailable: {exc}"
+                    log.warning(self.unavailable["ocr"])
+            if self._ocr is None and "ocr" not in self.unavailable:
+                self.unavailable["ocr"] = "OCR turned off"
+            return self._ocr
 
 
 @dataclass(frozen=True)
@@ -74,11 +94,14 @@ class IndexSnapshot:
     english: np.ndarray                        # bool (n_tools,): tool text readable by the English model
     image_owner: np.ndarray                    # int (n_images,): row of the tool each image belongs to
     image_vectors: Mapping[str, np.ndarray]    # "visual", "clip_image": (n_images, dim)
+    image_text_owner: np.ndarray               # int: tool row of each example image that has OCR text
+    image_text: np.ndarray                     # (n, text dim): that OCR text, encoded by the text model
     perm_keys: np.ndarray                      # object (n_tools,)
     categories: np.ndarray                     # object (n_tools,)
     deprecated: np.ndarray                     # bool (n_tools,)
     priority: np.ndarray                       # int (n_tools,)
     bm25: BM25Index
+    bm25_texts: tuple[str, ...] = ()
 
     def allowed(
         self, permissions: Collection[str], *, categories: Collection[str] | None, include_deprecated: bool
@@ -112,6 +135,7 @@ class ToolIndex:
         self._lock = threading.RLock()
         self._image_hashes: dict[tuple[str, float, int], str] = {}
         self.encoded_last_sync = 0
+        self._bm25_texts: tuple[str, ...] = ()
         key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
         self._collections = self._open_collections(key)
         self._snapshot = self._sync(catalog, progress or _no_progress)
@@ -156,6 +180,8 @@ class ToolIndex:
             specs.append(("visual", m.image))
         if m.clip is not None:
             specs += [("clip_text", m.clip), ("clip_image", m.clip)]
+        if m.ocr_factory is not None:
+            specs.append(("image_text", m.text))
         out = {}
         for kind, model in specs:
             fp = f"{catalog_key}|{kind}|{model.fingerprint}"
@@ -183,8 +209,18 @@ class ToolIndex:
             if kind in self._collections:
                 progress(0.0, f"indexing tool images ({kind})")
                 image_vectors[kind] = self._sync_images(kind, tools, image_rows, image_ids, progress)
+        progress(0.8, "reading text in tool images")
+        ocr_texts = self._sync_image_text(tools, image_rows, image_ids)
+        text_rows = [row for (row, _), iid in zip(image_rows, image_ids, strict=True) if ocr_texts.get(iid)]
+        text_ids = [iid for iid in image_ids if ocr_texts.get(iid)]
+        image_text = (self._matrix(self._collections["image_text"], text_ids, self.models.text.dim)
+                      if "image_text" in self._collections else np.zeros((0, self.models.text.dim), np.float32))
+        extra: dict[str, list[str]] = {}
+        for (row, _), iid in zip(image_rows, image_ids, strict=True):
+            if ocr_texts.get(iid):
+                extra.setdefault(tools[row].id, []).append(ocr_texts[iid])
         progress(0.9, "building the keyword index")
-        bm25 = self._build_bm25(tools)
+        bm25 = self._build_bm25(tools, extra)
         progress(1.0, "index ready")
         return IndexSnapshot(
             catalog=catalog,
@@ -194,25 +230,59 @@ class ToolIndex:
             english=np.array([not is_mostly_cjk(t.document_text()) for t in tools], dtype=bool),
             image_owner=np.array([row for row, _ in image_rows], dtype=np.int64),
             image_vectors=image_vectors,
+            image_text_owner=np.array(text_rows, dtype=np.int64),
+            image_text=image_text,
             perm_keys=np.array([t.perm_key for t in tools], dtype=object),
             categories=np.array([t.category for t in tools], dtype=object),
             deprecated=np.array([t.deprecated for t in tools], dtype=bool),
             priority=np.array([t.priority for t in tools], dtype=np.int64),
             bm25=bm25,
+            bm25_texts=self._bm25_texts,
         )
 
-    def _build_bm25(self, tools: Sequence[ToolProfile]) -> BM25Index:
-        """The keyword index in catalog row order; after an edit only changed texts are re-tokenised."""
-        texts = {t.id: t.lexical_text() for t in tools}
+    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]]) -> BM25Index:
+        """The keyword index in catalog row order (tool text plus the text read in its example images);
+        after an edit only changed texts are re-tokenised."""
+        texts = {t.id: "\n".join([t.lexical_text(), *extra.get(t.id, ())]) for t in tools}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         if previous is not None:
-            old = previous.catalog
-            changed = {i: s for i, s in texts.items() if (o := old.get(i)) is None or o.lexical_text() != s}
+            old = dict(zip(previous.bm25.ids, previous.bm25_texts, strict=True))
+            changed = {i: s for i, s in texts.items() if old.get(i) != s}
             removed = [i for i in previous.ids if i not in texts]
             updated = previous.bm25.update(changed, removed) if (changed or removed) else previous.bm25
             if list(updated.ids) == list(texts):
+                self._bm25_texts = tuple(texts.values())
                 return updated
+        self._bm25_texts = tuple(texts.values())
         return BM25Index.build(list(texts), list(texts.values()))
+
+    def _sync_image_text(self, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
+                         image_ids: Sequence[str]) -> dict[str, str]:
+        """OCR text of every example image (read once per image, by content hash), encoded by the text model
+        so a query image's text can be matched with the text of the tools' example images."""
+        collection = self._collections.get("image_text")
+        if collection is None or not rows:
+            return {}
+        stored = collection.get_metadata()
+        known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
+        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
+        ocr = self.models.get_ocr() if todo else None
+        if todo and ocr is None:
+            return {i: t for i, t in known.items() if i in set(image_ids)}
+        from toolrag.encoders import load_image
+
+        gone = [i for i in stored if i not in set(image_ids)]
+        if gone:
+            collection.delete(gone)
+        for iid, path in todo:
+            text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
+            known[iid] = text
+            # Images without text get a row too (so they are not read again) with the vector of a blank line.
+            vec = self.models.text.encode_passages([text or " "])
+            owner = tools[next(r for (r, _), i in zip(rows, image_ids, strict=True) if i == iid)]
+            collection.upsert([iid], vec, [{"tool_id": owner.id, "ocr_text": text, "has_text": bool(text)}])
+            self.encoded_last_sync += 1
+        return {iid: known.get(iid, "") for iid in image_ids}
 
     def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], progress: Progress) -> np.ndarray:
         collection = self._collections[kind]

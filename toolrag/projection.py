@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 #: Below this many tools UMAP's neighbourhood graph is too thin to mean anything: PCA is used instead.
 UMAP_MIN_POINTS = 20
 #: Default cosine threshold for look-alike pairs (multilingual e5: unrelated tools still score 0.71-0.80).
-LOOKALIKE_THRESHOLD = 0.92
+LOOKALIKE_THRESHOLD = 0.91
 _CACHE_SIZE = 8
 _SEED = 42
 _cache: OrderedDict[str, Projection] = OrderedDict()
@@ -326,7 +326,7 @@ def _figure(tools: Sequence[_ToolLike], vectors: np.ndarray, query_vector: np.nd
                                      line={"color": "#555", "width": 1.5, "dash": "dot"}, hoverinfo="skip"))
         fig.add_trace(go.Scatter(
             x=[float(q[0])], y=[float(q[1])], mode="markers", name="query",
-            marker={"symbol": "star", "size": 20, "color": "#ffbf00", "line": {"width": 1.5, "color": "#000"}},
+            marker={"symbol": "star", "size": 20, "color": "#ffbf00", "line": {"width": 1.5}},
             text=[_wrap(query_label)], hovertemplate="<b>query</b><br>%{text}<extra></extra>",
         ))
     subtitle = f"{proj.method.upper()} of {len(ids)} tool text vectors (cosine)"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from toolrag.evaluate import EvalReport, QueryOutcome, QueryRow, evaluate
 from toolrag.index import IndexSnapshot, ModelSet, Progress, ToolIndex
 from toolrag.profile import Catalog, load_catalog
 from toolrag.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
-from toolrag.protocols import OcrModel, Reranker
+from toolrag.protocols import Reranker
 from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport
 from toolrag.settings import SIGNALS, Fusion, Settings
 from toolrag.signals import QueryAnalyzer, QueryFeatures, score_signals
@@ -47,7 +47,7 @@ def load_models(settings: Settings, *, progress: Progress | None = None) -> Mode
 
     say = progress or (lambda f, m: None)
     say(0.0, f"loading text model {settings.text_model}")
-    models = ModelSet(text=encoders.get_text_encoder(settings.text_model))
+    models = ModelSet(text=encoders.get_text_encoder(settings.text_model), ocr_factory=encoders.get_ocr)
     if settings.english_model:
         say(0.3, f"loading English model {settings.english_model}")
         try:
@@ -79,11 +79,10 @@ class ToolRetriever:
     """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
-                 ocr_factory: Callable[[], OcrModel] | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None) -> None:
         self.index = index
         self.settings = settings or Settings()
-        self.analyzer = QueryAnalyzer(index.models, ocr_factory=ocr_factory)
+        self.analyzer = QueryAnalyzer(index.models)
         self.reranker = reranker
         self.reranker_note = reranker_note or ("no reranker configured" if reranker is None else "")
         self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
@@ -119,7 +118,7 @@ class ToolRetriever:
         else:
             note = ("reranker off: no cross-encoder weights are available offline; set TOOLRAG_RERANK_MODEL "
                     "(or --rerank-model) to a cross-encoder path or Hub id")
-        return cls(index, settings=settings, ocr_factory=encoders.get_ocr, reranker=reranker, reranker_note=note)
+        return cls(index, settings=settings, reranker=reranker, reranker_note=note)
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are

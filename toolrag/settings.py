@@ -8,6 +8,7 @@ default weights and thresholds come from ``bench/tune.py`` (see ``docs/benchmark
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -59,6 +60,13 @@ _DEFAULT_WEIGHTS = {
 }
 
 
+def _optional_env(name: str, default: str) -> str | None:
+    value = os.environ.get(name)
+    if value is None or not value.strip():
+        return default
+    return None if value.strip().lower() in ("none", "off") else value.strip()
+
+
 def _default_weights() -> dict[str, float]:
     return dict(_DEFAULT_WEIGHTS)
 
@@ -67,10 +75,12 @@ def _default_weights() -> dict[str, float]:
 class Settings:
     """Everything that changes what a search returns. Defaults are the measured, shipped configuration."""
 
-    text_model: str = "e5"
-    """Multilingual text encoder: ``e5`` (packaged offline / Hub online), a local path or a Hub id."""
-    english_model: str | None = "minilm"
-    """Second dense encoder used for English queries against English tools; ``None`` turns it off."""
+    text_model: str = field(default_factory=lambda: os.environ.get("TOOLRAG_TEXT_MODEL") or "e5")
+    """Multilingual text encoder: ``e5`` (packaged offline / Hub online), a local path or a Hub id
+    (env ``TOOLRAG_TEXT_MODEL``)."""
+    english_model: str | None = field(default_factory=lambda: _optional_env("TOOLRAG_ENGLISH_MODEL", "minilm"))
+    """Second dense encoder used for English queries against English tools; ``None`` turns it off
+    (env ``TOOLRAG_ENGLISH_MODEL``, ``none`` = off)."""
     clip_model: str | None = None
     """open_clip setting; ``None`` = the default for this environment (off offline, multilingual CLIP online)."""
     rerank_model: str | None = None

@@ -23,14 +23,13 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from toolrag.index import IndexSnapshot, ModelSet, is_mostly_cjk
-from toolrag.protocols import OcrModel
 from toolrag.settings import Settings
 
 __all__ = ["QueryAnalyzer", "QueryFeatures", "SignalScores", "score_signals"]
@@ -79,12 +78,8 @@ class _LRU:
 class QueryAnalyzer:
     """Encodes queries with every available model, caching text vectors and image analyses."""
 
-    def __init__(self, models: ModelSet, *, ocr_factory: Callable[[], OcrModel] | None = None,
-                 cache_size: int = 512) -> None:
+    def __init__(self, models: ModelSet, *, cache_size: int = 512) -> None:
         self.models = models
-        self._ocr_factory = ocr_factory
-        self._ocr: OcrModel | None = None
-        self._ocr_error: str | None = None
         self._texts = _LRU(cache_size)
         self._images = _LRU(64)
         self._lock = threading.Lock()
@@ -158,16 +153,6 @@ class QueryAnalyzer:
             self._texts.put(key, vec)
         return vec
 
-    def _get_ocr(self) -> OcrModel | None:
-        with self._lock:
-            if self._ocr is None and self._ocr_error is None and self._ocr_factory is not None:
-                try:
-                    self._ocr = self._ocr_factory()
-                except Exception as exc:
-                    self._ocr_error = f"OCR unavailable: {exc}"
-                    log.warning(self._ocr_error)
-            return self._ocr
-
     def _analyze_image(self, image: Any, absent: dict[str, str]) -> tuple[str, list[Any], dict[str, np.ndarray]]:
         from toolrag.encoders import load_image
 
@@ -179,7 +164,7 @@ class QueryAnalyzer:
             concepts: list[tuple[str, float]] = []
             vecs: dict[str, np.ndarray] = {}
             notes: dict[str, str] = {}
-            ocr = self._get_ocr()
+            ocr = self.models.get_ocr()
             if ocr is not None:
                 ocr_text = ocr.read(img).text.strip()
                 if ocr_text:
@@ -187,7 +172,7 @@ class QueryAnalyzer:
                 else:
                     notes["ocr"] = "no text found in the image"
             else:
-                notes["ocr"] = self._ocr_error or "OCR turned off"
+                notes["ocr"] = self.models.unavailable.get("ocr", "OCR turned off")
             if self.models.image is not None:
                 feature, concepts = self.models.image.analyze(img)
                 vecs["visual"] = np.asarray(feature, dtype=np.float32)
@@ -202,6 +187,8 @@ class QueryAnalyzer:
             self._images.put(key, cached)
         ocr_text, concepts, vecs, notes = cached
         absent.update(notes)
+        if ocr_text:  # BM25 reads the text found in the image even when no query text was typed
+            absent.pop("bm25", None)
         return ocr_text, list(concepts), dict(vecs)
 
 
@@ -224,6 +211,12 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
         if name in q.vectors and space in snap.vectors:
             raw[name] = snap.vectors[space][rows] @ q.vectors[name]
             present[name] = snap.english[rows].copy() if name == "dense_en" else everyone
+    if "ocr" in raw and len(snap.image_text_owner):
+        # Text read in the query image also matches text read in the tools' example images (a receipt
+        # looks like a receipt): the best of the two similarities counts.
+        best = np.full(len(snap.ids), -np.inf, dtype=np.float32)
+        np.maximum.at(best, snap.image_text_owner, (snap.image_text @ q.vectors["ocr"]).astype(np.float32))
+        raw["ocr"] = np.maximum(raw["ocr"], best[rows])
     lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
     if lexical or q.history:
         scores = snap.bm25.scores(lexical)[rows] if lexical else np.zeros(n, dtype=np.float32)
