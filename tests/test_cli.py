@@ -104,7 +104,7 @@ def test_index_reports_incremental_encoding(capsys: pytest.CaptureFixture[str], 
                                             tmp_path: Path) -> None:
     fresh = tmp_path / "data"
     code, out, _ = run(capsys, "index", "--catalog", str(small_catalog_dir), "--data-dir", str(fresh))
-    assert code == 0 and "indexed 8 tools" in out and "0 texts/images encoded" not in out
+    assert code == 0 and "indexed 8 tools" in out and "(0 texts/images encoded" not in out
     code, out, _ = run(capsys, "index", "--catalog", str(small_catalog_dir), "--data-dir", str(fresh))
     assert code == 0 and "(0 texts/images encoded" in out
 
