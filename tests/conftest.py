@@ -120,3 +120,23 @@ def sample_retriever(data_dir: Path, models: object) -> object:
     from toolrag.retriever import ToolRetriever
 
     return ToolRetriever.from_catalog(SAMPLE, data_dir=data_dir, models=models)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A randomly initialised 1-layer BERT cross-encoder with MiniLM's tokenizer, saved like a real one.
+
+    No cross-encoder weights ship in any package, so this tests the real loading and scoring code path."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from toolrag.models import resolve_text_model
+
+    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(resolve_text_model("minilm").location)
+    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_labels=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

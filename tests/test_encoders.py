@@ -292,22 +292,6 @@ def test_default_clip_and_rerank_settings(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 # --- reranker -------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A randomly initialised 1-layer BERT cross-encoder with MiniLM's tokenizer, saved like a real one."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    folder = tmp_path_factory.mktemp("tiny-cross-encoder")
-    tokenizer = AutoTokenizer.from_pretrained(tm.resolve_text_model("minilm").location)
-    config = BertConfig(vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_labels=1,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=128)
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
 def test_cross_encoder_scores_each_passage(tiny_cross_encoder: Path) -> None:
     reranker = enc.CrossEncoderReranker(str(tiny_cross_encoder))
     passages = ["submit a taxi receipt", "weather forecast", "book a room"]

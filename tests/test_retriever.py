@@ -223,3 +223,26 @@ def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_
     for c in text_query.candidates:  # text -> tool images: only tools that have example images
         assert ("clip" in c.signals) == (c.id in with_images)
     check_invariants(image_query, 8)
+
+
+def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_catalog_dir: Path, tmp_path: Path,
+                                                             tiny_cross_encoder: Path) -> None:
+    from toolrag.retriever import ToolRetriever
+
+    off = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models,
+                                     settings=Settings(rerank_model="none"))
+    plain = off.search("book a meeting room", settings=off.settings.with_overrides(rerank=True))
+    assert any("reranker off" in note for note in plain.notes)
+    assert all(c.rerank_score is None for c in plain.candidates)
+    on = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models,
+                                    settings=Settings(rerank_model=str(tiny_cross_encoder), rerank=True,
+                                                      rerank_top_n=4, top_k=6))
+    result = on.search("book a meeting room")
+    head = result.candidates[:4]
+    assert all(c.rerank_score is not None and 0.0 < c.rerank_score < 1.0 for c in head)
+    assert [c.rerank_score for c in head] == sorted((c.rerank_score for c in head), reverse=True)  # type: ignore[type-var]
+    assert all(c.rerank_score is None for c in result.candidates[4:])
+    assert "rerank" in result.timing_ms
+    # The reranked head is a permutation of the fused head: reranking reorders, it does not fetch new tools.
+    fused = on.search("book a meeting room", settings=on.settings.with_overrides(rerank=False))
+    assert {c.id for c in head} == {c.id for c in fused.candidates[:4]}
