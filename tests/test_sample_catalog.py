@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import SAMPLE
+
 from toolrag.decision import Decision
 from toolrag.evaluate import QueryRow, load_queries
 from toolrag.index import is_mostly_cjk
