@@ -16,17 +16,8 @@ import numpy as np
 import pytest
 
 from toolrag.errors import StoreError
-from toolrag.store import (
-    Hit,
-    StoreConfig,
-    VectorCollection,
-    allowed_perm_keys,
-    build_where,
-    collection_name,
-    matches_nothing,
-    open_client,
-    perm_key,
-)
+from toolrag.filters import allowed_perm_keys, build_where, matches_nothing, perm_key
+from toolrag.store import Hit, StoreConfig, VectorCollection, collection_name, open_client
 
 try:
     from chroma_server import free_port, running_chroma_server

@@ -26,18 +26,12 @@ from typing import Any
 import numpy as np
 
 from toolrag.errors import ToolragError
+from toolrag.filters import allowed_perm_keys, build_where
 from toolrag.lexical import BM25Index
 from toolrag.models import data_dir
 from toolrag.profile import Catalog, ToolProfile
 from toolrag.protocols import ClipModel, ImageModel, OcrModel, TextModel
-from toolrag.store import (
-    StoreConfig,
-    VectorCollection,
-    allowed_perm_keys,
-    build_where,
-    collection_name,
-    open_client,
-)
+from toolrag.store import StoreConfig, VectorCollection, collection_name, open_client
 
 __all__ = ["IndexSnapshot", "ModelSet", "ToolIndex"]
 

@@ -19,7 +19,7 @@ import re
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -28,6 +28,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from toolrag.errors import StoreError
+from toolrag.filters import NOTHING, prune_where
 
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
@@ -197,92 +198,6 @@ def _check_name(name: str) -> str:
     return name
 
 
-# ------------------------------------------------------------------------------------- filtering
-def perm_key(codes: Iterable[str]) -> str:
-    """A tool's ``perm_key`` metadata value: its permission codes, sorted and comma-joined ("" = none)."""
-    clean = {code.strip() for code in codes}
-    for code in clean:
-        if not code or "," in code or any(ch.isspace() for ch in code):
-            raise StoreError(f"permission code {code!r} must be non-empty, without commas or spaces")
-    return ",".join(sorted(clean))
-
-
-def allowed_perm_keys(all_keys: Iterable[str], caller_codes: Collection[str]) -> set[str]:
-    """Keys among ``all_keys`` whose codes the caller all holds; the empty key (unrestricted) is always in."""
-    held = set(caller_codes)
-    allowed = {""}
-    for key in all_keys:
-        if key and set(key.split(",")) <= held:
-            allowed.add(key)
-    return allowed
-
-
-def build_where(
-    *,
-    allowed_perm_keys: Collection[str] | None,
-    categories: Collection[str] | None,
-    include_deprecated: bool,
-) -> dict[str, Any] | None:
-    """Chroma where-clause over the ``perm_key``, ``category`` and ``deprecated`` row metadata.
-
-    ``None`` for a filter means "do not filter on it"; an *empty* collection means "nothing passes": the
-    clause then holds an empty ``$in``, for which :meth:`VectorCollection.query` returns ``[]`` without asking
-    Chroma (Chroma rejects empty ``$in`` lists). Returns ``None`` when nothing is filtered; one condition is
-    returned bare because Chroma rejects an ``$and`` of one element.
-    """
-    conditions: list[dict[str, Any]] = []
-    if allowed_perm_keys is not None:
-        conditions.append({"perm_key": {"$in": sorted(allowed_perm_keys)}})
-    if categories is not None:
-        conditions.append({"category": {"$in": sorted(categories)}})
-    if not include_deprecated:
-        conditions.append({"deprecated": {"$eq": False}})
-    if not conditions:
-        return None
-    return conditions[0] if len(conditions) == 1 else {"$and": conditions}
-
-
-class _Nothing:
-    """Marker: a where-clause that no row can satisfy."""
-
-
-_NOTHING: Final = _Nothing()
-
-
-def _prune_where(where: Mapping[str, Any]) -> dict[str, Any] | _Nothing | None:
-    """Simplify a where-clause into a form Chroma accepts: empty ``$in`` -> nothing matches, empty ``$nin`` ->
-    no condition, one-element ``$and``/``$or`` unwrapped, several top-level keys -> ``$and``."""
-    if not isinstance(where, Mapping) or not where:
-        raise StoreError(f"where-clause {where!r} must be a non-empty dict (see build_where())")
-    if len(where) > 1:
-        return _prune_where({"$and": [{key: value} for key, value in where.items()]})
-    ((key, value),) = where.items()
-    if key in ("$and", "$or"):
-        if not isinstance(value, list) or not value:
-            raise StoreError(f"where-clause {key} needs a non-empty list, got {value!r}")
-        kids = [_prune_where(kid) for kid in value]
-        absorbing, neutral = (_NOTHING, None) if key == "$and" else (None, _NOTHING)
-        if any(kid is absorbing for kid in kids):
-            return absorbing
-        kept = [kid for kid in kids if kid is not neutral]
-        if not kept:
-            return neutral
-        return kept[0] if len(kept) == 1 else {key: kept}
-    if isinstance(value, Mapping) and len(value) == 1:
-        ((op, operand),) = value.items()
-        if op == "$in" and isinstance(operand, Collection) and len(operand) == 0:
-            return _NOTHING
-        if op == "$nin" and isinstance(operand, Collection) and len(operand) == 0:
-            return None
-    return {key: value}
-
-
-def matches_nothing(where: Mapping[str, Any] | None) -> bool:
-    """True when no row can satisfy ``where`` (e.g. a caller allowed no permission key or no category)."""
-    return where is not None and _prune_where(where) is _NOTHING
-
-
-# ----------------------------------------------------------------------------------- collections
 @dataclass(frozen=True)
 class Hit:
     """One query result: the row id, its cosine similarity to the query, and the row's metadata."""
@@ -482,8 +397,8 @@ class VectorCollection:
         vec = vec.reshape(-1)
         if not np.isfinite(vec).all() or not np.linalg.norm(vec) > 0:
             raise StoreError(f"{self._name}: query vector must be finite and non-zero")
-        clause = None if where is None else _prune_where(where)
-        if clause is _NOTHING:
+        clause = None if where is None else prune_where(where)
+        if clause is NOTHING:
             return []
         collection = self._collection
         result = _call(
