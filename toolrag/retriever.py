@@ -37,7 +37,7 @@ EXACT_LIMIT = 2000
 #: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
 NO_TOOL_THRESHOLDS = {"e5": 0.80, "minilm": 0.30}
 #: An example image this similar to the query image vouches for its tool even without text evidence.
-VISUAL_MATCH = 0.5
+VISUAL_MATCH = 0.85
 _EARLY_MERGED = ("ocr", "concepts")
 
 

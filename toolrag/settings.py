@@ -93,7 +93,7 @@ class Settings:
     """How many tools each signal proposes before exact scoring and fusion (the candidate pool)."""
     rerank: bool = False
     rerank_top_n: int = 20
-    clarify_gap: float = 0.04
+    clarify_gap: float = 0.01
     """CLARIFY when the top two fused scores differ by less than this (and both are plausible)."""
     no_tool_threshold: float | None = None
     """NO_TOOL when the confidence (calibrated raw similarity) is under this; ``None`` = per-model default."""
