@@ -7,8 +7,9 @@ are built once; query vectors are cached, so re-ranking the same query with othe
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -79,12 +80,16 @@ class ToolRetriever:
     """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
-                 reranker: Reranker | None = None, reranker_note: str | None = None) -> None:
+                 reranker: Reranker | None = None, reranker_note: str | None = None,
+                 reranker_factory: Callable[[], Reranker] | None = None) -> None:
         self.index = index
         self.settings = settings or Settings()
         self.analyzer = QueryAnalyzer(index.models)
         self.reranker = reranker
-        self.reranker_note = reranker_note or ("no reranker configured" if reranker is None else "")
+        self._reranker_factory = reranker_factory
+        self._reranker_lock = threading.Lock()
+        self.reranker_note = reranker_note or (
+            "no reranker configured" if reranker is None and reranker_factory is None else "")
         self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
 
     @classmethod
@@ -108,17 +113,13 @@ class ToolRetriever:
         folder = Path(data_dir) if data_dir else default_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
         index = ToolIndex(cat, models, store=store, progress=progress)
-        reranker, note = None, None
         setting = settings.rerank_model if settings.rerank_model is not None else encoders.default_rerank_setting()
         if setting and setting != "none":
-            try:
-                reranker = encoders.CrossEncoderReranker(setting)
-            except ModelUnavailable as exc:
-                note = f"reranker off: {exc}"
-        else:
-            note = ("reranker off: no cross-encoder weights are available offline; set TOOLRAG_RERANK_MODEL "
-                    "(or --rerank-model) to a cross-encoder path or Hub id")
-        return cls(index, settings=settings, reranker=reranker, reranker_note=note)
+            # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
+            return cls(index, settings=settings, reranker_factory=lambda: encoders.get_reranker(setting))
+        note = ("reranker off: no cross-encoder weights are available offline; set TOOLRAG_RERANK_MODEL "
+                "(or --rerank-model) to a cross-encoder path or Hub id")
+        return cls(index, settings=settings, reranker_note=note)
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
@@ -292,19 +293,30 @@ class ToolRetriever:
 
     def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
-        if self.reranker is None:
+        reranker = self._get_reranker()
+        if reranker is None:
             notes.append(self.reranker_note)
             return candidates
         start = time.perf_counter()
         head = candidates[: cfg.rerank_top_n]
         snap = self.index.snapshot
         docs = [snap.catalog.get(c.id).document_text() for c in head]  # type: ignore[union-attr]
-        logits = np.asarray(self.reranker.score(q.text or q.ocr_text, docs), dtype=np.float64)
+        logits = np.asarray(reranker.score(q.text or q.ocr_text, docs), dtype=np.float64)
         probs = 1.0 / (1.0 + np.exp(-logits))
         reranked = [Candidate(**{**c.__dict__, "rerank_score": float(p)}) for c, p in zip(head, probs, strict=True)]
         reranked.sort(key=lambda c: (-(c.rerank_score or 0.0), c.id))
         timing["rerank"] = (time.perf_counter() - start) * 1000
         return reranked + candidates[cfg.rerank_top_n:]
+
+    def _get_reranker(self) -> Reranker | None:
+        with self._reranker_lock:
+            if self.reranker is None and self._reranker_factory is not None:
+                factory, self._reranker_factory = self._reranker_factory, None
+                try:
+                    self.reranker = factory()
+                except ModelUnavailable as exc:
+                    self.reranker_note = f"reranker off: {exc}"
+            return self.reranker
 
     @staticmethod
     def _confidence(scores: Any, rows: np.ndarray, order: np.ndarray, q: QueryFeatures) -> float:
