@@ -133,7 +133,7 @@ def test_lint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 def test_broken_catalog_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str,
                                 message: str) -> None:
     (tmp_path / "tools.yaml").write_text(text, encoding="utf-8")
-    code, out, err = run(capsys, "search", "--catalog", str(tmp_path), "--data-dir", str(tmp_path / "d"), "x")
+    code, _, err = run(capsys, "search", "--catalog", str(tmp_path), "--data-dir", str(tmp_path / "d"), "x")
     assert code == 2 and err.startswith("toolrag: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "d").exists()  # nothing indexed from a catalog that fails validation
 

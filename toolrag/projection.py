@@ -49,6 +49,10 @@ UMAP_MIN_POINTS = 20
 #: Default cosine threshold for look-alike pairs (multilingual e5: unrelated tools still score 0.71-0.80).
 LOOKALIKE_THRESHOLD = 0.91
 _CACHE_SIZE = 8
+#: Category colours (no pure red: red lines mark look-alike pairs).
+_PALETTE = ("#2E91E5", "#E15F99", "#1CA71C", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",
+            "#00A08B", "#FB00D1", "#6C7C32", "#778AAE", "#862A16", "#A777F1", "#620042", "#1616A7",
+            "#DA60CA", "#6C4516", "#0D2A63", "#AF0038")
 _SEED = 42
 _cache: OrderedDict[str, Projection] = OrderedDict()
 _cache_lock = threading.Lock()
@@ -299,13 +303,13 @@ def _figure(tools: Sequence[_ToolLike], vectors: np.ndarray, query_vector: np.nd
         fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines", name=f"look-alike pairs ({len(pairs)})",
                                  line={"color": "#d62728", "width": 2}, hoverinfo="skip"))
     categories = sorted({t.category for t in tools})
-    for category in categories:
+    for n, category in enumerate(categories):
         members = [t for t in tools if t.category == category]
         fig.add_trace(go.Scatter(
             x=[xy[t.id][0] for t in members], y=[xy[t.id][1] for t in members], mode="markers",
             name=category,
             marker={"size": 11, "symbol": ["diamond" if t.images else "circle" for t in members],
-                    "line": {"width": 1, "color": "#333"}},
+                    "color": _PALETTE[n % len(_PALETTE)], "line": {"width": 1, "color": "#333"}},
             customdata=[[t.name, t.id, _wrap(t.description), len(t.images)] for t in members],
             hovertemplate="<b>%{customdata[0]}</b> (%{customdata[1]})<br>%{customdata[2]}"
                           "<br>example images: %{customdata[3]}<extra>" + category + "</extra>",

@@ -89,7 +89,8 @@ class Backend:
             log.exception("map warm-up failed (the map falls back to PCA)")
 
     def _on_progress(self, fraction: float, message: str) -> None:
-        phase = "indexing" if "index" in message or "encoded" in message else "preparing models"
+        # load_models reports "loading ..." and "models ready"; everything after that is the index build.
+        phase = "preparing models" if message.startswith("loading") or message == "models ready" else "indexing"
         text = message if message.startswith(phase) else f"{phase}: {message}"
         self.progress = (max(0.0, min(1.0, float(fraction))), text)
 
@@ -109,11 +110,11 @@ class Backend:
             return f'<div class="toolrag-status error">⚠ the index could not be built: {html.escape(self.error)}</div>'
         if not self.ready:
             fraction, message = self.progress
-            return f'<div class="toolrag-status">⏳ {html.escape(message)} — {fraction:.0%}</div>'
+            return f'<div class="toolrag-status">◌ {html.escape(message)} — {fraction:.0%}</div>'
         snap = self.retriever.index.snapshot
         off = ", ".join(sorted(self.retriever.index.models.unavailable))
         extra = f" · off here: {off} (see the notes by the sliders)" if off else " · all signals on"
-        return (f'<div class="toolrag-status ready">✅ ready: {len(snap.ids)} tools indexed from '
+        return (f'<div class="toolrag-status ready">● ready: {len(snap.ids)} tools indexed from '
                 f"<code>{html.escape(self.catalog_path.name)}</code>{extra}</div>")
 
     def require(self) -> Any:

@@ -227,9 +227,14 @@ class Handlers:
                                                     probe=self._probe(rank_query, last))
         return self._after_change("✓ " + outcome.message, outcome.tool_id)
 
-    @_guard
-    def catalog(self) -> Any:
-        return fmt.catalog_table(self.b.require().index.catalog)
+    def catalog_views(self) -> tuple[Any, ...]:
+        """On page load: the tool list, catalog table and categories as they are now (others may have
+        edited the catalog since the app started)."""
+        if not self.b.ready:
+            return tuple(gr.skip() for _ in range(4))
+        catalog = self.b.retriever.index.catalog
+        return (gr.update(choices=self._tool_choices()), fmt.catalog_table(catalog),
+                gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))
 
 
 CSS = """
@@ -262,7 +267,7 @@ def create_app(backend: Backend) -> gr.Blocks:
     roles = fmt.role_choices(catalog)
     with gr.Blocks(title="toolrag playground") as demo:
         gr.Markdown("## toolrag playground — find the few tools a request needs, with every score explained")
-        status = gr.HTML(backend.status_html(), elem_id="status")
+        status = gr.HTML(backend.status_html(), label="status", elem_id="status")
         history, last = gr.State([]), gr.State({})
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Search", id="search", elem_id="tab-search"):
@@ -274,13 +279,15 @@ def create_app(backend: Backend) -> gr.Blocks:
                             image = gr.Image(type="filepath", label="Image (optional)", elem_id="query-image",
                                              height=210, sources=["upload", "clipboard"])
                             with gr.Column():
-                                image_note = gr.Markdown(elem_id="image-note")
+                                image_note = gr.Markdown(label="image signals", elem_id="image-note")
                                 role = gr.Dropdown(roles, value="employee" if "employee" in roles else fmt.GUEST,
                                                    label="Caller role (permission filter)", elem_id="role")
                                 categories = gr.Dropdown(catalog.categories, multiselect=True, value=[],
-                                                         label="Categories (empty = all)", elem_id="categories")
+                                                         allow_custom_value=True, label="Categories (empty = all)",
+                                                         elem_id="categories")
                                 search_btn = gr.Button("Search", variant="primary", elem_id="search-btn")
-                        gr.Examples(_examples(backend), [query, image], label="Examples")
+                        with gr.Accordion("Examples (click one to fill the request)", open=False):
+                            gr.Examples(_examples(backend), [query, image], label=None)
                     with gr.Column(scale=2):
                         with gr.Row():
                             top_k = gr.Slider(1, 20, value=base.top_k, step=1, label="top-K", elem_id="top-k")
@@ -296,69 +303,76 @@ def create_app(backend: Backend) -> gr.Blocks:
                         rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
                         weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
                                              info=SIGNAL_LABELS[s], elem_id=f"w-{s}") for s in SIGNALS]
-                banner = gr.HTML(elem_id="decision-banner")
+                banner = gr.HTML(label="decision", elem_id="decision-banner")
                 table = gr.Dataframe(interactive=False, wrap=True, elem_id="results",
+                                     column_widths=["3%", "14%", "17%", "6%", *["7.5%"] * len(SIGNALS), "7.5%"],
                                      label="Ranked tools (yellow = the signal that carried the tool)")
                 with gr.Row():
-                    tokens = gr.Markdown(elem_id="tokens")
-                    timings = gr.Markdown(elem_id="timings")
-                notes = gr.Markdown(elem_id="notes")
+                    tokens = gr.Markdown(label="token saving", elem_id="tokens")
+                    timings = gr.Markdown(label="timings", elem_id="timings")
+                notes = gr.Markdown(label="notes", elem_id="notes")
                 with gr.Accordion("Prompt block and OpenAI tools JSON to inject", open=False), gr.Row():
                     prompt = gr.Code(language="markdown", label="Prompt block", elem_id="prompt")
                     tools = gr.Code(language="json", label="tools", elem_id="tools-json")
                 with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
-                    raw = gr.JSON(elem_id="result-json")
+                    raw = gr.JSON(label="result", elem_id="result-json")
                 history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history")
             with gr.Tab("Tool space", id="space", elem_id="tab-space") as space_tab:
                 with gr.Row():
                     threshold = gr.Slider(0.8, 1.0, value=projection.LOOKALIKE_THRESHOLD, step=0.005,
                                           label="Look-alike threshold (cosine)", elem_id="lookalike-threshold")
                     draw = gr.Button("Draw the map", elem_id="draw-map")
-                plot = gr.Plot(elem_id="tool-map")
-                space_info = gr.Markdown(elem_id="map-info")
+                plot = gr.Plot(label="Tool map", elem_id="tool-map")
+                space_info = gr.Markdown(label="map info", elem_id="map-info")
                 pairs = gr.Dataframe(interactive=False, label="Look-alike pairs", elem_id="lookalikes")
             with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles"):
                 with gr.Row():
                     with gr.Column(scale=3):
                         tool = gr.Dropdown([(f"{t.id} — {t.name}", t.id) for t in catalog.tools], value=None,
-                                           label="Tool", elem_id="profile-tool")
-                        code = gr.Code(language="yaml", label="Profile (YAML)", lines=22, elem_id="profile-yaml")
+                                           allow_custom_value=True, label="Tool", elem_id="profile-tool")
+                        code = gr.Code(language="yaml", label="Profile (YAML)", lines=22, wrap_lines=True,
+                                       elem_id="profile-yaml")
                         with gr.Row():
                             validate_btn = gr.Button("Validate", elem_id="validate-btn")
                             save_btn = gr.Button("Save", variant="primary", elem_id="save-btn")
                             delete_btn = gr.Button("Delete…", variant="stop", elem_id="delete-btn")
                         with gr.Row(visible=False) as confirm_row:
-                            confirm_text = gr.Markdown(elem_id="confirm-text")
+                            confirm_text = gr.Markdown(label="confirm", elem_id="confirm-text")
                             confirm_btn = gr.Button("Yes, delete", variant="stop", elem_id="confirm-delete")
                             cancel_btn = gr.Button("Cancel", elem_id="cancel-delete")
-                        profile_status = gr.Markdown(elem_id="profile-status")
+                        profile_status = gr.Markdown(label="status", elem_id="profile-status")
                     with gr.Column(scale=2):
                         rank_query = gr.Textbox(label="Query whose rank to show (defaults to your last search)",
                                                 elem_id="rank-query")
-                        tool_info = gr.Markdown(elem_id="tool-info")
+                        tool_info = gr.Markdown(label="tool info", elem_id="tool-info")
                         new_category = gr.Dropdown(catalog.categories, value=None, allow_custom_value=True,
                                                    label="Category of a new tool", elem_id="new-category")
                         new_btn = gr.Button("New tool from template", elem_id="new-tool")
                         with gr.Accordion("Add or replace an example image", open=False):
                             new_image = gr.Image(type="filepath", label="Image", elem_id="profile-image", height=160)
                             caption = gr.Textbox(label="Caption", elem_id="image-caption")
-                            replace = gr.Dropdown([], value=None, label="Replace (optional)", elem_id="image-replace")
+                            replace = gr.Dropdown([], value=None, allow_custom_value=True, label="Replace (optional)",
+                                                  elem_id="image-replace")
                             add_image_btn = gr.Button("Add image", elem_id="add-image")
                 catalog_df = gr.Dataframe(fmt.catalog_table(catalog), interactive=False, wrap=True,
+                                          column_widths=["21%", "20%", "11%", "7%", "6%", "17%", "11%", "7%"],
                                           label="Catalog", elem_id="catalog-table")
 
         private: dict[str, Any] = {"api_visibility": "private"}
         inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history]
         outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last]
         demo.load(h.wait_ready, None, [status, image_note, rerank, *weights], show_progress_on=[status],
-                  concurrency_limit=None, **private)
-        for event in (search_btn.click(h.search, inputs, outputs, api_name="search", concurrency_limit=2),
-                      query.submit(h.search, inputs, outputs, concurrency_limit=2, **private)):
+                  concurrency_limit=None, **private).then(
+            h.catalog_views, None, [tool, catalog_df, categories, new_category], **private)
+        # Every search-like event shares one queue of 2 workers (the machine's cores), whoever triggers it.
+        shared: dict[str, Any] = {"concurrency_id": "search", "concurrency_limit": 2}
+        for event in (search_btn.click(h.search, inputs, outputs, api_name="search", **shared),
+                      query.submit(h.search, inputs, outputs, **shared, **private)):
             event.success(lambda s: s.get("query", ""), last, rank_query, **private)
         for slider in (top_k, clarify, no_tool, *weights):
-            slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **private)
+            slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **shared, **private)
         for control in (fusion, rerank, role, categories):
-            control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **private)
+            control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **shared, **private)
         space_outputs = [plot, space_info, pairs]
         draw.click(h.tool_space, [threshold, last], space_outputs, api_name="tool_space")
         space_tab.select(h.tool_space, [threshold, last], space_outputs, **private)

@@ -58,7 +58,7 @@ _BANNER = {
 
 def signal_column(signal: str) -> str:
     """Header of a signal's column in the results table."""
-    return f"{signal} (raw · norm)"
+    return f"{signal} raw (norm)"
 
 
 def role_choices(catalog: Catalog) -> list[str]:
@@ -89,11 +89,11 @@ def signal_info(signal: str, unavailable: Mapping[str, str]) -> str:
 def _cell(raw: float, norm: float) -> str:
     if math.isnan(raw):
         return "–"
-    return f"{raw:.3f} · {norm:.2f}"
+    return f"{raw:.3f} ({norm:.2f})"  # wraps cleanly in a narrow column: raw above, (norm) below
 
 
 def results_table(result: SearchResult) -> Any:
-    """The ranked candidates: fused score and one ``raw · norm`` column per signal, with the signal that
+    """The ranked candidates: fused score and one ``raw (norm)`` column per signal, with the signal that
     contributed most to each row highlighted (others that contributed get a lighter tint)."""
     columns = ["#", "tool", "id", "score", *(signal_column(s) for s in SIGNALS), "top signal"]
     rows: list[list[Any]] = []

@@ -1,0 +1,115 @@
+"""Shared helpers of the benchmark scripts: environment, machine description, one retriever per catalog.
+
+Each benchmark catalog is indexed once per model set into ``<bench dir>/index`` (the index re-uses vectors by
+content hash, so later runs encode nothing). The retriever's query-vector cache is enlarged to hold every
+query of a run, so evaluating several fusion settings encodes each query once per model.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+if not (os.environ.get("SPACE_ID") or os.environ.get("TOOLRAG_ONLINE") == "1"):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# One intra-op thread unless told otherwise: on this shared 2-core machine torch's default (one thread per
+# core, busy-waiting OpenMP workers) made query encoding 7x slower under load (1,758 vs 256 ms/query).
+os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("TOOLRAG_BENCH_THREADS", "1"))
+
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+#: Optional folder holding another ``toolrag`` package to measure (e.g. the engine with a proposed patch);
+#: its indexes are kept apart from the repository engine's (``index-<name>``).
+ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()
+if ENGINE:
+    sys.path.insert(0, str(Path(ENGINE).resolve()))
+
+from bench.datasets import SETS, BenchSet, prepare  # noqa: E402
+
+__all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "engine_description", "index_dir", "machine", "model_ids",
+           "open_retriever", "prepare", "say"]
+
+_T0 = time.perf_counter()
+
+
+def say(message: str) -> None:
+    """Progress on stderr with the elapsed time (stdout is kept for tables)."""
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> str:
+    """A one-line description of the machine the numbers come from."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = ""
+    try:
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
+    except (OSError, ValueError, IndexError):
+        pass
+    return f"{cpu}, {os.cpu_count()} logical CPUs{mem}, Linux {platform.release()}, Python {platform.python_version()}"
+
+
+def git_rev() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=False)
+        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "toolrag"], capture_output=True,
+                               text=True, timeout=10, check=False).stdout.strip()
+        return out.stdout.strip() + (" + uncommitted changes in toolrag/" if dirty else "")
+    except OSError:
+        return "unknown"
+
+
+def model_ids(retriever: Any) -> dict[str, str]:
+    """The model ids behind each text signal of a retriever (for the report)."""
+    models = retriever.index.models
+    out = {"dense": getattr(models.text, "model_id", str(models.text))}
+    if models.english is not None:
+        out["dense_en"] = getattr(models.english, "model_id", str(models.english))
+    return out
+
+
+def index_dir(root: Path) -> Path:
+    """Where the benchmark indexes live: one folder per engine, so two engines never overwrite vectors."""
+    return root / (f"index-{Path(ENGINE).name}" if ENGINE else "index")
+
+
+def engine_description() -> str:
+    """Which toolrag package the numbers come from."""
+    import toolrag
+
+    where = Path(toolrag.__file__).resolve().parent
+    return f"{where} (TOOLRAG_BENCH_ENGINE)" if ENGINE else f"{where} (this repository)"
+
+
+def open_retriever(root: Path, source: str, *, settings: Any = None, models: Any = None,
+                   cache_size: int = 60_000, chroma_url: str | None = None) -> Any:
+    """A ToolRetriever over one converted catalog, indexed under ``root/index`` (encodes only what changed),
+    with a query-vector cache of ``cache_size`` entries."""
+    from toolrag.retriever import ToolRetriever
+    from toolrag.signals import QueryAnalyzer
+
+    start = time.perf_counter()
+    retriever = ToolRetriever.from_catalog(root / "sets" / source / "catalog", settings=settings,
+                                           data_dir=index_dir(root), models=models, chroma_url=chroma_url)
+    retriever.analyzer = QueryAnalyzer(retriever.index.models, cache_size=cache_size)
+    say(f"{source}: {len(retriever.index.catalog)} tools ready in {time.perf_counter() - start:.1f}s "
+        f"({retriever.index.encoded_last_sync} encoded)")
+    return retriever

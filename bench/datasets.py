@@ -1,0 +1,277 @@
+"""Convert the public tool-retrieval sets into toolrag catalogs (JSON Lines profiles) + labelled query files.
+
+The sets live in ``../shared/benchmarks`` (MetaTool, Seal-Tools, Gorilla HF; see its README and each
+``FORMAT.md``); they are never copied into the repository. This module writes, under a cache folder
+(``$TOOLRAG_BENCH_DIR`` or ``<temp>/toolrag-bench``)::
+
+    sets/<source>/catalog/tools.jsonl      one profile per line, read with toolrag.load_catalog
+    sets/<source>/<split>.jsonl            {query, gold} rows, read with toolrag.load_queries
+
+so the benchmark goes through the normal catalog and query loaders, exactly like ``toolrag eval``.
+
+Mapping of each set to profile fields (documented in docs/benchmarks.md):
+
+* MetaTool: ``id``/``name`` = tool name, ``description`` = plugin description.
+* Seal-Tools: ``id``/``name`` = api_name, ``description`` = api_description, ``category`` = field,
+  ``parameters`` = a JSON Schema built from the parameter list (names, types, descriptions, required).
+* Gorilla HF: ``id`` = api_name, ``description`` = description, ``category`` = domain, ``tags`` =
+  [domain, functionality]; duplicate api_name rows are collapsed to the first one.
+
+Ids are sanitised to the loader's id alphabet (a handful contain ``&``, spaces, quotes or parentheses);
+gold labels go through the same function, so they always match.
+
+Splits (fixed, documented; nothing is random):
+
+* ``metatool/single_test``: every 20th row of all_clean_data.csv from row 0 (1,031 queries; reported);
+  ``metatool/single_dev``: every 20th row from row 10 (1,031, disjoint; used for tuning);
+  ``metatool/single_full``: all 20,614 rows; ``metatool/multi``: 497 two-tool queries (reported);
+  ``metatool/task1``: 520 need-a-tool rows (gold = the tool) + 520 need-no-tool rows (gold = []);
+  ``metatool/guard``: every 103rd row from row 0, first 200 (the sanity guard of tests/test_quality_guard.py).
+* ``seal_tools/dev`` (700, tuning), ``seal_tools/test_in`` (700), ``seal_tools/test_out`` (654).
+* ``gorilla_hf/all`` (911, reported, never tuned on); ``gorilla_hf/half_a`` / ``half_b`` (even / odd
+  rows) for the per-catalog tuning demonstration (tune on one half, report the other).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SETS", "BenchSet", "bench_dir", "benchmarks_dir", "prepare", "tool_id"]
+
+_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
+_SEAL_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
+               "dict": "object"}
+FORMAT_VERSION = "2"
+GUARD_QUERIES = 200  # bump when the conversion changes: forces a rewrite of the cached files
+
+
+@dataclass(frozen=True)
+class BenchSet:
+    """One reported or tuning split: which catalog it runs against and which query file it reads."""
+
+    name: str
+    source: str
+    split: str
+    label: str
+    role: str  # "report", "tune" or "extra"
+
+    def catalog_dir(self, root: Path) -> Path:
+        return root / "sets" / self.source / "catalog"
+
+    def queries_file(self, root: Path) -> Path:
+        return root / "sets" / self.source / f"{self.split}.jsonl"
+
+
+SETS: dict[str, BenchSet] = {s.name: s for s in (
+    BenchSet("metatool_single", "metatool", "single_test", "MetaTool single (1/20, 1,031 q)", "report"),
+    BenchSet("metatool_multi", "metatool", "multi", "MetaTool two-tool (497 q)", "report"),
+    BenchSet("seal_in", "seal_tools", "test_in", "Seal-Tools test in-domain (700 q)", "report"),
+    BenchSet("seal_out", "seal_tools", "test_out", "Seal-Tools test out-of-domain (654 q)", "report"),
+    BenchSet("gorilla", "gorilla_hf", "all", "Gorilla HF (911 q)", "report"),
+    BenchSet("metatool_dev", "metatool", "single_dev", "MetaTool single dev (offset 10, 1/20)", "tune"),
+    BenchSet("seal_dev", "seal_tools", "dev", "Seal-Tools dev (700 q)", "tune"),
+    BenchSet("metatool_task1", "metatool", "task1", "MetaTool Task1 (520 tool + 520 no-tool)", "extra"),
+    BenchSet("metatool_full", "metatool", "single_full", "MetaTool single (all 20,614 q)", "extra"),
+    BenchSet("metatool_guard", "metatool", "guard", "MetaTool single guard slice (every 103rd, 200 q)", "extra"),
+    BenchSet("gorilla_a", "gorilla_hf", "half_a", "Gorilla HF half A (even rows)", "extra"),
+    BenchSet("gorilla_b", "gorilla_hf", "half_b", "Gorilla HF half B (odd rows)", "extra"),
+)}
+
+
+def benchmarks_dir(explicit: str | Path | None = None) -> Path:
+    """Where the public sets are: the argument, ``$TOOLRAG_BENCHMARKS``, else ``<repo>/../shared/benchmarks``."""
+    if explicit:
+        return Path(explicit).expanduser().resolve()
+    env = os.environ.get("TOOLRAG_BENCHMARKS", "").strip()
+    if env:
+        return Path(env).expanduser().resolve()
+    return (Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks").resolve()
+
+
+def bench_dir(explicit: str | Path | None = None) -> Path:
+    """The cache folder for converted sets and indexes: the argument, ``$TOOLRAG_BENCH_DIR`` or
+    ``<temp>/toolrag-bench`` (never inside the repository).
+
+    Not under a dot-folder such as ``~/.cache``: ``toolrag.load_catalog`` skips files whose path has a
+    component starting with ``.``, so a catalog folder there would load as empty.
+    """
+    raw = explicit or os.environ.get("TOOLRAG_BENCH_DIR", "").strip() or Path(tempfile.gettempdir()) / "toolrag-bench"
+    path = Path(raw).expanduser().resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def tool_id(name: str) -> str:
+    """The catalog id for an upstream tool name: characters outside the id alphabet become ``_``."""
+    clean = _BAD_ID_CHARS.sub("_", name.strip())
+    clean = re.sub(r"^[^A-Za-z0-9]+", "", clean)
+    return clean[:200]
+
+
+def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    n = 0
+    with tmp.open("w", encoding="utf-8") as fh:
+        for row in rows:
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    tmp.replace(path)
+    return n
+
+
+def _unique(profiles: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
+    seen: set[str] = set()
+    for p in profiles:
+        if p["id"] in seen:
+            raise ValueError(f"{source}: two tools map to the id {p['id']!r}; extend bench.datasets.tool_id")
+        seen.add(p["id"])
+    return profiles
+
+
+# ------------------------------------------------------------------------------------------------ MetaTool
+def _metatool(src: Path, out: Path) -> dict[str, int]:
+    folder = src / "metatool"
+    des: dict[str, str] = json.loads((folder / "plugin_des.json").read_text(encoding="utf-8"))
+    profiles = _unique([{"id": tool_id(n), "description": d.strip() or n} for n, d in des.items()], "metatool")
+    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
+    with (folder / "all_clean_data.csv").open(encoding="utf-8", newline="") as fh:
+        single = [{"query": r["Query"].strip(), "gold": [tool_id(r["Tool"])]} for r in csv.DictReader(fh)]
+    counts["single_full"] = _write_jsonl(out / "single_full.jsonl", single)
+    counts["single_test"] = _write_jsonl(out / "single_test.jsonl", single[0::20])
+    counts["single_dev"] = _write_jsonl(out / "single_dev.jsonl", single[10::20])
+    counts["guard"] = _write_jsonl(out / "guard.jsonl", single[::103][:GUARD_QUERIES])
+    multi = json.loads((folder / "multi_tool_query_golden.json").read_text(encoding="utf-8"))
+    counts["multi"] = _write_jsonl(out / "multi.jsonl", (
+        {"query": m["query"].strip(), "gold": list(dict.fromkeys(tool_id(t) for t in m["tool"]))} for m in multi))
+    task1 = json.loads((folder / "Task1.json").read_text(encoding="utf-8"))
+    counts["task1"] = _write_jsonl(out / "task1.jsonl", (
+        {"query": t["query"].strip(), "gold": [tool_id(t["tool"])] if t["label"] == "positive" else []}
+        for t in task1))
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------- Seal-Tools
+def _seal_schema(params: Any, required: Any) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for pname, spec in (params or {}).items() if isinstance(params, dict) else ():
+        entry: dict[str, Any] = {}
+        if isinstance(spec, dict):
+            kind = _SEAL_TYPES.get(str(spec.get("type", "")).lower())
+            if kind:
+                entry["type"] = kind
+            if isinstance(spec.get("description"), str):
+                entry["description"] = spec["description"]
+        props[str(pname)] = entry
+    schema: dict[str, Any] = {"type": "object", "properties": props}
+    req = [r for r in (required or []) if isinstance(r, str) and r in props]
+    if req:
+        schema["required"] = req
+    return schema
+
+
+def _seal(src: Path, out: Path) -> dict[str, int]:
+    folder = src / "seal_tools"
+    tools = [json.loads(line) for line in (folder / "tool.jsonl").read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    profiles = _unique([{
+        "id": tool_id(t["api_name"]),
+        "description": (t.get("api_description") or t["api_name"]).strip(),
+        "category": (t.get("field") or "general").strip(),
+        "parameters": _seal_schema(t.get("parameters"), t.get("required")),
+    } for t in tools], "seal_tools")
+    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
+    for split, file in (("dev", "dev.jsonl"), ("test_in", "test_in_domain.jsonl"),
+                        ("test_out", "test_out_domain.jsonl")):
+        rows = [json.loads(line) for line in (folder / file).read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+        counts[split] = _write_jsonl(out / f"{split}.jsonl", (
+            {"query": r["query"].strip(), "gold": list(dict.fromkeys(tool_id(c["api"]) for c in r["calling"]))}
+            for r in rows))
+    return counts
+
+
+# ---------------------------------------------------------------------------------------------- Gorilla HF
+def _gorilla_query(code: str) -> str:
+    text = code.split("###Instruction:", 1)[-1]
+    return text.split("###Output:", 1)[0].strip()
+
+
+def _text(value: Any) -> str:
+    """A field that upstream sometimes stores as a list of strings, as one string."""
+    if isinstance(value, list):
+        return " ".join(str(v).strip() for v in value if str(v).strip())
+    return str(value).strip() if value is not None else ""
+
+
+def _gorilla(src: Path, out: Path) -> dict[str, int]:
+    folder = src / "gorilla_hf"
+    profiles: dict[str, dict[str, Any]] = {}
+    for line in (folder / "huggingface_api.jsonl").read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        api = json.loads(line)
+        tid = tool_id(api["api_name"])
+        if tid in profiles:
+            continue  # duplicates are collapsed to the first row (FORMAT.md)
+        domain = _text(api.get("domain"))
+        tags = list(dict.fromkeys(t for t in (domain, _text(api.get("functionality"))) if t))
+        profiles[tid] = {"id": tid, "description": _text(api.get("description")) or api["api_name"],
+                         "category": domain or "general", "tags": tags}
+    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles.values())}
+    rows = []
+    for line in (folder / "huggingface_eval.json").read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            rows.append({"query": _gorilla_query(item["code"]), "gold": [tool_id(item["api_data"]["api_name"])]})
+    counts["all"] = _write_jsonl(out / "all.jsonl", rows)
+    counts["half_a"] = _write_jsonl(out / "half_a.jsonl", rows[0::2])
+    counts["half_b"] = _write_jsonl(out / "half_b.jsonl", rows[1::2])
+    return counts
+
+
+_CONVERTERS = {"metatool": _metatool, "seal_tools": _seal, "gorilla_hf": _gorilla}
+
+
+def prepare(source_dir: str | Path | None = None, out_dir: str | Path | None = None) -> Path:
+    """Convert every set (only when the source files or the conversion changed) and return the cache root.
+
+    Raises FileNotFoundError naming the missing folder when the public sets are not where expected.
+    """
+    src = benchmarks_dir(source_dir)
+    root = bench_dir(out_dir)
+    for name, convert in _CONVERTERS.items():
+        if not (src / name).is_dir():
+            raise FileNotFoundError(
+                f"benchmark set {src / name} not found: put the public sets in <repo>/../shared/benchmarks, "
+                "set TOOLRAG_BENCHMARKS or pass --benchmarks")
+        stamp = _stamp(src / name)
+        target = root / "sets" / name
+        marker = target / "converted.json"
+        if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("stamp") == stamp:
+            continue
+        counts = convert(src, target)
+        marker.write_text(json.dumps({"stamp": stamp, "counts": counts}, indent=1), encoding="utf-8")
+    return root
+
+
+def _stamp(folder: Path) -> str:
+    parts = [FORMAT_VERSION] + [f"{p.name}:{p.stat().st_size}:{int(p.stat().st_mtime)}"
+                                for p in sorted(folder.rglob("*")) if p.is_file()]
+    return "|".join(parts)
+
+
+if __name__ == "__main__":
+    import sys
+
+    where = prepare(sys.argv[1] if len(sys.argv) > 1 else None)
+    for marker in sorted(where.glob("sets/*/converted.json")):
+        print(marker.parent.name, json.loads(marker.read_text(encoding="utf-8"))["counts"])

@@ -1,0 +1,195 @@
+"""Write the generated sections of docs/benchmarks.md from the results the bench scripts stored.
+
+Each section sits between ``<!-- BEGIN name -->`` and ``<!-- END name -->`` markers; everything outside the
+markers (the method, the discussion) is hand-written and left alone. Numbers are only ever copied from the
+JSON files the scripts wrote, next to the command that produced them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO
+from bench.datasets import benchmarks_dir
+
+__all__ = ["baseline_rows", "write_latency_section", "write_quality_section", "write_section"]
+
+DOC = REPO / "docs" / "benchmarks.md"
+_METRICS = ("recall@5", "ndcg@5", "ndcg@10", "completeness@5", "mrr@10")
+_BASELINE_SETS = {"MetaTool single": "metatool_single", "MetaTool two-tool": "metatool_multi",
+                  "Seal-Tools test in-domain": "seal_in", "Gorilla HF": "gorilla"}
+
+
+def write_section(name: str, body: str, doc: Path = DOC) -> None:
+    """Replace the text between the markers of section ``name`` (appending the section when missing)."""
+    text = doc.read_text(encoding="utf-8") if doc.is_file() else "# Benchmarks\n"
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    block = f"{begin}\n{body.rstrip()}\n{end}"
+    if begin in text and end in text:
+        text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
+    else:
+        text = text.rstrip() + "\n\n" + block + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text, encoding="utf-8")
+
+
+def baseline_rows(readme: Path | None = None) -> dict[str, list[tuple[str, list[float]]]]:
+    """The baseline table of ../shared/benchmarks/README.md: set -> [(method, [R@5, NDCG@5, NDCG@10, Comp@5,
+    MRR@10])], read from the file so the comparison never drifts from it."""
+    path = readme or benchmarks_dir() / "README.md"
+    out: dict[str, list[tuple[str, list[float]]]] = {}
+    current = None
+    in_table = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("| set | method | R@5"):
+            in_table = True
+            continue
+        if in_table and not line.startswith("|"):
+            break
+        if not in_table or line.startswith("|---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0]:
+            current = next((key for prefix, key in _BASELINE_SETS.items() if cells[0].startswith(prefix)), None)
+        if current is not None:
+            out.setdefault(current, []).append((cells[1], [float(c) for c in cells[2:7]]))
+    return out
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.2f}"
+
+
+def write_quality_section(results: dict[str, Any]) -> None:
+    """The quality table, the comparison with the baseline table and the no-tool numbers."""
+    from bench.quality import LABELS
+
+    lines = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
+             f"Engine: {results.get('engine', 'this repository')}, revision {results['revision']}  ",
+             "Models: " + ", ".join(f"{k} = `{v}`" for k, v in results.get("models", {}).items()) + "  ",
+             "Shipped settings: normalization `{}`, fusion `{}`, text weights {}".format(
+                 results["settings"]["normalization"], results["settings"]["fusion"],
+                 ", ".join(f"{k} {v:g}" for k, v in results["settings"]["weights"].items()
+                           if k in ("dense", "dense_en", "bm25"))),
+             "", "| set | method | R@5 | NDCG@5 | NDCG@10 | Comp@5 | MRR@10 |", "|---|---|---|---|---|---|---|"]
+    for entry in results["sets"].values():
+        for n, (method, values) in enumerate(entry["methods"].items()):
+            label = entry["label"] if n == 0 else ""
+            if "skipped" in values:
+                lines.append(f"| {label} | {LABELS.get(method, method)} | n/a: {values['skipped']} | | | | |")
+                continue
+            lines.append(f"| {label} | {LABELS.get(method, method)} | "
+                         + " | ".join(_pct(values[m]) for m in _METRICS) + " |")
+    lines += ["", "Shipped hybrid against the better single signal (same run) and the README's baseline table "
+              "(its rows for the whole set; ours on the subset above):", "",
+              "| set | hybrid NDCG@10 | best single NDCG@10 | best baseline NDCG@10 | hybrid R@5 | best single R@5 "
+              "| best baseline R@5 | metrics (of 5) where hybrid >= every baseline row |", "|---|---|---|---|---|---|---|---|"]
+    baselines = baseline_rows()
+    for name, entry in results["sets"].items():
+        methods = entry["methods"]
+        if "hybrid" not in methods or "skipped" in methods["hybrid"]:
+            continue
+        singles = [v for k, v in methods.items() if k in ("bm25", "dense_e5", "dense_minilm") and "skipped" not in v]
+        base = baselines.get(name, [])
+        best_single = {m: max(v[m] for v in singles) for m in _METRICS} if singles else {}
+        best_base = [max(row[1][i] for row in base) for i in range(5)] if base else []
+        wins = sum(100 * methods["hybrid"][m] >= best_base[i] for i, m in enumerate(_METRICS)) if base else None
+        lines.append(f"| {entry['label']} | {_pct(methods['hybrid']['ndcg@10'])} | "
+                     f"{_pct(best_single.get('ndcg@10', float('nan')))} | "
+                     f"{best_base[2] if base else 'n/a'} | {_pct(methods['hybrid']['recall@5'])} | "
+                     f"{_pct(best_single.get('recall@5', float('nan')))} | {best_base[0] if base else 'n/a'} | "
+                     f"{wins if wins is not None else 'n/a'} |")
+    nt = results.get("no_tool")
+    if nt:
+        lines += ["", "No-tool detection on MetaTool `Task1.json` (520 need-a-tool + 520 need-no-tool queries):", "",
+                  "| measure | value |", "|---|---|",
+                  f"| AUC of the decision's confidence (top e5 cosine among the top candidates) | {_pct(nt['auc_confidence'])} |"]
+        for name, value in nt.get("auc_top_cosine", {}).items():
+            lines.append(f"| AUC of the top {name} score over the catalog | {_pct(value)} |")
+        lines += [f"| shipped threshold | {nt['threshold']} |",
+                  f"| decision accuracy at the shipped threshold (all 1,040) | {_pct(nt['accuracy'])} |",
+                  f"| ... on the report half (rows 4k+2, 4k+3) | {_pct(nt['accuracy_report_half'])} |",
+                  f"| need-a-tool queries not answered NO_TOOL | {_pct(nt['tool_recall'])} |",
+                  f"| no-tool queries answered NO_TOOL | {_pct(nt['no_tool_recall'])} |"]
+    write_section("quality", "\n".join(lines))
+
+
+def write_tuning_section(tune: dict[str, Any]) -> None:
+    """The dev-split grid: the chosen fusion and its neighbours."""
+    sets = tune["sets"]
+    lines = [f"Command: `{tune['command']}`  ", f"Date: {tune['date']}; engine: {tune['engine']}  ",
+             f"Dev splits: {', '.join(sets)}; grid step {tune['step']}; exact scoring up to {tune['exact_limit']} "
+             "tools, above it the candidate pool", "",
+             "Single signals (NDCG@10 / R@5): " + "; ".join(
+                 f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}" for s, v in tune["singles"][n].items())
+                 for n in sets), "",
+             "| normalisation | dense | dense_en | bm25 | " + " | ".join(f"{n} NDCG@10 / R@5" for n in sets)
+             + " | worst margin | smoothed |", "|---|---|---|---|" + "---|" * len(sets) + "---|---|"]
+    for r in tune["top"]:
+        w = r["weights"]
+        cells = " | ".join(f"{_pct(r['sets'][n]['ndcg@10'])} / {_pct(r['sets'][n]['recall@5'])}" for n in sets)
+        lines.append(f"| {r['method']} | {w['dense']:g} | {w['dense_en']:g} | {w['bm25']:g} | {cells} | "
+                     f"{100 * r['margin']:+.2f} | {100 * r['smoothed']:+.2f} |")
+    cur = tune.get("current_defaults", {})
+    if "sets" in cur:
+        lines += ["", "Previous defaults ({} {}): ".format(cur["method"], cur["weights"]) + "; ".join(
+            f"{n} {_pct(v['ndcg@10'])} / {_pct(v['recall@5'])}" for n, v in cur["sets"].items())]
+    if "check" in tune:
+        c = tune["check"]
+        lines += ["", f"Check through the engine on the first {c['n']} queries of {sets[0]}: NDCG@10 engine "
+                  f"{_pct(c['engine']['ndcg@10'])}, offline re-fusion {_pct(c['offline']['ndcg@10'])}."]
+    nt = tune.get("no_tool", {})
+    if "dense" in nt:
+        lines += ["", "NO_TOOL threshold calibrated on Task1 rows 4k, 4k+1 (reported on rows 4k+2, 4k+3): " + "; ".join(
+            f"{k}: threshold {v['threshold']:.3f}, accuracy {_pct(v['calibration_accuracy'])} / "
+            f"{_pct(v['report_half_accuracy'])}" for k, v in nt.items())]
+    write_section("tuning", "\n".join(lines))
+
+
+def _ms(stage: dict[str, Any] | None) -> str:
+    return f"{stage['p50']:.1f} / {stage['p95']:.1f}" if stage else "-"
+
+
+def write_latency_section(root: Path) -> None:
+    """Speed, memory and scale tables from <bench dir>/latency/*.json."""
+    runs = sorted((json.loads(p.read_text(encoding="utf-8")) for p in (root / "latency").glob("run-*.json")),
+                  key=lambda r: (r["models"], r["tools"]))
+    lines = ["Commands and dates are per row (each run is its own process). Times in ms, p50 / p95.", "",
+             "| tools | models | build: tools/s | peak RSS MB (models alone) | catalog load s | restart s (encoded) "
+             "| edit one profile p50 ms (encoded) | cache: 1st / 2nd query ms (speed-up) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in runs:
+        b = r.get("build", {})
+        lines.append(
+            f"| {r['tools']:,} | {r['models']} | {b.get('tools_per_s', float('nan')):.1f} | "
+            f"{b.get('peak_rss_mb', float('nan')):.0f} ({r['rss_after_models_mb']:.0f}) | "
+            f"{r.get('catalog_load_s', float('nan')):.1f} | "
+            f"{r['restart'].get('load_and_open_s', r['restart'].get('index_open_s', float('nan'))):.1f} "
+            f"({r['restart']['encoded']}) | {r['edit']['p50_ms']:.0f} ({r['edit']['encoded_per_edit']}) | "
+            f"{r['cache']['first_p50']:.1f} / {r['cache']['second_p50']:.1f} ({r['cache']['speedup']:.1f}x) |")
+    stages = ("encode_text", "encode_image", "index_search", "bm25", "score", "fusion", "beyond_encoding", "total")
+    lines += ["", "| tools | models | query | " + " | ".join(stages) + " |", "|---|---|---|" + "---|" * len(stages)]
+    for r in runs:
+        for kind in ("text", "text_image"):
+            if kind in r:
+                lines.append(f"| {r['tools']:,} | {r['models']} | {kind.replace('_', '+')} | "
+                             + " | ".join(_ms(r[kind].get(s)) for s in stages) + " |")
+        if "server" in r:
+            lines.append(f"| {r['tools']:,} | {r['models']} | text, Chroma server | "
+                         + " | ".join(_ms(r["server"]["text"].get(s)) for s in stages) + " |")
+    lines += ["", "Commands:", ""] + [f"- `{r['command']}` ({r['date']}; {r['machine']})" for r in runs]
+    tokens = root / "latency" / "tokens.json"
+    if tokens.is_file():
+        t = json.loads(tokens.read_text(encoding="utf-8"))
+        lines += ["", f"Token economy (`{t['command']}`, {t['date']}):", "",
+                  "| catalog | tools | queries | schema tokens, top 5 (mean) | whole catalog | reduction | tokenizer |",
+                  "|---|---|---|---|---|---|---|"]
+        for name in ("sample", "seal_tools"):
+            if name in t:
+                v = t[name]
+                lines.append(f"| {name} | {v['tools']:,} | {v['queries']} | {v['top5_tokens_mean']:.0f} | "
+                             f"{v['catalog_tokens']:,} | {100 * v['reduction']:.1f}% | {v['tokenizer']} |")
+    write_section("latency", "\n".join(lines))

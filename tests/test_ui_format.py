@@ -1,0 +1,143 @@
+"""The playground's pure view functions, on hand-made results (no server, no models)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import SMALL_CATALOG
+
+from toolrag.decision import Decision
+from toolrag.errors import SettingsError
+from toolrag.profile import load_catalog
+from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport
+from toolrag.settings import SIGNALS, Fusion, Settings
+from toolrag.ui import format as fmt
+
+
+def score(raw: float, norm: float, contribution: float) -> SignalScore:
+    return SignalScore(raw, norm, 1, 0.3, contribution)
+
+
+def make_result(decision: Decision = Decision.EXECUTE, clarification: str | None = None) -> SearchResult:
+    a = Candidate("finance.expense.submit", "submit_expense", 0.81,
+                  {"dense": score(0.91, 1.0, 0.30), "bm25": score(7.5, 1.0, 0.45), "ocr": score(0.88, 0.9, 0.06)},
+                  "提交费用报销单", "finance", mutation=True)
+    b = Candidate("finance.invoice.verify", "verify_invoice", 0.62,
+                  {"dense": score(0.89, 0.8, 0.40), "bm25": score(1.0, 0.1, 0.02),
+                   "visual": SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)},
+                  "查验发票真伪", "finance")
+    return SearchResult(
+        query="报销这张发票 <b>", decision=decision, clarification=clarification, candidates=(a, b),
+        filtered_out=3, absent_signals={"clip": "CLIP is off"}, tokens=TokenReport(150, 1200, "cl100k_base"),
+        timing_ms={"encode_text": 12.5, "fusion": 0.4, "total": 20.25}, confidence=0.912,
+        tools=({"type": "function", "function": {"name": "submit_expense"}},), prompt="You can call these tools",
+        notes=("OCR read: 发票",),
+    )
+
+
+def test_results_table_has_a_column_per_signal_and_highlights_the_top_contributor() -> None:
+    result = make_result()
+    styler = fmt.results_table(result)
+    frame: pd.DataFrame = styler.data
+    assert list(frame["id"]) == result.ids and list(frame["#"]) == [1, 2]
+    for signal in SIGNALS:
+        assert fmt.signal_column(signal) in frame.columns
+    assert frame.loc[0, fmt.signal_column("bm25")] == "7.500 (1.00)"
+    assert frame.loc[1, fmt.signal_column("visual")] == "–"      # NaN raw: not scored for this tool
+    assert frame.loc[0, fmt.signal_column("clip")] == "–"        # absent signal
+    assert list(frame["top signal"]) == [c.top_signal() for c in result.candidates] == ["bm25", "dense"]
+    ctx = styler._compute().ctx
+    columns = list(frame.columns)
+    for row, candidate in enumerate(result.candidates):
+        for signal in SIGNALS:
+            style = dict(ctx.get((row, columns.index(fmt.signal_column(signal))), []))
+            if signal == candidate.top_signal():
+                assert style.get("background-color") == "#ffd54f"
+            elif signal in candidate.signals and candidate.signals[signal].contribution > 0:
+                assert style.get("background-color") == "#fff3c4"
+            else:
+                assert "background-color" not in style
+    assert "✎mutation" in frame.loc[0, "tool"]
+
+
+@pytest.mark.parametrize("decision, clarification, expected", [
+    (Decision.EXECUTE, None, "Call <code>submit_expense</code>"),
+    (Decision.CLARIFY, "Do you want <a> or <b>?", "Ask the user: Do you want &lt;a&gt; or &lt;b&gt;?"),
+    (Decision.NO_TOOL, None, "No tool fits"),
+])
+def test_decision_banner(decision: Decision, clarification: str | None, expected: str) -> None:
+    banner = fmt.decision_banner(make_result(decision, clarification))
+    assert f'data-decision="{decision.value}"' in banner and expected in banner
+    assert "confidence 0.912" in banner and "3 filtered out" in banner
+    if decision is Decision.EXECUTE:
+        assert "irreversible" in banner  # the top tool is a mutation
+
+
+def test_prompt_tools_tokens_timings_and_notes() -> None:
+    result = make_result()
+    assert fmt.prompt_text(result) == result.prompt
+    assert json.loads(fmt.tools_json(result)) == list(result.tools)
+    text = fmt.token_text(result)
+    assert "**150**" in text and "**1,200**" in text and f"{1 - 150 / 1200:.0%} saved" in text
+    timings = fmt.timings_text(result)
+    assert timings.startswith("**20.2 ms total**") or timings.startswith("**20.3 ms total**")
+    assert "encode_text 12.5 ms" in timings
+    notes = fmt.notes_text(result)
+    assert "OCR read: 发票" in notes and "`clip` absent: CLIP is off" in notes
+    assert fmt.rank_of(result, "finance.invoice.verify") == 2 and fmt.rank_of(result, "nope") is None
+
+
+def test_build_settings_from_controls() -> None:
+    weights = {s: 0.1 * i for i, s in enumerate(SIGNALS)}
+    settings = fmt.build_settings(Settings(), fusion="RRF", top_k=7.0, rerank=True, clarify_gap=0.1,
+                                  no_tool_threshold=0.5, weights=weights)
+    assert settings.fusion is Fusion.RRF and settings.top_k == 7 and isinstance(settings.top_k, int)
+    assert settings.rerank and settings.clarify_gap == 0.1 and settings.no_tool_threshold == 0.5
+    assert all(math.isclose(settings.weights[s], w) for s, w in weights.items())
+    with pytest.raises(SettingsError):
+        fmt.build_settings(Settings(), fusion="late", top_k=5, rerank=False, clarify_gap=0.04,
+                           no_tool_threshold=None, weights={"dense": 11.0})
+
+
+def test_signal_info_names_why_a_signal_is_off() -> None:
+    unavailable = {"clip": "CLIP is off offline", "image": "no image model"}
+    assert fmt.signal_info("clip", unavailable) == "⚠ unavailable: CLIP is off offline"
+    assert fmt.signal_info("visual", unavailable) == "⚠ unavailable: no image model"
+    assert fmt.signal_info("dense", unavailable) == "dense text (multilingual)"
+
+
+def test_history_is_small_and_newest_first() -> None:
+    settings = Settings()
+    entries = [fmt.history_entry(make_result(), image=i % 2 == 0, role="employee", settings=settings)
+               for i in range(3)]
+    entries[-1]["query"] = "latest"
+    json.dumps(entries)  # JSON-able: safe in gr.State
+    table = fmt.history_table(entries)
+    assert len(table) == 3 and table.loc[0, "query"].startswith("latest")
+    assert table.loc[0, "top 3"] == "finance.expense.submit, finance.invoice.verify"
+    assert table.loc[0, "decision"] == "EXECUTE"
+
+
+def test_catalog_lookalike_tables_and_roles(tmp_path: Path) -> None:
+    (tmp_path / "tools.yaml").write_text(SMALL_CATALOG, encoding="utf-8")
+    (tmp_path / "catalog.yaml").write_text("assets_dir: assets\nroles:\n  hr_manager: [hr.payroll.approve]\n",
+                                           encoding="utf-8")
+    (tmp_path / "assets").mkdir()
+    from conftest import ASSETS
+
+    for name in ("receipt_zh.png", "astronaut.jpg"):
+        (tmp_path / "assets" / name).write_bytes((ASSETS / name).read_bytes())
+    catalog = load_catalog(tmp_path)
+    table = fmt.catalog_table(catalog)
+    assert list(table["id"]) == catalog.ids
+    row = table.set_index("id").loc["hr.payroll.approve"]
+    assert row["permissions"] == "hr.payroll.approve" and row["examples"] == 3 and row["images"] == 0
+    assert "no-negative-examples" in row["lint"]
+    assert table.set_index("id").loc["calendar.book_v1", "status"] == "deprecated"
+    pairs = fmt.lookalike_table([("weather.current", "weather.forecast", 0.95123)], catalog)
+    assert pairs.values.tolist() == [["weather.current", "weather.forecast", 0.9512, "travel", "travel"]]
+    assert fmt.role_choices(catalog) == [fmt.GUEST, "hr_manager"]

@@ -1,0 +1,161 @@
+"""The playground's handlers called directly, with the real models on a copy of the sample catalog."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from conftest import ASSETS
+
+from toolrag import projection
+from toolrag.settings import SIGNALS, Settings
+from toolrag.ui import Backend
+from toolrag.ui import format as fmt
+from toolrag.ui.app import MAX_IMAGE_MB, Handlers
+
+pytest_plugins = ["ui_support"]
+pytestmark = pytest.mark.slow
+
+BASE = Settings()
+WEIGHTS = [BASE.weights[s] for s in SIGNALS]
+
+
+def controls(**changes: Any) -> list[Any]:
+    """The search inputs in the order the app wires them (after query and image)."""
+    values = {"role": "admin", "categories": [], "top_k": 5, "fusion": "late", "rerank": False,
+              "clarify_gap": BASE.clarify_gap, "no_tool": 0.8}
+    values.update({k: v for k, v in changes.items() if k != "weights"})
+    return [*values.values(), *changes.get("weights", WEIGHTS)]
+
+
+@pytest.fixture(scope="module")
+def h(ui_backend: Backend) -> Handlers:
+    return Handlers(ui_backend)
+
+
+def test_handlers_refuse_work_until_the_index_is_ready(ui_catalog: Path) -> None:
+    idle = Handlers(Backend(ui_catalog))  # never started
+    with pytest.raises(gr.Error, match="still indexing"):
+        idle.search("帮我报销", None, *controls(), [])
+    with pytest.raises(gr.Error, match="still indexing"):
+        idle.tool_space(0.9, {})
+    with pytest.raises(gr.Error, match="still indexing"):
+        idle.save_profile("web.news.latest", "id: x")
+    assert "waiting to start — 0%" in idle.b.status_html() and not idle.b.ready
+
+
+def test_wait_ready_reports_ready_and_unavailable_signals(h: Handlers) -> None:
+    status, image_note, _rerank, *sliders = h.wait_ready()
+    assert "ready" in status and str(len(h.b.retriever.index.snapshot.ids)) in status
+    assert len(sliders) == len(SIGNALS)
+    unavailable = h.b.retriever.index.models.unavailable
+    for signal, update in zip(SIGNALS, sliders, strict=True):
+        assert update["info"] == fmt.signal_info(signal, unavailable)
+    if "clip" in unavailable:
+        assert "unavailable" in sliders[SIGNALS.index("clip")]["info"] and "clip" in image_note
+
+
+def test_search_returns_every_view_and_keeps_a_small_history(h: Handlers) -> None:
+    history: list[dict[str, Any]] = []
+    for i in range(fmt.HISTORY_SIZE + 2):
+        out = h.search(f"帮我报销这张餐饮发票 {i}", None, *controls(), history)
+        banner, table, _prompt, _tools, tokens, timings, _notes, raw, history, history_df, last = out
+    assert raw["decision"] in banner and len(table.data) == len(raw["candidates"]) <= 5
+    assert list(table.data["id"]) == [c["id"] for c in raw["candidates"]]
+    assert "schema tokens" in tokens and "ms total" in timings
+    assert len(history) == fmt.HISTORY_SIZE and history[-1]["query"].endswith(str(fmt.HISTORY_SIZE + 1))
+    assert history_df.iloc[0]["query"] == history[-1]["query"]
+    assert last["query"].endswith(str(fmt.HISTORY_SIZE + 1)) and last["top"] == list(table.data["id"])
+
+
+def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
+    query = "把这张发票的金额读出来然后报销"
+    text_model = h.b.retriever.analyzer.models.text
+    first = h.search(query, None, *controls(top_k=10), [])[7]
+    calls: list[Any] = []
+    original = text_model.encode_queries
+    monkeypatch.setattr(text_model, "encode_queries", lambda texts: calls.append(texts) or original(texts))
+    only_bm25 = [1.0 if s == "bm25" else 0.0 for s in SIGNALS]
+    second = h.rerun(query, None, *controls(top_k=10, weights=only_bm25), [])[7]
+    assert calls == []  # the query vector came from the cache
+    assert [c["id"] for c in first["candidates"]] != [c["id"] for c in second["candidates"]]
+    bm25 = [c["signals"]["bm25"]["raw"] for c in second["candidates"]]
+    assert bm25 == sorted(bm25, reverse=True)  # bm25 alone now decides the order
+
+
+def test_rerun_does_nothing_before_a_query(h: Handlers) -> None:
+    out = h.rerun("", None, *controls(), [])
+    assert len(out) == 11 and all(isinstance(o, type(gr.skip())) for o in out)
+
+
+def test_role_filters_restricted_tools(h: Handlers) -> None:
+    query = "批准本月的工资发放"
+    admin = h.search(query, None, *controls(role="admin", top_k=10), [])[7]
+    guest = h.search(query, None, *controls(role=fmt.GUEST, top_k=10), [])[7]
+    restricted = {t.id for t in h.b.retriever.index.catalog.tools if t.permissions}
+    assert restricted & {c["id"] for c in admin["candidates"]}
+    assert not restricted & {c["id"] for c in guest["candidates"]}
+
+
+def test_bad_input_is_a_toast(h: Handlers, tmp_path: Path) -> None:
+    with pytest.raises(gr.Error, match="empty query"):
+        h.search("   ", None, *controls(), [])
+    text_file = tmp_path / "notes.png"
+    text_file.write_text("this is not an image", encoding="utf-8")
+    with pytest.raises(gr.Error, match="cannot use this image"):
+        h.search("报销", str(text_file), *controls(), [])
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\0" * (MAX_IMAGE_MB * 1_000_000 + 1))
+    with pytest.raises(gr.Error, match="limit"):
+        h.search("报销", str(big), *controls(), [])
+    with pytest.raises(gr.Error, match="unknown category"):
+        h.search("报销", None, *controls(categories=["nope"]), [])
+    # the app keeps working after errors
+    assert h.search("报销", None, *controls(), [])[7]["candidates"]
+
+
+def test_image_search_reads_the_receipt(h: Handlers) -> None:
+    receipt = str(ASSETS / "queries" / "receipt_dinner.png")
+    raw = h.search("", receipt, *controls(), [])[7]
+    assert raw["candidates"] and any(n.startswith("OCR read") for n in raw["notes"])
+    assert "visual" in {s for c in raw["candidates"] for s in c["signals"]}
+
+
+def test_tool_space_draws_the_last_query_and_lists_lookalikes(h: Handlers) -> None:
+    last = h.search("book a meeting room for tomorrow 3pm", None, *controls(), [])[10]
+    fig, info, pairs = h.tool_space(0.9, last)
+    names = [t.name for t in fig.data]
+    assert "query" in names and any(n.startswith("query → top-") for n in names)
+    snap = h.b.retriever.index.snapshot
+    expected = projection.lookalike_pairs(snap.vectors["dense"], list(snap.ids), threshold=0.9)
+    assert len(pairs) == len(expected) and f"{len(expected)} look-alike pair(s)" in info
+    assert f"look-alike pairs ({len(expected)})" in names
+    fig, _, _ = h.tool_space(0.99, {})
+    assert "query" not in [t.name for t in fig.data]
+
+
+def test_profile_handlers(h: Handlers) -> None:
+    text, info, _images = h.pick_tool("comm.email.send")
+    assert text.startswith("id: comm.email.send") and "communication.yaml" in info
+    assert "valid" in h.validate_profile("comm.email.send", text)
+    with pytest.raises(gr.Error, match="invalid YAML"):
+        h.validate_profile("comm.email.send", text + "  bad: [\n")
+    last = h.search("帮我发一封邮件给张三，主题是项目延期", None, *controls(top_k=5), [])[10]
+    edited = text.replace("examples:\n", "examples:\n  - query: 帮我发一封邮件给张三，主题是项目延期\n", 1)
+    status, new_text, tool_update, catalog_df, *_ = h.save_profile("comm.email.send", edited, "", last)
+    assert status.startswith("✓ Saved `comm.email.send`") and "→" in status
+    assert "项目延期" in new_text and tool_update["value"] == "comm.email.send"
+    assert len(catalog_df) == len(h.b.retriever.index.catalog)
+    template, tool_value, _note = h.new_tool("travel")
+    assert tool_value["value"] is None and "id: travel.new_tool" in template
+    status, *_ = h.save_profile(None, template, "", {})
+    assert status.startswith("✓ Added `travel.new_tool`")
+    row, question = h.ask_delete("travel.new_tool")
+    assert row["visible"] and "travel.new_tool" in question
+    *outputs, row = h.delete_profile("travel.new_tool", "", {})
+    assert outputs[0].startswith("✓ Deleted") and not row["visible"]
+    assert h.b.retriever.index.catalog.get("travel.new_tool") is None
+    with pytest.raises(gr.Error, match="pick a tool"):
+        h.ask_delete(None)

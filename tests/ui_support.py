@@ -1,0 +1,191 @@
+"""Fixtures for the editing and playground tests, loaded as a plugin (``pytest_plugins = ["ui_support"]``) so
+one catalog copy, one backend, one app server and one browser serve the whole test session.
+
+The app always runs on a temporary COPY of ``sample_tools/`` and ``assets/`` (tests edit it), with the real
+models from ``conftest.models``. A network guard fails the run on any non-loopback connection: an audit hook
+in this process and a route filter in the browser.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pytest
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="toolrag-gradio-"))
+
+from conftest import ASSETS, ROOT, SAMPLE
+
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
+
+
+# ------------------------------------------------------------------------------------------ network guard
+
+
+@dataclass
+class _Guard:
+    active: bool = False
+    violations: list[str] = field(default_factory=list)
+
+
+GUARD = _Guard()
+
+
+def _host(value: Any) -> str | None:
+    if isinstance(value, tuple) and value:
+        return str(value[0])
+    if isinstance(value, str | bytes):
+        return value.decode() if isinstance(value, bytes) else value
+    return None
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not GUARD.active or event not in ("socket.connect", "socket.getaddrinfo"):
+        return
+    if event == "socket.connect":
+        sock, address = args[0], args[1]
+        if getattr(sock, "family", None) == socket.AF_UNIX:
+            return
+        host = _host(address)
+    else:
+        host = _host(args[0])
+    if host is not None and host not in LOOPBACK and not host.startswith("127."):
+        GUARD.violations.append(f"{event} {host}")
+        raise ConnectionRefusedError(f"test network guard: non-loopback connection to {host!r} blocked")
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture(scope="session")
+def network_guard() -> Iterator[_Guard]:
+    """Blocks and records non-loopback connections from this process while UI tests run."""
+    GUARD.active = True
+    try:
+        yield GUARD
+    finally:
+        GUARD.active = False
+    assert not GUARD.violations, f"non-loopback connections attempted: {GUARD.violations}"
+
+
+# ------------------------------------------------------------------------------------------ catalog + app
+
+
+def copy_catalog(folder: Path) -> Path:
+    """A copy of the sample catalog and its assets (``assets_dir: ../assets`` keeps working)."""
+    shutil.copytree(SAMPLE, folder / "sample_tools")
+    shutil.copytree(ASSETS, folder / "assets")
+    return folder / "sample_tools"
+
+
+@pytest.fixture(scope="session")
+def ui_catalog(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_catalog(tmp_path_factory.mktemp("ui-catalog"))
+
+
+@pytest.fixture(scope="session")
+def ui_backend(ui_catalog: Path, data_dir: Path, models: Any, network_guard: _Guard) -> Any:
+    """The playground backend on the catalog copy, built synchronously (indexing the copy once)."""
+    from toolrag.ui import Backend
+
+    backend = Backend(ui_catalog, data_dir=data_dir, models=models)
+    backend.build()
+    assert backend.ready, backend.error
+    return backend
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    url: str
+    backend: Any
+    demo: Any
+
+
+@pytest.fixture(scope="session")
+def ui_server(ui_backend: Any, network_guard: _Guard) -> Iterator[Server]:
+    """The app served on a free loopback port for the whole session."""
+    from toolrag.ui.app import create_app, launch
+
+    demo = create_app(ui_backend)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url + "config", timeout=5) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+    try:
+        yield Server(url, ui_backend, demo)
+    finally:
+        demo.close()
+
+
+# ---------------------------------------------------------------------------------------------- browser
+
+
+@pytest.fixture(scope="session")
+def browser(ui_server: Server) -> Iterator[Any]:
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=90_000)  # the first OCR / UMAP call of a process takes a while on 2 cores
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test.sh does it)")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                      args=["--no-sandbox", "--disable-gpu", "--disable-quic",
+                                            "--disable-dev-shm-usage"])
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture()
+def page(browser: Any, ui_server: Server) -> Iterator[Any]:
+    """A fresh context per test whose requests may only go to the app (or data:/blob: URLs)."""
+    blocked: list[str] = []
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+
+    def route(request_route: Any) -> None:
+        url = urlparse(request_route.request.url)
+        if url.scheme in ("data", "blob") or url.hostname in ("127.0.0.1", "localhost"):
+            request_route.continue_()
+        else:
+            blocked.append(request_route.request.url)
+            request_route.abort()
+
+    context.route("**/*", route)
+    context.set_default_timeout(60_000)
+    pg = context.new_page()
+    pg.goto(ui_server.url)
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert not blocked, f"the page tried to reach the network: {blocked}"

@@ -1,0 +1,173 @@
+"""Signal weights chosen from a small labelled sample of the user's own catalog.
+
+No fixed weighting is best for every catalog (docs/benchmarks.md): keyword search wins where requests
+reuse the tools' own words (Seal-Tools), the English dense model wins where they paraphrase (MetaTool,
+Gorilla). With a few dozen labelled queries of their own (the same file ``toolrag eval`` reads), a
+catalog owner can let :func:`tune_weights` pick the weighting that ranks their gold tools best.
+
+Method: every weighting on a grid over the simplex of the text signals (step ``step``) is tried on every
+labelled row through :meth:`ToolRetriever.search` itself (so the result is exactly what users will get);
+rows are the outer loop, so each query is encoded once and re-ranked from the retriever's query-vector
+cache. The best weighting by ``metric`` replaces the starting one only when its per-query gain is
+significant: mean paired gain > ``z`` x its standard error. On a small or noisy sample the current
+weights are kept, which is the guard against over-fitting a handful of queries.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from toolrag.errors import QueryError, SettingsError, ToolragError
+from toolrag.evaluate import QueryRow, completeness_at, mrr_at, ndcg_at, recall_at
+from toolrag.settings import TEXT_SIGNALS, Settings
+
+__all__ = ["TuneResult", "TunedCandidate", "simplex_grid", "tune_weights"]
+
+log = logging.getLogger(__name__)
+
+_METRICS: dict[str, tuple[Callable[..., float | None], int]] = {
+    "recall@5": (recall_at, 5),
+    "recall@10": (recall_at, 10),
+    "ndcg@5": (ndcg_at, 5),
+    "ndcg@10": (ndcg_at, 10),
+    "mrr@10": (mrr_at, 10),
+    "completeness@5": (completeness_at, 5),
+}
+
+
+@dataclass(frozen=True)
+class TunedCandidate:
+    """One weighting tried: its text-signal weights and its mean metric on the sample."""
+
+    weights: dict[str, float]
+    score: float
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    """The chosen settings and the evidence for them."""
+
+    settings: Settings
+    """``base`` with the chosen text weights (identical to ``base`` when nothing beat it significantly)."""
+    metric: str
+    base_score: float
+    best_score: float
+    gain_stderr: float
+    changed: bool
+    n_queries: int
+    candidates: list[TunedCandidate] = field(default_factory=list)
+    """Every weighting tried, best first."""
+
+    def summary(self) -> str:
+        """One line for a CLI: what was chosen and why."""
+        chosen = ", ".join(f"{s}={w:g}" for s, w in self.settings.weights.items() if s in TEXT_SIGNALS)
+        verdict = "new weights" if self.changed else "kept the current weights (no significant gain)"
+        return (f"{verdict}: {chosen}; {self.metric} {100 * self.base_score:.2f} -> {100 * self.best_score:.2f} "
+                f"(gain stderr {100 * self.gain_stderr:.2f}) on {self.n_queries} labelled queries")
+
+
+def simplex_grid(signals: Sequence[str], step: float) -> list[dict[str, float]]:
+    """Every weighting of ``signals`` with weights in multiples of ``step`` that sum to 1 (at least one > 0).
+
+    E.g. 3 signals at step 0.1 give 66 weightings. Raises SettingsError for a step outside (0, 1].
+    """
+    if not 0 < step <= 1:
+        raise SettingsError(f"grid step must be in (0, 1], got {step}")
+    units = round(1 / step)
+    if not math.isclose(units * step, 1.0, abs_tol=1e-9):
+        raise SettingsError(f"grid step {step} must divide 1 evenly (e.g. 0.05, 0.1, 0.25)")
+    if not signals:
+        raise SettingsError("simplex_grid needs at least one signal")
+    out: list[dict[str, float]] = []
+
+    def fill(prefix: list[int], left: int) -> None:
+        if len(prefix) == len(signals) - 1:
+            parts = [*prefix, left]
+            out.append({s: round(p / units, 6) for s, p in zip(signals, parts, strict=True)})
+            return
+        for p in range(left, -1, -1):
+            fill([*prefix, p], left - p)
+
+    fill([], units)
+    return out
+
+
+def tune_weights(
+    retriever: object,
+    rows: Sequence[QueryRow],
+    *,
+    base: Settings | None = None,
+    signals: Sequence[str] | None = None,
+    step: float = 0.1,
+    metric: str = "ndcg@10",
+    z: float = 1.0,
+    progress: Callable[[float, str], None] | None = None,
+) -> TuneResult:
+    """Choose the text-signal weights that rank the gold tools of ``rows`` best on this catalog.
+
+    ``retriever`` is a :class:`toolrag.retriever.ToolRetriever`; ``rows`` are labelled queries (rows with an
+    empty gold list are skipped: they carry no ranking signal). ``signals`` defaults to the text signals the
+    retriever can compute (``dense``, ``dense_en`` when the English model is loaded, ``bm25``); image
+    weights are left as they are. The sum of the text weights of ``base`` is kept, so the text/image balance
+    does not move. Cost: ``len(rows) * len(grid)`` searches without encoding (66 weightings at step 0.1).
+    """
+    from toolrag.retriever import ToolRetriever
+
+    if not isinstance(retriever, ToolRetriever):
+        raise SettingsError(f"tune_weights needs a ToolRetriever, got {type(retriever).__name__}")
+    if metric not in _METRICS:
+        raise SettingsError(f"unknown metric {metric!r}; choose one of: {', '.join(_METRICS)}")
+    if z < 0:
+        raise SettingsError(f"z must be >= 0, got {z}")
+    base = base or retriever.settings
+    labelled = [r for r in rows if r.gold]
+    if not labelled:
+        raise QueryError("tune_weights needs labelled queries with at least one gold tool each")
+    if signals is None:
+        signals = [s for s in TEXT_SIGNALS
+                   if s != "dense_en" or retriever.index.models.english is not None]
+    unknown = [s for s in signals if s not in TEXT_SIGNALS]
+    if unknown:
+        raise SettingsError(f"tune_weights tunes text signals only ({', '.join(TEXT_SIGNALS)}); got {unknown}")
+    total = sum(base.weights.get(s, 0.0) for s in signals) or 1.0
+    grid = simplex_grid(list(signals), step)
+    base_weights = {s: base.weights.get(s, 0.0) / total for s in signals}
+    configs = [base] + [base.with_overrides(weights={s: w * total for s, w in g.items()}) for g in grid]
+    fn, k = _METRICS[metric]
+    per_query: list[list[float]] = [[] for _ in configs]
+    depth = max(k, base.top_k)
+    say = progress or (lambda f, m: None)
+    for n, row in enumerate(labelled):
+        for c, cfg in enumerate(configs):
+            try:
+                result = retriever.search(row.query, image=row.image, history=row.history,
+                                          permissions=row.permissions, role=row.role, settings=cfg, top_k=depth)
+            except ToolragError as exc:
+                raise QueryError(f"query row {row.line or n + 1} ({row.query[:40]!r}): {exc}") from exc
+            value = fn(result.ids, row.gold, k)
+            per_query[c].append(0.0 if value is None else float(value))
+        say((n + 1) / len(labelled), f"tuned on {n + 1}/{len(labelled)} queries")
+    means = [sum(v) / len(v) for v in per_query]
+    order = sorted(range(1, len(configs)), key=lambda c: (-means[c], _distance(grid[c - 1], base_weights)))
+    best = order[0]
+    gains = [b - a for a, b in zip(per_query[0], per_query[best], strict=True)]
+    mean_gain = sum(gains) / len(gains)
+    var = sum((g - mean_gain) ** 2 for g in gains) / max(len(gains) - 1, 1)
+    stderr = math.sqrt(var / len(gains))
+    changed = mean_gain > 0 and mean_gain > z * stderr
+    chosen = configs[best] if changed else base
+    log.info("tune_weights: %s %.4f -> %.4f (gain %.4f, stderr %.4f) %s", metric, means[0], means[best],
+             mean_gain, stderr, "changed" if changed else "kept")
+    return TuneResult(
+        settings=chosen, metric=metric, base_score=means[0], best_score=means[best] if changed else means[0],
+        gain_stderr=stderr, changed=changed, n_queries=len(labelled),
+        candidates=[TunedCandidate(grid[c - 1], means[c]) for c in order],
+    )
+
+
+def _distance(a: dict[str, float], b: dict[str, float]) -> float:
+    """L1 distance between two weightings: among equally good grid points, the one nearest the start wins."""
+    return sum(abs(a.get(s, 0.0) - b.get(s, 0.0)) for s in set(a) | set(b))
