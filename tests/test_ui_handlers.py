@@ -47,7 +47,7 @@ def test_handlers_refuse_work_until_the_index_is_ready(ui_catalog: Path) -> None
 
 
 def test_wait_ready_reports_ready_and_unavailable_signals(h: Handlers) -> None:
-    status, image_note, _rerank, *sliders = h.wait_ready()
+    status, image_note, _rerank, *sliders = list(h.wait_ready())[-1]
     assert "ready" in status and str(len(h.b.retriever.index.snapshot.ids)) in status
     assert len(sliders) == len(SIGNALS)
     unavailable = h.b.retriever.index.models.unavailable

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -60,11 +60,14 @@ class Handlers:
 
     # ----------------------------------------------------------------------------------------------- search
 
-    def wait_ready(self, progress: gr.Progress = gr.Progress()) -> tuple[Any, ...]:  # noqa: B008
-        """On page load: show the build progress until the retriever is ready, then the signal notes."""
-        while not self.b.wait(0.3):
+    def wait_ready(self, progress: gr.Progress = gr.Progress()) -> Iterator[tuple[Any, ...]]:  # noqa: B008
+        """On page load: stream the build progress (status line + bar) until the retriever is ready, then
+        the notes on signals that can't run here."""
+        keep = tuple(gr.skip() for _ in range(2 + len(SIGNALS)))
+        while not self.b.wait(0.5):
             fraction, message = self.b.progress
             progress(fraction, desc=message)
+            yield (self.b.status_html(), *keep)
         unavailable = dict(self.b.retriever.index.models.unavailable) if self.b.ready else {}
         sliders = [gr.update(info=fmt.signal_info(s, unavailable)) for s in SIGNALS]
         image_off = [f"**{s}**: {fmt.signal_info(s, unavailable)}" for s in ("ocr", "visual", "concepts", "clip")
@@ -72,8 +75,7 @@ class Handlers:
         note = ("Image signals: " + ("all on (OCR, visual, concepts)" if not image_off else "")
                 + "<br>".join(image_off)) if self.b.ready else ""
         rerank_note = getattr(self.b.retriever, "reranker_note", "") if self.b.ready else ""
-        return (self.b.status_html(), note, gr.update(info=rerank_note or "cross-encoder on the top-N"),
-                *sliders)
+        yield (self.b.status_html(), note, gr.update(info=rerank_note or "cross-encoder on the top-N"), *sliders)
 
     @_guard
     def search(self, query: str, image: str | None, role: str, categories: list[str] | None, top_k: float,
