@@ -13,6 +13,7 @@ from conftest import ASSETS
 
 from toolrag.decision import Decision
 from toolrag.errors import ImageError, QueryError
+from toolrag.fusion import Normalization
 from toolrag.settings import Fusion, Settings
 
 
@@ -97,6 +98,40 @@ def test_category_filter(small_retriever: Any) -> None:
     assert {c.category for c in result.candidates} == {"travel"}
     with pytest.raises(QueryError, match="unknown category 'nope'; categories: "):
         small_retriever.search("weather", categories=["nope"])
+
+
+def test_large_catalog_path_takes_candidates_from_chroma_and_bm25(small_retriever: Any,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrag import retriever as module
+
+    exact = small_retriever.search("what will the weather be like in Tokyo over the next three days", top_k=3)
+    monkeypatch.setattr(module, "EXACT_LIMIT", 0)
+    cfg = small_retriever.settings.with_overrides(candidates=2, top_k=3)
+    result = small_retriever.search("what will the weather be like in Tokyo over the next three days", settings=cfg)
+    assert "index_search" in result.timing_ms and "bm25" in result.timing_ms
+    assert "index_search" not in exact.timing_ms
+    check_invariants(result, 3)
+    assert result.candidates[0].id == exact.candidates[0].id == "weather.forecast"
+    # 6 of 8 tools permitted: Chroma is queried without a filter and the mask applied afterwards.
+    employee = small_retriever.search("approve this month's payroll run", role="employee", settings=cfg)
+    assert "hr.payroll.approve" not in employee.ids and employee.candidates
+    manager = small_retriever.search("approve this month's payroll run", role="hr_manager", settings=cfg)
+    assert manager.candidates[0].id == "hr.payroll.approve"
+    # One category (2 of 8 tools): the filter goes to Chroma's where-clause.
+    travel = small_retriever.search("book a meeting room", categories=["travel"], settings=cfg)
+    assert travel.candidates and {c.category for c in travel.candidates} == {"travel"}
+
+
+def test_query_rows_applies_the_filters_both_ways(small_retriever: Any) -> None:
+    snap = small_retriever.index.snapshot
+    vector = small_retriever.analyzer.analyze("approve payroll", settings=small_retriever.settings).vectors["dense"]
+    travel = np.array([c == "travel" for c in snap.categories])  # 2 of 8: Chroma's where-clause
+    unrestricted = np.array([i != "hr.payroll.approve" for i in snap.ids])  # 7 of 8: filtered afterwards
+    for mask, categories in ((travel, ["travel"]), (unrestricted, None)):
+        rows = small_retriever.index.query_rows("dense", vector, k=3, mask=mask, permissions=set(),
+                                                categories=categories, include_deprecated=True)
+        assert len(rows) == 3 if mask.sum() >= 3 else len(rows) == mask.sum()
+        assert all(mask[r] for r in rows), [snap.ids[r] for r in rows]
 
 
 @pytest.mark.parametrize("fusion", list(Fusion))
@@ -191,12 +226,29 @@ def test_settings_validation() -> None:
         Settings(top_k=0)
 
 
-def test_scores_are_finite(small_retriever: Any) -> None:
-    result = small_retriever.search("写一段代码搜索 weather", top_k=8)
+@pytest.mark.parametrize("normalization", list(Normalization))
+def test_scores_are_finite(small_retriever: Any, normalization: Normalization) -> None:
+    cfg = small_retriever.settings.with_overrides(normalization=normalization, top_k=8)
+    result = small_retriever.search("写一段代码搜索 weather", settings=cfg)
+    check_invariants(result, 8)
     for c in result.candidates:
         assert np.isfinite(c.score)
         for s in c.signals.values():
-            assert np.isfinite(s.raw) and 0.0 <= s.norm <= 1.0
+            assert np.isfinite(s.raw) and np.isfinite(s.norm)
+            # z-scores are unbounded by design, and "none" passes raw BM25 scores through.
+            if normalization not in (Normalization.STANDARD, Normalization.NONE):
+                assert 0.0 <= s.norm <= 1.0
+
+
+def test_standard_normalization_is_z_scores_against_the_catalog(small_retriever: Any) -> None:
+    # All 8 tools permitted: the reference is every permitted tool, so each signal's normalised scores over
+    # them have mean 0 and standard deviation 1.
+    cfg = small_retriever.settings.with_overrides(normalization=Normalization.STANDARD, top_k=8)
+    result = small_retriever.search("approve the payroll", settings=cfg, include_deprecated=True, role="hr_manager")
+    assert len(result.candidates) == 8
+    for name in ("dense", "bm25"):
+        norms = np.array([c.signals[name].norm for c in result.candidates])
+        assert abs(norms.mean()) < 1e-6 and abs(norms.std() - 1.0) < 1e-6, (name, norms)
 
 
 @pytest.mark.slow

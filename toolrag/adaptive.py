@@ -12,8 +12,8 @@ logistic would cap exactly the large z values that carry the confidence).
 The statistics come from a *reference* set of tools: every permitted tool when there are at most
 ``REFERENCE_SIZE`` of them, otherwise ``REFERENCE_SIZE`` of them evenly spaced (deterministic). They must
 not come from the candidate pool of a large catalog: the pool holds each signal's best tools, whose mean
-and spread say nothing about the catalog (measured: 2.7 NDCG@10 points lost on Seal-Tools dev with pool
-statistics, none with 256-1,024 reference tools). Pure functions, vectorised, no models.
+and spread say nothing about the catalog (``bench/tune.py`` reports both on Seal-Tools dev, 4,076 tools).
+Pure functions, vectorised, no models.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ class Normalization(str, Enum):
     ZSCORE = "zscore"  # logistic((x - mean) / std); robust to a single outlier, mean -> 0.5
     RANK = "rank"  # 1 - (rank - 1) / n_present; only the order counts (like RRF)
     NONE = "none"  # identity: for signals already calibrated to [0, 1] (probabilities)
+    STANDARD = "standard"  # (x - mean) / std against the catalog's scores (toolrag.adaptive); unbounded
 
 
 def _vector(name: str, values: np.ndarray, n: int | None = None) -> np.ndarray:
@@ -80,6 +81,10 @@ def normalize(raw: np.ndarray, present: np.ndarray, method: Normalization) -> np
         std = x.std()
         z = (x - x.mean()) / std if std > 0 else np.zeros_like(x)
         out[present] = 1.0 / (1.0 + np.exp(-z))
+    elif method is Normalization.STANDARD:
+        from toolrag.adaptive import standardize
+
+        out = standardize(values, present)
     elif method is Normalization.RANK:
         ranks = competition_ranks(values, present)[present]
         out[present] = 1.0 - (ranks - 1) / x.size

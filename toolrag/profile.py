@@ -99,7 +99,7 @@ class ToolProfile:
         """
         if self.embedding_text:
             return self.embedding_text
-        parts = [_humanize(self.name) + ".", self.description]
+        parts = [f"{_humanize(self.name)}: {self.description}"]
         if self.tags:
             parts.append("Tags: " + ", ".join(self.tags) + ".")
         parts.extend(ex.query for ex in self.examples if ex.query)

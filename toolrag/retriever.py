@@ -15,11 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from toolrag import fusion
+from toolrag import adaptive, fusion
 from toolrag.decide import decide
 from toolrag.decision import Decision
 from toolrag.errors import ModelUnavailable, QueryError, ToolragError
 from toolrag.evaluate import EvalReport, QueryOutcome, QueryRow, evaluate
+from toolrag.fusion import Normalization
 from toolrag.index import IndexSnapshot, ModelSet, Progress, ToolIndex
 from toolrag.profile import Catalog, load_catalog
 from toolrag.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
@@ -34,7 +35,7 @@ __all__ = ["ToolRetriever", "load_models"]
 log = logging.getLogger(__name__)
 
 #: Below this many permitted tools every tool is scored exactly; above it Chroma and BM25 propose candidates.
-EXACT_LIMIT = 2000
+EXACT_LIMIT = 20_000
 #: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
 NO_TOOL_THRESHOLDS = {"e5": 0.80, "minilm": 0.30}
 #: An example image this similar to the query image vouches for its tool even without text evidence.
@@ -74,6 +75,22 @@ def load_models(settings: Settings, *, progress: Progress | None = None) -> Mode
                                       "TOOLRAG_CLIP_MODEL (or --clip-model) to an open_clip model to enable it")
     say(1.0, "models ready")
     return models
+
+
+class _Explained:
+    """One signal's explanation of each candidate, built on access: only returned candidates are explained."""
+
+    def __init__(self, raw: np.ndarray, norm: np.ndarray, ranks: np.ndarray, eff: np.ndarray | None,
+                 contrib: np.ndarray | None, present: np.ndarray) -> None:
+        self._raw, self._norm, self._ranks = raw, norm, ranks
+        self._eff, self._contrib, self._present = eff, contrib, present
+
+    def __getitem__(self, i: int) -> SignalScore:
+        if not self._present[i]:
+            return SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)
+        return SignalScore(float(self._raw[i]), float(self._norm[i]), int(self._ranks[i]),
+                           float(self._eff[i]) if self._eff is not None else 0.0,
+                           float(self._contrib[i]) if self._contrib is not None else 0.0)
 
 
 class ToolRetriever:
@@ -173,8 +190,8 @@ class ToolRetriever:
         scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
         timing["score"] = (time.perf_counter() - t2) * 1000
         t3 = time.perf_counter()
-        fused, explained, absent = self._fuse(scores, features, cfg, snap, rows)
-        order = fusion.order(fused, [snap.ids[r] for r in rows], snap.priority[rows])[: cfg.top_k]
+        fused, explained, absent = self._fuse(scores, features, cfg, snap, rows, mask)
+        order = _top(fused, rows, snap, cfg.top_k)
         timing["fusion"] = (time.perf_counter() - t3) * 1000
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()})
                       for i in order]
@@ -219,33 +236,37 @@ class ToolRetriever:
     def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings,
                     codes: set[str], categories: Collection[str] | None, include_deprecated: bool,
                     timing: dict[str, float]) -> np.ndarray:
+        """The rows to score exactly: every permitted tool up to ``EXACT_LIMIT`` (a matrix product over vectors
+        already in memory beats any index there), else the union of each signal's nearest neighbours."""
         allowed = np.flatnonzero(mask)
         if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
             return allowed
         start = time.perf_counter()
-        ids: set[str] = set()
+        filters = {"permissions": codes, "categories": categories, "include_deprecated": include_deprecated}
+        found: list[np.ndarray] = []
         for signal, kind in (("dense", "dense"), ("dense_en", "dense_en"), ("ocr", "dense"),
                              ("concepts", "dense"), ("visual", "visual"), ("clip_text", "clip_image"),
                              ("clip_image", "clip_text")):
             if signal in q.vectors and cfg.weights.get(signal.split("_")[0] if signal.startswith("clip")
                                                        else signal, 0.0) > 0:
-                ids.update(self.index.query_collection(
-                    kind, q.vectors[signal], k=cfg.candidates, permissions=codes, categories=categories,
-                    include_deprecated=include_deprecated))
+                found.append(self.index.query_rows(kind, q.vectors[signal], k=cfg.candidates, mask=mask,
+                                                   **filters))  # type: ignore[arg-type]
         timing["index_search"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         lexical = " ".join(t for t in (q.text, q.ocr_text, *q.history) if t)
         if lexical:
-            ids.update(i for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask))
+            found.append(np.array([snap.row_of[i] for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask)],
+                                  dtype=np.int64))
         timing["bm25"] = (time.perf_counter() - start) * 1000
-        rows = np.array(sorted(snap.row_of[i] for i in ids if i in snap.row_of), dtype=np.int64)
+        rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
         return rows[mask[rows]] if len(rows) else rows
 
-    def _fuse(self, scores: Any, q: QueryFeatures, cfg: Settings, snap: IndexSnapshot, rows: np.ndarray
-              ) -> tuple[np.ndarray, dict[str, list[SignalScore]], dict[str, str]]:
+    def _fuse(self, scores: Any, q: QueryFeatures, cfg: Settings, snap: IndexSnapshot, rows: np.ndarray,
+              mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any], dict[str, str]]:
         raw, present = dict(scores.raw), dict(scores.present)
         weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
         absent = dict(q.absent)
+        combined = None
         if cfg.fusion is Fusion.EARLY and "dense" in raw:
             # Early fusion: the query vectors that live in the multilingual space are combined first, so
             # one cosine replaces the text, OCR and concept signals (their weights are added to it).
@@ -262,7 +283,25 @@ class ToolRetriever:
         for s in list(raw):
             if weights[s] <= 0:
                 absent.setdefault(s, "weight is 0")
-        norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
+        if cfg.normalization is Normalization.STANDARD:
+            # z-scores against each signal's distribution over the permitted catalog (a fixed sample of it
+            # when large), never over the candidate pool: see toolrag.adaptive.
+            ref_rows = adaptive.reference_rows(np.flatnonzero(mask))
+            pos = np.searchsorted(rows, ref_rows)
+            if len(rows) and pos.max(initial=0) < len(rows) and np.array_equal(rows[pos], ref_rows):
+                # Every reference row was scored already (the exact path): no second scoring pass.
+                ref_raw = {s: v[pos] for s, v in raw.items()}
+                ref_present = {s: v[pos] for s, v in present.items()}
+            else:
+                ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight)
+                ref_raw, ref_present = dict(ref.raw), dict(ref.present)
+                if combined is not None and "dense" in ref_raw:
+                    ref_raw["dense"] = np.asarray(snap.vectors["dense"][ref_rows] @ combined, dtype=np.float32)
+            norm = {s: adaptive.standardize(raw[s], present[s], reference=ref_raw[s],
+                                            reference_present=ref_present[s])
+                    if s in ref_raw else fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
+        else:
+            norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
         ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw}
         active = {s: w for s, w in weights.items() if s in raw and w > 0}
         if not active:  # every weight is 0 (or no signal ran): nothing to fuse, all candidates tie
@@ -273,15 +312,8 @@ class ToolRetriever:
             fused, contrib = fusion.late_fusion({s: norm[s] for s in active},
                                                 {s: present[s] for s in active}, active)
         eff = fusion.effective_weights({s: present[s] for s in active}, active) if active else {}
-        explained: dict[str, list[SignalScore]] = {}
-        for s in raw:
-            explained[s] = [
-                SignalScore(float(raw[s][i]), float(norm[s][i]), int(ranks[s][i]),
-                            float(eff[s][i]) if s in eff else 0.0,
-                            float(contrib[s][i]) if s in contrib else 0.0)
-                if present[s][i] else SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)
-                for i in range(n)
-            ]
+        explained: dict[str, Any] = {
+            s: _Explained(raw[s], norm[s], ranks[s], eff.get(s), contrib.get(s), present[s]) for s in raw}
         return fused, explained, absent
 
     def _candidate(self, snap: IndexSnapshot, row: int, score: float,
@@ -356,3 +388,14 @@ class ToolRetriever:
             timing_ms=timing, confidence=confidence, tools=tuple(tools),
             prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
         )
+
+
+def _top(fused: np.ndarray, rows: np.ndarray, snap: IndexSnapshot, k: int) -> np.ndarray:
+    """Positions of the ``k`` best candidates in :func:`toolrag.fusion.order`'s order. Only candidates scoring at
+    least the k-th best score are sorted (all of them, so ties are still broken by priority, then id)."""
+    keep = np.arange(len(fused))
+    if len(fused) > 4 * k:
+        kth = np.partition(fused, len(fused) - k)[len(fused) - k]
+        keep = np.flatnonzero(fused >= kth)
+    picked = rows[keep]
+    return keep[fusion.order(fused[keep], [snap.ids[r] for r in picked], snap.priority[picked])][:k]

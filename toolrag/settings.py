@@ -50,9 +50,9 @@ SIGNAL_LABELS = {
 # Text signals share 0.7 and image signals 0.3 when an image is given (the seeds' split); within each group
 # the split was measured (docs/benchmarks.md). Absent signals' weight is redistributed per candidate.
 _DEFAULT_WEIGHTS = {
-    "dense": 0.30,
-    "dense_en": 0.25,
-    "bm25": 0.15,
+    "dense": 0.21,
+    "dense_en": 0.28,
+    "bm25": 0.21,
     "ocr": 0.14,
     "visual": 0.08,
     "concepts": 0.04,
@@ -86,7 +86,7 @@ class Settings:
     rerank_model: str | None = None
     """Cross-encoder for reranking; ``None`` = the default for this environment (none offline)."""
     fusion: Fusion = Fusion.LATE
-    normalization: Normalization = Normalization.MINMAX
+    normalization: Normalization = Normalization.STANDARD
     weights: Mapping[str, float] = field(default_factory=_default_weights)
     top_k: int = 5
     candidates: int = 50
