@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, git_rev, machine, say
+from bench.common import REPO, engine_description, git_rev, machine, say
 from bench.datasets import bench_dir
 from bench.synthetic import make_catalog, make_queries
 
@@ -88,7 +88,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from toolrag.signals import QueryAnalyzer
 
     root = bench_dir(args.bench_dir)
-    models_label = "e5+minilm" if args.english_model != "none" else "e5"
+    english = args.english_model != "none"
+    if args.encoder == "real":
+        models_label = "e5+minilm" if english else "e5"
+    else:
+        models_label = "standin2" if english else "standin1"
     folder = make_catalog(root / "synthetic" / str(args.tools), args.tools, image_every=args.image_every,
                           assets=REPO / "assets")
     data_dir = root / "synthetic" / str(args.tools) / f"index-{models_label}"
@@ -99,10 +103,12 @@ def cmd_run(args: argparse.Namespace) -> int:
         shutil.rmtree(data_dir)
     settings = Settings(english_model=None) if args.english_model == "none" else Settings()
     report: dict[str, Any] = {"tools": args.tools, "models": models_label, "machine": machine(),
+                              "engine": engine_description(),
                               "revision": git_rev(), "date": time.strftime("%Y-%m-%d %H:%M"),
                               "command": f"python -m bench.latency {' '.join(args.argv)}"}
     start = time.perf_counter()
-    models = load_models(settings)
+    models = load_models(settings) if args.encoder == "real" else _standin_models(english)
+    report["encoder"] = args.encoder
     report["model_load_s"] = time.perf_counter() - start
     report["rss_after_models_mb"] = _rss_mb()
     say(f"models loaded in {report['model_load_s']:.1f}s, RSS {report['rss_after_models_mb']:.0f} MB")
@@ -165,12 +171,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _standin_models(english: bool) -> Any:
+    """The real image model and OCR, with hashing stand-ins for the two text models (bench/synthetic.py)."""
+    from bench.synthetic import HashingEncoder
+    from toolrag import encoders
+    from toolrag.index import ModelSet
+
+    models = ModelSet(text=HashingEncoder("dense"), english=HashingEncoder("dense_en") if english else None,
+                      ocr_factory=encoders.get_ocr)
+    if not english:
+        models.unavailable["dense_en"] = "English model turned off"
+    models.image = encoders.get_image_encoder()
+    models.unavailable["clip"] = "CLIP is off"
+    return models
+
+
 def _edits(retriever: Any, n: int) -> dict[str, Any]:
-    """Edit one profile's description and re-index, then restore it; both directions are one edit."""
+    """Edit one profile's embedded text and re-index, then restore it; both directions are one edit."""
     catalog = retriever.index.catalog
     times, encoded = [], []
     for tool in catalog.tools[1: 1 + n]:
-        edited = dataclasses.replace(tool, description=tool.description + " Edited for the benchmark.")
+        field = "embedding_text" if tool.embedding_text else "description"
+        edited = dataclasses.replace(tool, **{field: getattr(tool, field) + " Edited for the benchmark."})
         for version in (edited, tool):
             start = time.perf_counter()
             encoded.append(retriever.reload(retriever.index.catalog.with_tool(version)))
@@ -206,14 +228,14 @@ def _server(root: Path, folder: Path, data_dir: Path, settings: Any, models: Any
 
 def cmd_tokens(args: argparse.Namespace) -> int:
     """Schema tokens injected for the top 5 vs the whole catalog, averaged over real queries."""
-    from bench.common import open_retriever, prepare
+    from bench.common import index_dir, open_retriever, prepare
     from toolrag import load_queries
     from toolrag.retriever import ToolRetriever
 
     root = prepare(args.benchmarks, args.bench_dir)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
                            "command": f"python -m bench.latency {' '.join(args.argv)}"}
-    sample = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=root / "index")
+    sample = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=index_dir(root))
     rows = [r for r in load_queries(REPO / "sample_tools" / "queries.yaml") if r.query.strip()][: args.n]
     seal = open_retriever(root, "seal_tools")
     seal_rows = load_queries(root / "sets" / "seal_tools" / "test_in.jsonl")[: args.n]
@@ -253,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     run = sub.add_parser("run", help="build/open a synthetic index and time it")
     run.add_argument("--tools", type=int, required=True)
     run.add_argument("--english-model", default="minilm", choices=("minilm", "none"))
+    run.add_argument("--encoder", default="real", choices=("real", "standin"),
+                     help="real models, or hashing stand-ins for the text models (scale runs)")
     run.add_argument("--queries", type=int, default=200)
     run.add_argument("--cache-queries", type=int, default=30)
     run.add_argument("--image-queries", type=int, default=20)

@@ -59,7 +59,7 @@ def method_settings(method: str) -> Any:
         return base.with_overrides(fusion=Fusion.RRF, weights={"dense": 1.0, "dense_en": 1.0, "bm25": 1.0})
     if method == "rerank":
         return base.with_overrides(rerank=True)
-    if method == "hybrid":
+    if method in ("hybrid", "tuned"):  # "tuned" starts from the shipped settings (see _tune)
         return base
     raise ValueError(f"unknown method {method!r}; methods: {', '.join(METHODS)}")
 

@@ -86,7 +86,8 @@ def write_quality_section(results: dict[str, Any]) -> None:
     lines += ["", "Shipped hybrid against the better single signal (same run) and the README's baseline table "
               "(its rows for the whole set; ours on the subset above):", "",
               "| set | hybrid NDCG@10 | best single NDCG@10 | best baseline NDCG@10 | hybrid R@5 | best single R@5 "
-              "| best baseline R@5 | metrics (of 5) where hybrid >= every baseline row |", "|---|---|---|---|---|---|---|---|"]
+              "| best baseline R@5 | metrics (of 5) where hybrid >= every baseline row |",
+              "|---|---|---|---|---|---|---|---|"]
     baselines = baseline_rows()
     for name, entry in results["sets"].items():
         methods = entry["methods"]
@@ -106,7 +107,8 @@ def write_quality_section(results: dict[str, Any]) -> None:
     if nt:
         lines += ["", "No-tool detection on MetaTool `Task1.json` (520 need-a-tool + 520 need-no-tool queries):", "",
                   "| measure | value |", "|---|---|",
-                  f"| AUC of the decision's confidence (top e5 cosine among the top candidates) | {_pct(nt['auc_confidence'])} |"]
+                  "| AUC of the decision's confidence (top e5 cosine among the top candidates) | "
+                  f"{_pct(nt['auc_confidence'])} |"]
         for name, value in nt.get("auc_top_cosine", {}).items():
             lines.append(f"| AUC of the top {name} score over the catalog | {_pct(value)} |")
         lines += [f"| shipped threshold | {nt['threshold']} |",
@@ -117,14 +119,16 @@ def write_quality_section(results: dict[str, Any]) -> None:
     write_section("quality", "\n".join(lines))
 
 
-def write_tuning_section(tune: dict[str, Any]) -> None:
-    """The dev-split grid: the chosen fusion and its neighbours."""
+def write_tuning_section(tune: dict[str, Any], previous: dict[str, Any] | None = None) -> None:
+    """The dev-split grid: the chosen fusion and its neighbours (and, given the run of another engine on the
+    same splits, its single-signal numbers for comparison)."""
     sets = tune["sets"]
     lines = [f"Command: `{tune['command']}`  ", f"Date: {tune['date']}; engine: {tune['engine']}  ",
              f"Dev splits: {', '.join(sets)}; grid step {tune['step']}; exact scoring up to {tune['exact_limit']} "
              "tools, above it the candidate pool", "",
              "Single signals (NDCG@10 / R@5): " + "; ".join(
-                 f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}" for s, v in tune["singles"][n].items())
+                 f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}"
+                                      for s, v in tune["singles"][n].items())
                  for n in sets), "",
              "| normalisation | dense | dense_en | bm25 | " + " | ".join(f"{n} NDCG@10 / R@5" for n in sets)
              + " | worst margin | smoothed |", "|---|---|---|---|" + "---|" * len(sets) + "---|---|"]
@@ -133,10 +137,21 @@ def write_tuning_section(tune: dict[str, Any]) -> None:
         cells = " | ".join(f"{_pct(r['sets'][n]['ndcg@10'])} / {_pct(r['sets'][n]['recall@5'])}" for n in sets)
         lines.append(f"| {r['method']} | {w['dense']:g} | {w['dense_en']:g} | {w['bm25']:g} | {cells} | "
                      f"{100 * r['margin']:+.2f} | {100 * r['smoothed']:+.2f} |")
+    if previous is not None:
+        lines += ["", f"The same single signals with the engine of `{previous['engine']}` "
+                  f"(`{previous['command']}`, {previous['date']}): " + "; ".join(
+                      f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}"
+                                           for s, v in previous["singles"][n].items())
+                      for n in sets if n in previous["singles"])]
     cur = tune.get("current_defaults", {})
     if "sets" in cur:
         lines += ["", "Previous defaults ({} {}): ".format(cur["method"], cur["weights"]) + "; ".join(
             f"{n} {_pct(v['ndcg@10'])} / {_pct(v['recall@5'])}" for n, v in cur["sets"].items())]
+    for n, v in tune.get("pool_statistics", {}).items():
+        chosen = tune["chosen"]["sets"][n]
+        lines += ["", f"{n}: the chosen weights with z-score statistics from the candidate pool instead of the "
+                  f"catalog: NDCG@10 {_pct(v['ndcg@10'])} / R@5 {_pct(v['recall@5'])} (catalog statistics: "
+                  f"{_pct(chosen['ndcg@10'])} / {_pct(chosen['recall@5'])})."]
     if "check" in tune:
         c = tune["check"]
         lines += ["", f"Check through the engine on the first {c['n']} queries of {sets[0]}: NDCG@10 engine "
@@ -180,7 +195,33 @@ def write_latency_section(root: Path) -> None:
         if "server" in r:
             lines.append(f"| {r['tools']:,} | {r['models']} | text, Chroma server | "
                          + " | ".join(_ms(r["server"]["text"].get(s)) for s in stages) + " |")
-    lines += ["", "Commands:", ""] + [f"- `{r['command']}` ({r['date']}; {r['machine']})" for r in runs]
+    lines += ["", "Targets (ratios and counts survive a noisy machine better than milliseconds):", "",
+              "| target | measured | met |", "|---|---|---|"]
+    by = {(r["tools"], r["models"]): r for r in runs}
+    for models in sorted({r["models"] for r in runs}):
+        ten = by.get((10_000, models))
+        if ten:
+            v = ten["text"]["beyond_encoding"]["p50"]
+            lines.append(f"| retrieval beyond encoding at 10,000 tools ({models}) <= 5 ms p50 | {v:.1f} ms | "
+                         f"{'yes' if v <= 5 else 'no'} |")
+        small, big = by.get((1_000, models)), by.get((100_000, models))
+        if small and big:
+            ratio = big["text"]["beyond_encoding"]["p50"] / small["text"]["beyond_encoding"]["p50"]
+            lines.append(f"| p50 beyond encoding, 100,000 / 1,000 tools ({models}) <= 1.5 | {ratio:.2f} | "
+                         f"{'yes' if ratio <= 1.5 else 'no'} |")
+    for r in runs:
+        e = r["edit"]
+        lines.append(f"| re-index one edited profile <= 200 ms ({r['tools']:,} tools, {r['models']}) | "
+                     f"{e['p50_ms']:.0f} ms p50, {e['encoded_per_edit']} encoded | "
+                     f"{'yes' if e['p50_ms'] <= 200 else 'no'} |")
+        lines.append(f"| restart with an unchanged catalog encodes nothing ({r['tools']:,}, {r['models']}) | "
+                     f"{r['restart']['encoded']} encoded | {'yes' if r['restart']['encoded'] == 0 else 'no'} |")
+        if r.get("encoder", "real") == "real":
+            c = r["cache"]
+            lines.append(f"| identical second query >= 5x faster ({r['tools']:,}, {r['models']}) | "
+                         f"{c['speedup']:.1f}x | {'yes' if c['speedup'] >= 5 else 'no'} |")
+    lines += ["", "Commands:", ""] + [f"- `{r['command']}` ({r['date']}; {r.get('engine', '')}; "
+                                      f"{r['machine']})" for r in runs]
     tokens = root / "latency" / "tokens.json"
     if tokens.is_file():
         t = json.loads(tokens.read_text(encoding="utf-8"))
@@ -193,3 +234,30 @@ def write_latency_section(root: Path) -> None:
                 lines.append(f"| {name} | {v['tools']:,} | {v['queries']} | {v['top5_tokens_mean']:.0f} | "
                              f"{v['catalog_tokens']:,} | {100 * v['reduction']:.1f}% | {v['tokenizer']} |")
     write_section("latency", "\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bench.report [--quality F] [--tune F] [--tune-previous F] [--latency]``: regenerate sections."""
+    import argparse
+
+    from bench.datasets import bench_dir
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--bench-dir")
+    parser.add_argument("--quality", help="results of bench.quality (JSON)")
+    parser.add_argument("--tune", help="results of bench.tune (JSON)")
+    parser.add_argument("--tune-previous", help="bench.tune results of another engine, for comparison")
+    parser.add_argument("--latency", action="store_true", help="the speed section from <bench dir>/latency")
+    args = parser.parse_args(argv)
+    if args.quality:
+        write_quality_section(json.loads(Path(args.quality).read_text(encoding="utf-8")))
+    if args.tune:
+        prev = json.loads(Path(args.tune_previous).read_text(encoding="utf-8")) if args.tune_previous else None
+        write_tuning_section(json.loads(Path(args.tune).read_text(encoding="utf-8")), prev)
+    if args.latency:
+        write_latency_section(bench_dir(args.bench_dir))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

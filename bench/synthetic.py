@@ -9,13 +9,18 @@ both the dense and the keyword signals have work to do.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import re
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ASSET_IMAGES", "make_catalog", "make_queries"]
+import numpy as np
+
+__all__ = ["ASSET_IMAGES", "HashingEncoder", "make_catalog", "make_queries"]
 
 DOMAINS = (
     "finance", "payroll", "travel", "weather", "crm", "inventory", "logistics", "healthcare", "education",
@@ -129,3 +134,43 @@ def make_queries(folder: Path, n_queries: int, *, seed: int = 11) -> list[tuple[
                                "can you {a} my {d} {o}", "{a} {o} for {d} now"))
         out.append((template.format(a=paraphrase.get(action, action), o=obj, d=domain), tool["id"]))
     return out
+
+
+class HashingEncoder:
+    """A stand-in text model for the scale runs: 384-d bag-of-words random projections (unit rows).
+
+    The index path (validation, Chroma, HNSW, BM25, snapshot) and the search path are the real ones; only the
+    transformer is replaced, because on this shared 2-core machine e5 encodes a few passages a second and a
+    100,000-tool build would take hours. Retrieval work beyond encoding the query does not depend on which
+    model made the 384-d vectors; encoder throughput is measured with the real models on smaller catalogs.
+    Words shared by a query and a tool make their vectors similar, so the ranking is meaningful.
+    """
+
+    def __init__(self, name: str, dim: int = 384) -> None:
+        self.name = name
+        self.dim = dim
+        self.model_id = f"hashing-bow-{dim}:{name}"
+        self.fingerprint = f"{self.model_id}:v1"
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _word(self, word: str) -> np.ndarray:
+        vec = self._cache.get(word)
+        if vec is None:
+            seed = int.from_bytes(hashlib.blake2b(f"{self.name}|{word}".encode(), digest_size=8).digest(), "little")
+            vec = np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
+            self._cache[word] = vec
+        return vec
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = re.findall(r"\w+", text.lower()) or [" "]
+            out[i] = np.sum([self._word(w) for w in words], axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        return self._encode(texts)

@@ -74,7 +74,8 @@ def _normalize(x: np.ndarray, pool: np.ndarray, method: str, reference: np.ndarr
             lo, hi = np.nanmin(xm, 1, keepdims=True), np.nanmax(xm, 1, keepdims=True)
             out = np.where(hi > lo, (xm - lo) / (hi - lo), 0.0)
         elif method == "standard":
-            ref = np.where(reference[None, :] & ~np.isnan(x), x, np.nan)
+            within = reference if reference.ndim == 2 else reference[None, :]
+            ref = np.where(within & ~np.isnan(x), x, np.nan)
             mu, sd = np.nanmean(ref, 1, keepdims=True), np.nanstd(ref, 1, keepdims=True)
             out = np.where(sd > 1e-12, (x - mu) / sd, 0.0)
         else:
@@ -82,13 +83,19 @@ def _normalize(x: np.ndarray, pool: np.ndarray, method: str, reference: np.ndarr
     return np.where(present, out, 0.0), present
 
 
-def fuse(data: dict[str, Any], weights: dict[str, float], method: str, pool: np.ndarray) -> np.ndarray:
-    """Fused scores (queries x tools), -inf outside the pool, like ToolRetriever._fuse (late fusion)."""
+def fuse(data: dict[str, Any], weights: dict[str, float], method: str, pool: np.ndarray,
+         *, pool_statistics: bool = False) -> np.ndarray:
+    """Fused scores (queries x tools), -inf outside the pool, like ToolRetriever._fuse (late fusion).
+
+    ``pool_statistics`` takes the z-score statistics from the candidate pool instead of the catalog (the
+    design that toolrag.adaptive rejects; reported for comparison)."""
     from toolrag.adaptive import reference_rows
 
     n_t = data["dense"].shape[1]
     reference = np.zeros(n_t, dtype=bool)
     reference[reference_rows(np.arange(n_t))] = True
+    if pool_statistics:
+        reference = pool
     total = np.zeros(pool.shape)
     acc = np.zeros(pool.shape)
     for name, w in weights.items():
@@ -194,14 +201,20 @@ def main(argv: list[str] | None = None) -> int:
            "exact_limit": EXACT_LIMIT, "singles": singles, "chosen": chosen, "top": results[:15],
            "current_defaults": _current(data, pools, cfg)}
     out["no_tool"] = _no_tool_threshold(root)
+    if chosen["method"] == "standard":
+        out["pool_statistics"] = {
+            n: metrics(top_k(fuse(d, chosen["weights"], "standard", pools[n], pool_statistics=True), d["idrank"]),
+                       d["gold"]) for n, d in data.items() if not pools[n].all()}
     if args.check:
         out["check"] = _check(root, sets[0], chosen, args.check, data[sets[0]], pools[sets[0]])
     target = root / f"tune{'-' + Path(ENGINE).name if ENGINE else ''}.json"
     target.write_text(json.dumps(out, indent=1, default=float), encoding="utf-8")
     say(f"wrote {target}")
     for r in results[:10]:
-        cells = "  ".join(f"{n} {100 * r['sets'][n]['ndcg@10']:.2f}/{100 * r['sets'][n]['recall@5']:.2f}" for n in sets)
-        print(f"{r['method']:9s} {r['weights']}  margin {100 * r['margin']:+.2f} smoothed {100 * r['smoothed']:+.2f}  {cells}")
+        cells = "  ".join(f"{n} {100 * r['sets'][n]['ndcg@10']:.2f}/{100 * r['sets'][n]['recall@5']:.2f}"
+                          for n in sets)
+        print(f"{r['method']:9s} {r['weights']}  margin {100 * r['margin']:+.2f} "
+              f"smoothed {100 * r['smoothed']:+.2f}  {cells}")
     return 0
 
 
@@ -233,7 +246,8 @@ def _no_tool_threshold(root: Path) -> dict[str, Any]:
     return out
 
 
-def _check(root: Path, name: str, chosen: dict[str, Any], n: int, data: dict[str, Any], pool: np.ndarray) -> dict[str, Any]:
+def _check(root: Path, name: str, chosen: dict[str, Any], n: int, data: dict[str, Any],
+           pool: np.ndarray) -> dict[str, Any]:
     """The chosen setting through the real engine on the first n queries, against the offline re-fusion."""
     from bench.common import SETS, open_retriever
     from toolrag import load_queries

@@ -15,6 +15,7 @@ returned, so a catalog that fails validation is never indexed.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import re
@@ -489,16 +490,31 @@ def _schema(value: Any) -> dict[str, Any]:
         return {"type": "object", "properties": {}}
     if not isinstance(value, dict):
         raise _Problem("parameters", "expected a JSON Schema object such as {type: object, properties: {...}}")
-    import jsonschema
-
-    try:
-        jsonschema.validators.validator_for(value).check_schema(value)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise _Problem("parameters", f"not a valid JSON Schema at {path}: {exc.message}") from None
+    plain = _plain(value)
+    problem = _schema_problem(json.dumps(plain, sort_keys=True, ensure_ascii=False))
+    if problem:
+        raise _Problem("parameters", problem)
     if value.get("type", "object") != "object":
         raise _Problem("parameters", f"the top level must be {{type: object}}, got type {value.get('type')!r}")
-    return _plain(value)
+    return plain
+
+
+@functools.lru_cache(maxsize=4096)
+def _schema_problem(canonical: str) -> str:
+    """Why a parameters schema is not valid JSON Schema ('' when it is), cached: catalogs repeat schemas.
+
+    Checked against the meta-schema its ``$schema`` names, else draft 7 (what function-calling APIs
+    document; its meta-schema checks about 3x faster than 2020-12's, which matters at 100,000 tools).
+    """
+    import jsonschema
+
+    value = json.loads(canonical)
+    try:
+        jsonschema.validators.validator_for(value, default=jsonschema.Draft7Validator).check_schema(value)
+    except jsonschema.SchemaError as exc:
+        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        return f"not a valid JSON Schema at {path}: {exc.message}"
+    return ""
 
 
 def _plain(value: Any) -> Any:
