@@ -84,6 +84,46 @@ def test_added_and_removed_tools(models: Any, small_catalog_dir: Path, tmp_path:
     assert counter.passages == 9
 
 
+def test_incremental_sync_after_edits_equals_a_fresh_index(models: Any, small_catalog_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """An edit re-checks only the changed profile (the others are the same objects); the snapshot it builds
+    must equal the one a fresh process builds from the same catalog."""
+    m = dataclasses.replace(models, image=None, ocr_factory=None)
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=m)
+    catalog = retriever.index.catalog
+    code = catalog.get("dev.search.code")
+    weather = catalog.get("weather.current")
+    assert code is not None and weather is not None
+    restricted = dataclasses.replace(weather, permissions=("ops.admin",), category="devtools", priority=3)
+    edits = [
+        dataclasses.replace(code, description="Look up the weather: rain, sunshine and temperature today."),
+        restricted,
+        dataclasses.replace(restricted, description="北京今天的天气和气温"),
+    ]
+    for edit in edits:
+        catalog = catalog.with_tool(edit)
+        assert retriever.reload(catalog) in (0, 1, 2)  # 0: a metadata-only edit keeps the vectors
+    incremental = retriever.index.snapshot
+    fresh = ToolRetriever.from_catalog(catalog, data_dir=tmp_path / "d", models=m)
+    assert fresh.index.encoded_last_sync == 0
+    full = fresh.index.snapshot
+    assert incremental.ids == full.ids and incremental.row_of == full.row_of
+    for kind in full.vectors:
+        np.testing.assert_allclose(incremental.vectors[kind], full.vectors[kind], atol=1e-6)
+    for column in ("english", "perm_keys", "categories", "deprecated", "priority"):
+        assert getattr(incremental, column).tolist() == getattr(full, column).tolist(), column
+    assert not incremental.english[full.row_of["weather.current"]]  # Chinese now: the English model skips it
+    for snap in (incremental, full):
+        values = np.array(snap.perm_key_values, dtype=object)
+        assert values[snap.perm_key_codes].tolist() == snap.perm_keys.tolist()
+    query = "sunshine and temperature today"
+    np.testing.assert_allclose(incremental.bm25.scores(query), full.bm25.scores(query), rtol=1e-5)
+    employee = retriever.search(query, top_k=8).ids
+    assert "weather.current" not in employee and employee[0] == "dev.search.code"
+    assert retriever.search(query, top_k=8, permissions=["ops.admin"]).ids == fresh.search(
+        query, top_k=8, permissions=["ops.admin"]).ids
+
+
 def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
     e5, _ = counted_models(models)
     ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)

@@ -28,6 +28,7 @@ import numpy as np
 from toolrag.errors import ToolragError
 from toolrag.filters import allowed_perm_keys, build_where
 from toolrag.lexical import BM25Index
+from toolrag.mirror import MirroredCollection
 from toolrag.models import data_dir
 from toolrag.profile import Catalog, ToolProfile
 from toolrag.protocols import ClipModel, ImageModel, OcrModel, TextModel
@@ -139,6 +140,7 @@ class ToolIndex:
         self._client = open_client(self.store_config)
         self._lock = threading.RLock()
         self._image_hashes: dict[tuple[str, float, int], str] = {}
+        self._english: dict[str, bool] = {}
         self.encoded_last_sync = 0
         self._bm25_texts: tuple[str, ...] = ()
         key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
@@ -199,7 +201,7 @@ class ToolIndex:
 
     # ------------------------------------------------------------------------------------------- internals
 
-    def _open_collections(self, catalog_key: str) -> dict[str, VectorCollection]:
+    def _open_collections(self, catalog_key: str) -> dict[str, MirroredCollection]:
         m = self.models
         specs: list[tuple[str, Any]] = [("dense", m.text)]
         if m.english is not None:
@@ -214,7 +216,8 @@ class ToolIndex:
         for kind, model in specs:
             fp = f"{catalog_key}|{kind}|{model.fingerprint}"
             name = collection_name(kind.replace("_", "-"), fp)
-            out[kind] = VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint)
+            out[kind] = MirroredCollection(
+                VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint))
         return out
 
     def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
@@ -225,11 +228,15 @@ class ToolIndex:
         text_jobs: list[tuple[str, Any]] = [("dense", self.models.text), ("dense_en", self.models.english)]
         if self.models.clip is not None:
             text_jobs.append(("clip_text", self.models.clip))
+        previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
+        # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
+        # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
+        same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
         for kind, model in text_jobs:
             if model is None:
                 continue
             progress(0.0, f"indexing tool texts ({kind})")
-            vectors[kind] = self._sync_texts(kind, model, tools, progress)
+            vectors[kind] = self._sync_texts(kind, model, tools, same, progress)
         image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
         image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
         image_vectors: dict[str, np.ndarray] = {}
@@ -241,42 +248,68 @@ class ToolIndex:
         ocr_texts = self._sync_image_text(tools, image_rows, image_ids)
         text_rows = [row for (row, _), iid in zip(image_rows, image_ids, strict=True) if ocr_texts.get(iid)]
         text_ids = [iid for iid in image_ids if ocr_texts.get(iid)]
-        image_text = (self._matrix(self._collections["image_text"], text_ids, self.models.text.dim)
+        image_text = (self._collections["image_text"].matrix(text_ids)
                       if "image_text" in self._collections else np.zeros((0, self.models.text.dim), np.float32))
         extra: dict[str, list[str]] = {}
         for (row, _), iid in zip(image_rows, image_ids, strict=True):
             if ocr_texts.get(iid):
                 extra.setdefault(tools[row].id, []).append(ocr_texts[iid])
         progress(0.9, "building the keyword index")
-        bm25 = self._build_bm25(tools, extra)
+        bm25 = self._build_bm25(tools, extra, same)
         progress(1.0, "index ready")
         return IndexSnapshot(
             catalog=catalog,
             ids=ids,
-            row_of={tool_id: i for i, tool_id in enumerate(ids)},
+            row_of=previous.row_of if previous is not None and previous.ids == ids else
+            {tool_id: i for i, tool_id in enumerate(ids)},
             vectors=vectors,
-            english=np.array([not is_mostly_cjk(t.document_text()) for t in tools], dtype=bool),
             image_owner=np.array([row for row, _ in image_rows], dtype=np.int64),
             image_vectors=image_vectors,
             image_text_owner=np.array(text_rows, dtype=np.int64),
             image_text=image_text,
-            perm_keys=np.array([t.perm_key for t in tools], dtype=object),
-            **_perm_codes([t.perm_key for t in tools]),
-            categories=np.array([t.category for t in tools], dtype=object),
-            deprecated=np.array([t.deprecated for t in tools], dtype=bool),
-            priority=np.array([t.priority for t in tools], dtype=np.int64),
             bm25=bm25,
             bm25_texts=self._bm25_texts,
+            **self._tool_arrays(tools, previous, same),
         )
 
-    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]]) -> BM25Index:
+    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None, same: set[str]
+                     ) -> dict[str, Any]:
+        """Per-tool filter columns; after an edit (same ids, same order) only the changed rows are redone."""
+        ids = tuple(t.id for t in tools)
+        if previous is not None and previous.ids == ids and previous.perm_key_codes is not None:
+            changed = [row for row, t in enumerate(tools) if t.id not in same]
+            cols: dict[str, Any] = {"english": previous.english.copy(), "perm_keys": previous.perm_keys.copy(),
+                    "categories": previous.categories.copy(), "deprecated": previous.deprecated.copy(),
+                    "priority": previous.priority.copy()}
+            for row in changed:
+                t = tools[row]
+                cols["english"][row], cols["perm_keys"][row] = self._is_english(t), t.perm_key
+                cols["categories"][row], cols["deprecated"][row] = t.category, t.deprecated
+                cols["priority"][row] = t.priority
+            if any(previous.perm_keys[row] != cols["perm_keys"][row] for row in changed):
+                cols.update(_perm_codes(list(cols["perm_keys"])))
+            else:
+                cols.update(perm_key_values=previous.perm_key_values, perm_key_codes=previous.perm_key_codes)
+            return cols
+        return {
+            "english": np.array([self._is_english(t) for t in tools], dtype=bool),
+            "perm_keys": np.array([t.perm_key for t in tools], dtype=object),
+            **_perm_codes([t.perm_key for t in tools]),
+            "categories": np.array([t.category for t in tools], dtype=object),
+            "deprecated": np.array([t.deprecated for t in tools], dtype=bool),
+            "priority": np.array([t.priority for t in tools], dtype=np.int64),
+        }
+
+    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]], same: set[str]
+                    ) -> BM25Index:
         """The keyword index in catalog row order (tool text plus the text read in its example images);
         after an edit only changed texts are re-tokenised."""
-        texts = {t.id: "\n".join([t.lexical_text(), *extra.get(t.id, ())]) for t in tools}
+        texts = {t.id: "\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
+                 for t in tools}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         if previous is not None:
             old = dict(zip(previous.bm25.ids, previous.bm25_texts, strict=True))
-            changed = {i: s for i, s in texts.items() if old.get(i) != s}
+            changed = {i: s for i, s in texts.items() if (i not in same or i in extra) and old.get(i) != s}
             removed = [i for i in previous.ids if i not in texts]
             updated = previous.bm25.update(changed, removed) if (changed or removed) else previous.bm25
             if list(updated.ids) == list(texts):
@@ -292,7 +325,7 @@ class ToolIndex:
         collection = self._collections.get("image_text")
         if collection is None or not rows:
             return {}
-        stored = collection.get_metadata()
+        stored = collection.metadata()
         known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
         todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
         ocr = self.models.get_ocr() if todo else None
@@ -313,14 +346,19 @@ class ToolIndex:
             self.encoded_last_sync += 1
         return {iid: known.get(iid, "") for iid in image_ids}
 
-    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], progress: Progress) -> np.ndarray:
+    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
+                    progress: Progress) -> np.ndarray:
+        """Encode the texts that changed, re-label rows whose metadata changed, delete removed tools; return
+        the vectors in catalog order. ``same``: ids whose profile is unchanged since the last sync."""
         collection = self._collections[kind]
-        stored = collection.get_metadata()
-        wanted = {t.id: _text_meta(t) for t in tools}
-        stale = [t for t in tools if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
+        stored = collection.metadata()
+        check = [t for t in tools if t.id not in same] if same else list(tools)
+        wanted = {t.id: _text_meta(t) for t in check}
+        stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
         stale_ids = {t.id for t in stale}
-        moved = [t for t in tools if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
-        gone = [i for i in stored if i not in wanted]
+        moved = [t for t in check if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
+        present = {t.id for t in tools} if same else wanted
+        gone = [i for i in stored if i not in present]
         if gone:
             collection.delete(gone)
         for start in range(0, len(stale), _BATCH):
@@ -332,9 +370,9 @@ class ToolIndex:
             progress((start + len(batch)) / max(len(stale), 1), f"encoded {start + len(batch)}/{len(stale)} "
                                                                  f"tool texts ({kind})")
         if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
-            got_ids, got = collection.get_vectors([t.id for t in moved])
+            got_ids, got = collection.vectors([t.id for t in moved])
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        return self._matrix(collection, [t.id for t in tools], model.dim)
+        return collection.matrix([t.id for t in tools])
 
     def _sync_images(
         self, kind: str, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
@@ -343,7 +381,7 @@ class ToolIndex:
         from toolrag.encoders import load_image
 
         collection = self._collections[kind]
-        stored = collection.get_metadata()
+        stored = collection.metadata()
         wanted = {iid: {**_text_meta(tools[row]), "tool_id": tools[row].id}
                   for iid, (row, _) in zip(image_ids, rows, strict=True)}
         for meta in wanted.values():
@@ -363,21 +401,16 @@ class ToolIndex:
             progress((start + len(batch)) / max(len(todo), 1), f"encoded {start + len(batch)}/{len(todo)} "
                                                                 f"tool images ({kind})")
         if moved:
-            got_ids, got = collection.get_vectors(moved)
+            got_ids, got = collection.vectors(moved)
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        dim = model.dim  # type: ignore[union-attr]
-        return self._matrix(collection, list(image_ids), dim)
+        return collection.matrix(list(image_ids))
 
-    @staticmethod
-    def _matrix(collection: VectorCollection, ids: Sequence[str], dim: int) -> np.ndarray:
-        if not ids:
-            return np.zeros((0, dim), dtype=np.float32)
-        got_ids, got = collection.get_vectors(list(ids))
-        position = {i: n for n, i in enumerate(got_ids)}
-        missing = [i for i in ids if i not in position]
-        if missing:
-            raise RuntimeError(f"index rows missing after sync: {missing[:3]}")
-        return np.ascontiguousarray(got[[position[i] for i in ids]], dtype=np.float32)
+    def _is_english(self, tool: ToolProfile) -> bool:
+        """Whether the English model may score this tool (cached by text hash: edits re-check one tool)."""
+        key = tool.text_hash()
+        if key not in self._english:
+            self._english[key] = not is_mostly_cjk(tool.document_text())
+        return self._english[key]
 
     def _hash_image(self, path: Path) -> str:
         stat = path.stat()

@@ -19,7 +19,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,7 +90,16 @@ class ToolProfile:
     @property
     def perm_key(self) -> str:
         """The permission codes this tool requires, sorted and comma-joined ("" = everyone)."""
-        return ",".join(sorted(set(self.permissions)))
+        return self._memo("perm_key", lambda: ",".join(sorted(set(self.permissions))))
+
+    def _memo(self, key: str, make: Callable[[], str]) -> str:
+        """Derived text computed once per profile (profiles are immutable): re-syncing the index after one
+        edit reads these for every tool of the catalog. Kept in ``__dict__``, outside the dataclass fields,
+        so equality, ``repr`` and ``dataclasses.replace`` ignore it."""
+        cache: dict[str, str] = self.__dict__.setdefault("_derived", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
 
     def document_text(self) -> str:
         """The text that is embedded: name, description, tags, example queries and image captions.
@@ -98,6 +107,9 @@ class ToolProfile:
         The raw parameter schema is left out on purpose (JSON noise dilutes the vector). ``embedding_text``,
         when set, replaces the whole document so a catalog owner has full control.
         """
+        return self._memo("document", self._document_text)
+
+    def _document_text(self) -> str:
         if self.embedding_text:
             return self.embedding_text
         parts = [f"{_humanize(self.name)}: {self.description}"]
@@ -109,6 +121,9 @@ class ToolProfile:
 
     def lexical_text(self) -> str:
         """The text BM25 indexes: the embedded text plus id, category and parameter names/descriptions."""
+        return self._memo("lexical", self._lexical_text)
+
+    def _lexical_text(self) -> str:
         parts = [self.id, self.category, self.document_text()]
         if self.embedding_text:
             parts.append(self.description)
@@ -118,7 +133,7 @@ class ToolProfile:
 
     def text_hash(self) -> str:
         """Hash of what gets embedded: a changed hash means the text vector must be re-encoded."""
-        return hashlib.sha256(self.document_text().encode("utf-8")).hexdigest()
+        return self._memo("hash", lambda: hashlib.sha256(self.document_text().encode("utf-8")).hexdigest())
 
     def openai_tool(self) -> dict[str, Any]:
         """The OpenAI ``tools`` entry for this tool (what gets injected into the LLM prompt)."""

@@ -1,0 +1,51 @@
+"""The in-memory mirror of a Chroma collection: it must always agree with what Chroma holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolrag.errors import StoreError
+from toolrag.mirror import MirroredCollection
+from toolrag.store import StoreConfig, VectorCollection, open_client
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_mirror_agrees_with_chroma_through_edits(tmp_path: Path) -> None:
+    client = open_client(StoreConfig(path=tmp_path / "chroma"))
+    collection = VectorCollection(client, "mirror-test", dim=4, fingerprint="test")
+    mirror = MirroredCollection(collection)
+    rng = np.random.default_rng(0)
+    ids = [f"t{i}" for i in range(6)]
+    vectors = unit(rng.normal(size=(6, 4)))
+    mirror.upsert(ids, vectors, [{"n": i} for i in range(6)])
+    np.testing.assert_allclose(mirror.matrix(ids), vectors, atol=1e-6)
+
+    edited = unit(rng.normal(size=(1, 4)))
+    mirror.upsert(["t2"], edited, [{"n": 20}])  # an edit: same rows, same order -> the fast path
+    mirror.delete(["t5"])
+    assert mirror.metadata() == collection.get_metadata()
+    got = mirror.matrix(ids[:5])
+    stored_ids, stored = collection.get_vectors(ids[:5])
+    assert stored_ids == ids[:5]
+    np.testing.assert_allclose(got, stored, atol=1e-6)
+    np.testing.assert_allclose(got[2], edited[0], atol=1e-6)
+    found, vecs = mirror.vectors(["t4", "t2"])
+    assert found == ["t4", "t2"]
+    np.testing.assert_allclose(vecs, stored[[4, 2]], atol=1e-6)
+
+    # A write Chroma refuses leaves the mirror as it was.
+    with pytest.raises(StoreError):
+        mirror.upsert(["t9"], np.ones((1, 3), dtype=np.float32), [{"n": 9}])
+    assert "t9" not in mirror.metadata() and mirror.metadata() == collection.get_metadata()
+
+    # A fresh process reads the same state from Chroma alone.
+    again = MirroredCollection(VectorCollection(client, "mirror-test", dim=4, fingerprint="test"))
+    np.testing.assert_allclose(again.matrix(ids[:5]), got, atol=1e-6)
+    with pytest.raises(StoreError, match="index rows missing after sync: \\['t5'\\]"):
+        again.matrix(ids)
