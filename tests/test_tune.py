@@ -1,0 +1,76 @@
+"""Weights chosen from a labelled sample (toolrag.tune): the grid, and tuning through the real retriever."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolrag.errors import QueryError, SettingsError
+from toolrag.evaluate import QueryRow
+from toolrag.settings import Settings
+from toolrag.tune import simplex_grid, tune_weights
+
+# Paraphrases of the small catalog's tools (tests/conftest.py) that share few words with the profiles:
+# keyword search alone ranks them badly, the dense models well.
+PARAPHRASES = [
+    QueryRow("is it going to pour down in Munich the day after tomorrow", ("weather.forecast",)),
+    QueryRow("how hot is it outside in Rome at the moment", ("weather.current",)),
+    QueryRow("make the stuff behind me in this selfie fuzzy", ("image.background.blur",)),
+    QueryRow("where in our repos is the class that parses invoices", ("dev.search.code",)),
+    QueryRow("I paid for a cab, get my money back from the company", ("finance.expense.submit",)),
+    QueryRow("reserve somewhere for six of us to talk at 3pm", ("calendar.book",)),
+]
+
+
+def test_simplex_grid_counts_and_sums() -> None:
+    grid = simplex_grid(["a", "b", "c"], 0.1)
+    assert len(grid) == 66  # C(10 + 2, 2)
+    assert all(abs(sum(w.values()) - 1.0) < 1e-9 and min(w.values()) >= 0 for w in grid)
+    assert len({tuple(sorted(w.items())) for w in grid}) == len(grid)
+    assert len(simplex_grid(["a", "b"], 0.25)) == 5
+    assert simplex_grid(["a"], 0.5) == [{"a": 1.0}]
+    for bad in (0.0, 0.3, 1.5):
+        with pytest.raises(SettingsError):
+            simplex_grid(["a", "b"], bad)
+
+
+def test_tuning_moves_weight_to_the_signals_that_rank_the_gold_tools(small_retriever: object) -> None:
+    keyword_only = Settings().with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.7})
+    result = tune_weights(small_retriever, PARAPHRASES, base=keyword_only, step=0.25, z=0.0)
+    assert result.n_queries == len(PARAPHRASES)
+    scores = [c.score for c in result.candidates]
+    assert scores == sorted(scores, reverse=True)
+    assert len(result.candidates) == len(simplex_grid(["dense", "dense_en", "bm25"], 0.25))
+    assert result.changed
+    assert result.best_score > result.base_score
+    assert result.best_score == pytest.approx(scores[0])
+    chosen = result.settings.weights
+    assert chosen["dense"] + chosen["dense_en"] > 0
+    # the text signals keep the base's total weight; image weights are untouched
+    assert chosen["dense"] + chosen["dense_en"] + chosen["bm25"] == pytest.approx(0.7)
+    assert chosen["ocr"] == keyword_only.weights["ocr"]
+    # the chosen settings really rank better when searched again
+    again = small_retriever.evaluate(PARAPHRASES, settings=result.settings).metrics  # type: ignore[attr-defined]
+    before = small_retriever.evaluate(PARAPHRASES, settings=keyword_only).metrics  # type: ignore[attr-defined]
+    assert again["ndcg@10"] == pytest.approx(result.best_score)
+    assert before["ndcg@10"] == pytest.approx(result.base_score)
+    assert "new weights" in result.summary()
+
+
+def test_an_insignificant_gain_keeps_the_current_weights(small_retriever: object) -> None:
+    base = Settings()
+    result = tune_weights(small_retriever, PARAPHRASES[:3], base=base, step=0.5, z=1000.0)
+    assert not result.changed
+    assert result.settings == base
+    assert result.best_score == result.base_score
+    assert "kept the current weights" in result.summary()
+
+
+def test_tune_rejects_bad_input(small_retriever: object) -> None:
+    with pytest.raises(QueryError, match="labelled"):
+        tune_weights(small_retriever, [QueryRow("hello there", ())])
+    with pytest.raises(SettingsError, match="metric"):
+        tune_weights(small_retriever, PARAPHRASES, metric="precision@3")
+    with pytest.raises(SettingsError, match="text signals"):
+        tune_weights(small_retriever, PARAPHRASES, signals=["ocr"])
+    with pytest.raises(SettingsError, match="ToolRetriever"):
+        tune_weights(object(), PARAPHRASES)
