@@ -13,7 +13,7 @@ from conftest import ASSETS
 
 from toolrag.editing import CatalogEditor, RankProbe
 from toolrag.errors import CatalogError, ImageError, ProfileError
-from toolrag.profile import load_catalog, parse_profile_yaml
+from toolrag.loader import load_catalog, parse_profile_yaml
 
 pytest_plugins = ["ui_support"]
 pytestmark = pytest.mark.slow

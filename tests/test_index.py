@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from chroma_server import running_chroma_server
 
-from toolrag.profile import load_catalog
+from toolrag.loader import load_catalog
 from toolrag.retriever import ToolRetriever
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolrag.errors import CatalogError, ProfileError
-from toolrag.profile import load_catalog, parse_profile_yaml
+from toolrag.loader import load_catalog, parse_profile_yaml
 
 GOOD = """\
 - id: erp.inventory.query_stock

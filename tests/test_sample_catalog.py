@@ -11,7 +11,8 @@ from conftest import SAMPLE
 from toolrag.decision import Decision
 from toolrag.evaluate import QueryRow, load_queries
 from toolrag.index import is_mostly_cjk
-from toolrag.profile import Catalog, load_catalog
+from toolrag.loader import load_catalog
+from toolrag.profile import Catalog
 
 
 @pytest.fixture(scope="module")

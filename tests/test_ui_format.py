@@ -12,7 +12,7 @@ from conftest import SMALL_CATALOG
 
 from toolrag.decision import Decision
 from toolrag.errors import SettingsError
-from toolrag.profile import load_catalog
+from toolrag.loader import load_catalog
 from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport
 from toolrag.settings import SIGNALS, Fusion, Settings
 from toolrag.ui import format as fmt

@@ -34,7 +34,7 @@ _EXPORTS = {
     "load_queries": "toolrag.evaluate",
     "Catalog": "toolrag.profile",
     "ToolProfile": "toolrag.profile",
-    "load_catalog": "toolrag.profile",
+    "load_catalog": "toolrag.loader",
     "Candidate": "toolrag.results",
     "SearchResult": "toolrag.results",
     "SignalScore": "toolrag.results",

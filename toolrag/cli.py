@@ -196,7 +196,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
 def _cmd_lint(args: argparse.Namespace) -> int:
     from toolrag.errors import ProfileError
     from toolrag.lint import lint_catalog
-    from toolrag.profile import load_catalog
+    from toolrag.loader import load_catalog
 
     try:
         catalog = load_catalog(args.catalog)

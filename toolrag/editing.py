@@ -2,7 +2,7 @@
 
 Every change follows one path, under one lock (several people may edit one Space):
 
-1. parse the new profile text (:func:`toolrag.profile.parse_profile_yaml`): a bad field names itself;
+1. parse the new profile text (:func:`toolrag.loader.parse_profile_yaml`): a bad field names itself;
 2. build the new text of the one file concerned by replacing exactly that tool's list item (its span is
    found from the YAML node marks, so comments and formatting of every other tool survive);
 3. validate the whole catalog as it would be after the change, in a temporary copy, before touching the real
@@ -33,7 +33,8 @@ from typing import Any, Literal
 import yaml
 
 from toolrag.errors import CatalogError, ProfileError, QueryError
-from toolrag.profile import Catalog, ToolProfile, load_catalog, parse_profile_yaml
+from toolrag.loader import load_catalog, parse_profile_yaml
+from toolrag.profile import Catalog, ToolProfile
 from toolrag.settings import Settings
 
 __all__ = ["CatalogEditor", "RankProbe", "SaveOutcome"]

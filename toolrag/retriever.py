@@ -22,7 +22,8 @@ from toolrag.errors import ModelUnavailable, QueryError, ToolragError
 from toolrag.evaluate import EvalReport, QueryOutcome, QueryRow, evaluate
 from toolrag.fusion import Normalization
 from toolrag.index import IndexSnapshot, ModelSet, Progress, ToolIndex
-from toolrag.profile import Catalog, load_catalog
+from toolrag.loader import load_catalog
+from toolrag.profile import Catalog
 from toolrag.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.protocols import Reranker
 from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport

@@ -22,7 +22,8 @@ from typing import Any
 from toolrag import projection
 from toolrag.editing import CatalogEditor
 from toolrag.errors import ToolragError
-from toolrag.profile import Catalog, load_catalog
+from toolrag.loader import load_catalog
+from toolrag.profile import Catalog
 from toolrag.settings import Settings
 
 __all__ = ["Backend"]
