@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
+from toolrag.cli import main
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluate import QueryRow
 from toolrag.settings import Settings
@@ -74,3 +78,39 @@ def test_tune_rejects_bad_input(small_retriever: object) -> None:
         tune_weights(small_retriever, PARAPHRASES, signals=["ocr"])
     with pytest.raises(SettingsError, match="ToolRetriever"):
         tune_weights(object(), PARAPHRASES)
+
+
+def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: object, tmp_path: Path) -> None:
+    keyword_only = Settings().with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.7})
+    result = tune_weights(small_retriever, PARAPHRASES, base=keyword_only, step=0.25, z=0.0)
+    file = tmp_path / "settings.yaml"
+    file.write_text("top_k: 3\nclarify_gap: 0.02\n", encoding="utf-8")
+    result.save(file)
+    loaded = Settings.from_yaml(file)
+    assert loaded.top_k == 3 and loaded.clarify_gap == 0.02  # the file's other settings are kept
+    assert loaded.weights == pytest.approx(result.settings.weights)
+    assert file.read_text(encoding="utf-8").startswith("# toolrag tune: new weights")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("top_k: [not a number\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="broken.yaml"):
+        result.save(broken)
+    assert broken.read_text(encoding="utf-8") == "top_k: [not a number\n"  # refused, left as it was
+
+
+def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
+                                                        data_dir: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "labelled.jsonl"
+    queries.write_text("".join(json.dumps({"query": r.query, "gold": list(r.gold)}) + "\n" for r in PARAPHRASES),
+                       encoding="utf-8")
+    out = tmp_path / "tuned.yaml"
+    code = main(["tune", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir), "--queries",
+                 str(queries), "--step", "0.5", "--weight", "dense=0", "--weight", "dense_en=0",
+                 "--out", str(out), "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["metric"] == "ndcg@10" and len(report["top"]) == 6  # C(2 + 2, 2) weightings at step 0.5
+    assert report["best_score"] >= report["base_score"]
+    assert Settings.from_yaml(out).weights == pytest.approx(report["weights"])
+    assert main(["tune", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir), "--queries",
+                 str(queries), "--metric", "precision@3"]) == 2
+    assert "unknown metric 'precision@3'" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""The ``toolrag`` command line: ``index``, ``search``, ``eval``, ``lint``.
+"""The ``toolrag`` command line: ``index``, ``search``, ``eval``, ``lint``, ``tune``.
 
 Thin by design: parse arguments, call one library function, print its result. Every ``ToolragError`` becomes
 a one-line message on stderr and exit status 2; ``eval --fail-under`` exits 1 when a metric falls short.
@@ -63,6 +63,12 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
     ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
                     help="exit 1 when METRIC (e.g. recall@5) is below VALUE (a fraction or a percentage)")
+    tune = sub.add_parser("tune", parents=[common, query_opts],
+                          help="choose the text-signal weights from labelled queries of this catalog")
+    tune.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    tune.add_argument("--metric", default="ndcg@10", help="what to maximise (default ndcg@10)")
+    tune.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
+    tune.add_argument("--out", help="write the chosen weights into this settings YAML (read it with --settings)")
     return parser
 
 
@@ -172,6 +178,29 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from toolrag.evaluate import load_queries
+    from toolrag.tune import tune_weights
+
+    rows = load_queries(Path(args.queries))
+    retriever = _retriever(args, _settings(args))
+    result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
+    if args.json:
+        print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
+                          "base_score": result.base_score, "best_score": result.best_score,
+                          "gain_stderr": result.gain_stderr, "weights": dict(result.settings.weights),
+                          "top": [{"weights": c.weights, "score": c.score} for c in result.candidates[:10]]},
+                         indent=2))
+    else:
+        print(result.summary())
+        for cand in result.candidates[:5]:
+            weights = ", ".join(f"{s}={w:g}" for s, w in cand.weights.items())
+            print(f"  {args.metric} {100 * cand.score:6.2f}  {weights}")
+    if args.out:
+        print(f"wrote {result.save(args.out)}", file=sys.stderr)
+    return 0
+
+
 def _gate(item: str) -> tuple[str, float]:
     name, _, value = item.partition("=")
     name = name.strip().lower()
@@ -219,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",
                         stream=sys.stderr)
-    commands = {"search": _cmd_search, "eval": _cmd_eval, "index": _cmd_index, "lint": _cmd_lint}
+    commands = {"search": _cmd_search, "eval": _cmd_eval, "index": _cmd_index, "lint": _cmd_lint, "tune": _cmd_tune}
     try:
         return commands[args.command](args)
     except ToolragError as exc:

@@ -21,7 +21,6 @@ import datetime as _dt
 import hashlib
 import json
 import logging
-import os
 import re
 import shutil
 import tempfile
@@ -33,6 +32,7 @@ from typing import Any, Literal
 import yaml
 
 from toolrag.errors import CatalogError, ProfileError, QueryError
+from toolrag.files import write_atomic
 from toolrag.loader import load_catalog, parse_profile_yaml
 from toolrag.profile import Catalog, ToolProfile
 from toolrag.settings import Settings
@@ -304,7 +304,7 @@ class CatalogEditor:
         """Back up, write atomically, reload the index; restore the file if the reload fails."""
         old_text = file.read_text(encoding="utf-8") if file.exists() else None
         backup = self._backup(file) if old_text is not None else None
-        _write_atomic(file, new_text)
+        write_atomic(file, new_text)
         try:
             return backup, int(self.retriever.reload(load_catalog(self.path)))
         except BaseException:
@@ -312,7 +312,7 @@ class CatalogEditor:
             if old_text is None:
                 file.unlink(missing_ok=True)
             else:
-                _write_atomic(file, old_text)
+                write_atomic(file, old_text)
             raise
 
     def _backup(self, file: Path) -> Path:
@@ -366,34 +366,6 @@ def _catalog_files(path: Path) -> list[Path]:
         and not p.stem.startswith("queries")
         and not any(part.startswith(".") for part in p.relative_to(path).parts)
     )
-
-
-def _write_atomic(file: Path, text: str) -> None:
-    """Write via a temp file in the same folder + fsync + os.replace: readers see the old or the new file."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if file.exists():
-            os.chmod(tmp, file.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, file)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise CatalogError(f"cannot write {file}: {exc}; the file was left unchanged") from exc
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    with contextlib.suppress(OSError):  # make the rename durable where the platform allows it
-        dir_fd = os.open(file.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
 
 
 def _item_text(yaml_text: str) -> str:

@@ -19,9 +19,12 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from toolrag.errors import QueryError, SettingsError, ToolragError
 from toolrag.evaluate import QueryRow, completeness_at, mrr_at, ndcg_at, recall_at
+from toolrag.files import write_atomic
 from toolrag.settings import TEXT_SIGNALS, Settings
 
 __all__ = ["TuneResult", "TunedCandidate", "simplex_grid", "tune_weights"]
@@ -60,6 +63,25 @@ class TuneResult:
     n_queries: int
     candidates: list[TunedCandidate] = field(default_factory=list)
     """Every weighting tried, best first."""
+
+    def save(self, path: str | Path) -> Path:
+        """Write the chosen weights into a settings YAML that ``--settings`` (CLI) or ``Settings.from_yaml`` reads.
+
+        The other settings of an existing file are kept (its comments are not). The file is checked first and
+        replaced atomically, so a bad file is reported by name and a failed write leaves it as it was.
+        """
+        import yaml
+
+        file = Path(path)
+        data: dict[str, Any] = {}
+        if file.exists():
+            Settings.from_yaml(file)  # a file that is not a settings file is refused, naming it
+            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+        data["weights"] = {s: round(float(w), 4) for s, w in self.settings.weights.items()}
+        Settings().with_overrides(**data)
+        text = f"# toolrag tune: {self.summary()}\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        write_atomic(file, text)
+        return file
 
     def summary(self) -> str:
         """One line for a CLI: what was chosen and why."""
