@@ -124,6 +124,38 @@ def test_incremental_sync_after_edits_equals_a_fresh_index(models: Any, small_ca
         query, top_k=8, permissions=["ops.admin"]).ids
 
 
+class CountingOcr:
+    """Wraps the real OCR engine and counts the images it reads."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.reads = inner, 0
+
+    def read(self, image: Any) -> Any:
+        self.reads += 1
+        return self.inner.read(image)
+
+
+def test_a_picture_shared_by_several_tools_is_read_once(models: Any, tmp_path: Path) -> None:
+    from conftest import ASSETS
+
+    folder = tmp_path / "cat"
+    (folder / "assets").mkdir(parents=True)
+    shutil.copy(ASSETS / "receipt_zh.png", folder / "assets" / "receipt_zh.png")
+    (folder / "tools.yaml").write_text("".join(
+        f"- id: expense.{n}\n  name: expense_{n}\n  description: Submit a receipt for reimbursement ({n}).\n"
+        f"  images: [{{path: receipt_zh.png}}]\n" for n in ("a", "b", "c")), encoding="utf-8")
+    (folder / "catalog.yaml").write_text("name: shared\nassets_dir: assets\n", encoding="utf-8")
+    counter = CountingOcr(models.get_ocr())
+    m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter, _ocr=None)
+    retriever = ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
+    assert counter.reads == 1
+    snap = retriever.index.snapshot
+    assert sorted(snap.image_text_owner.tolist()) == [0, 1, 2]  # every tool gets the text read in it
+    np.testing.assert_allclose(snap.image_text[0], snap.image_text[2], atol=1e-6)
+    texts = dict(zip(snap.bm25.ids, snap.bm25_texts, strict=True))
+    assert all(len(texts[f"expense.{n}"]) > len(f"expense.{n}") + 40 for n in ("a", "b", "c"))
+
+
 def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
     e5, _ = counted_models(models)
     ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)

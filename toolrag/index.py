@@ -327,23 +327,33 @@ class ToolIndex:
             return {}
         stored = collection.metadata()
         known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
+        wanted = set(image_ids)
         todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
         ocr = self.models.get_ocr() if todo else None
         if todo and ocr is None:
-            return {i: t for i, t in known.items() if i in set(image_ids)}
+            return {i: t for i, t in known.items() if i in wanted}
         from toolrag.encoders import load_image
 
-        gone = [i for i in stored if i not in set(image_ids)]
+        gone = [i for i in stored if i not in wanted]
         if gone:
             collection.delete(gone)
+        owner = {iid: tools[row].id for (row, _), iid in zip(rows, image_ids, strict=True)}
+        # The same picture used by several tools is read and encoded once (ids are tool_id#content_hash).
+        by_hash = {iid.split("#", 1)[-1]: iid for iid in known}
         for iid, path in todo:
-            text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
+            image_hash = iid.split("#", 1)[-1]
+            source = by_hash.get(image_hash)
+            found, vec = collection.vectors([source]) if source is not None else ([], np.zeros((0, collection.dim)))
+            if source is not None and found:
+                text = known[source]
+            else:
+                text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
+                # Images without text get a row too (not read again) with the vector of a blank line.
+                vec = self.models.text.encode_passages([text or " "])
+                self.encoded_last_sync += 1
             known[iid] = text
-            # Images without text get a row too (so they are not read again) with the vector of a blank line.
-            vec = self.models.text.encode_passages([text or " "])
-            owner = tools[next(r for (r, _), i in zip(rows, image_ids, strict=True) if i == iid)]
-            collection.upsert([iid], vec, [{"tool_id": owner.id, "ocr_text": text, "has_text": bool(text)}])
-            self.encoded_last_sync += 1
+            by_hash.setdefault(image_hash, iid)
+            collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
         return {iid: known.get(iid, "") for iid in image_ids}
 
     def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
