@@ -87,13 +87,20 @@ SETS: dict[str, BenchSet] = {s.name: s for s in (
 
 
 def benchmarks_dir(explicit: str | Path | None = None) -> Path:
-    """Where the public sets are: the argument, ``$TOOLRAG_BENCHMARKS``, else ``<repo>/../shared/benchmarks``."""
+    """Where the public sets are: the argument, ``$TOOLRAG_BENCHMARKS``, else ``shared/benchmarks`` beside the
+    repository (``<repo>/../shared/benchmarks``) or beside one of its parent folders, nearest first."""
     if explicit:
         return Path(explicit).expanduser().resolve()
     env = os.environ.get("TOOLRAG_BENCHMARKS", "").strip()
     if env:
         return Path(env).expanduser().resolve()
-    return (Path(__file__).resolve().parent.parent.parent / "shared" / "benchmarks").resolve()
+    repo = Path(__file__).resolve().parent.parent
+    default = repo.parent / "shared" / "benchmarks"
+    for folder in repo.parents:
+        candidate = folder / "shared" / "benchmarks"
+        if candidate.is_dir():
+            return candidate.resolve()
+    return default
 
 
 def bench_dir(explicit: str | Path | None = None) -> Path:
