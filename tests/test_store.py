@@ -94,6 +94,9 @@ def _round_trip(client: Any, name: str) -> None:
     hits = col.query(q, k=5, where=where)
     _check_hits(hits, 5, *_brute(ids, vecs, q, 5, keep))
     assert all(_satisfies(h.metadata, {"", "hr.payroll"}, {"hr", "it"}, False) for h in hits)
+    bare = col.query(q, k=5, where=where, with_metadata=False)  # the same hits, without the metadata read
+    assert [(h.id, h.similarity) for h in bare] == [(h.id, h.similarity) for h in hits]
+    assert all(h.metadata == {} for h in bare)
     # Re-upsert one row onto the query direction with new metadata: it becomes the exact top hit.
     col.upsert([ids[3]], q[None, :], [{**metas[3], "category": "moved"}])
     top = col.query(q, k=1)[0]

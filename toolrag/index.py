@@ -304,9 +304,23 @@ class ToolIndex:
                     ) -> BM25Index:
         """The keyword index in catalog row order (tool text plus the text read in its example images);
         after an edit only changed texts are re-tokenised."""
-        texts = {t.id: "\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
-                 for t in tools}
+        def text(t: ToolProfile) -> str:
+            return "\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
+
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
+        if previous is not None and same and len(previous.ids) == len(tools) and previous.bm25_texts and all(
+                t.id == i for t, i in zip(tools, previous.ids, strict=True)):
+            # An edit (same tools, same order): only profiles that are not the previous objects are compared.
+            texts_now = list(previous.bm25_texts)
+            edits: dict[str, str] = {}
+            for row, t in enumerate(tools):
+                if t.id not in same or t.id in extra:
+                    new = text(t)
+                    if new != texts_now[row]:
+                        texts_now[row], edits[t.id] = new, new
+            self._bm25_texts = tuple(texts_now)
+            return previous.bm25.update(edits, ()) if edits else previous.bm25
+        texts = {t.id: text(t) for t in tools}
         if previous is not None:
             old = dict(zip(previous.bm25.ids, previous.bm25_texts, strict=True))
             changed = {i: s for i, s in texts.items() if (i not in same or i in extra) and old.get(i) != s}

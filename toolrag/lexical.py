@@ -185,8 +185,10 @@ class BM25Index:
         k1: float,
         b: float,
         tokenizer: Callable[[str], list[str]],
+        same_ids: BM25Index | None = None,
     ) -> None:
-        """Internal: use :meth:`build` or :meth:`update`; ``triples`` = (terms, docs, tf) in CSC order."""
+        """Internal: use :meth:`build` or :meth:`update`; ``triples`` = (terms, docs, tf) in CSC order.
+        ``same_ids``: an index over the same ids in the same order, whose id lookups are reused."""
         self._ids = tuple(ids)
         self._doc_tokens = doc_tokens
         self._doc_keys = doc_keys
@@ -194,10 +196,16 @@ class BM25Index:
         self._token_cache = token_cache
         self._terms, self._docs, self._tf = triples
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
-        self._position = {doc_id: i for i, doc_id in enumerate(ids)}
-        # rank of each id in ascending string order: the tie-breaker of top()
-        self._id_rank = np.empty(len(ids), dtype=np.int64)
-        self._id_rank[np.argsort(np.asarray(ids, dtype=object), kind="stable")] = np.arange(len(ids))
+        self._last_scores: tuple[str, np.ndarray] | None = None
+        self._position: dict[str, int]
+        self._id_rank: np.ndarray
+        if same_ids is not None and same_ids._ids == self._ids:  # an edit: 0.3 s saved at 100,000 tools
+            self._position, self._id_rank = same_ids._position, same_ids._id_rank
+        else:
+            self._position = {doc_id: i for i, doc_id in enumerate(ids)}
+            # rank of each id in ascending string order: the tie-breaker of top()
+            self._id_rank = np.empty(len(ids), dtype=np.int64)
+            self._id_rank[np.argsort(np.asarray(ids, dtype=object), kind="stable")] = np.arange(len(ids))
         self._retriever = self._make_retriever()
 
     # ----------------------------------------------------------------------------------------- building
@@ -282,7 +290,8 @@ class BM25Index:
             vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
             terms = renumber[terms]
         k1, b, tokenizer = self._k1, self._b, self._tokenizer
-        return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer)
+        return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer,
+                         same_ids=self if len(ids) == len(self._ids) else None)
 
     def _make_retriever(self) -> Any:
         import bm25s
@@ -337,11 +346,21 @@ class BM25Index:
         return list(dict.fromkeys(self._vocab[t] for t in self._tokenizer(query) if t in self._vocab))
 
     def scores(self, query: str) -> np.ndarray:
-        """BM25 score of every indexed document for ``query`` (float32, in :attr:`ids` order, >= 0)."""
+        """BM25 score of every indexed document for ``query`` (float32, in :attr:`ids` order, >= 0; read-only).
+
+        The last query's scores are kept: one search asks for them up to three times (candidates, exact
+        scores, the reference distribution), which at 100,000 tools costs milliseconds each time."""
+        cached = self._last_scores
+        if cached is not None and cached[0] == query:
+            return cached[1]
         term_ids = self._query_term_ids(query)
-        if not term_ids:
-            return np.zeros(len(self._ids), dtype=np.float32)
-        return np.asarray(self._retriever.get_scores_from_ids(term_ids), dtype=np.float32)
+        if term_ids:
+            out = np.asarray(self._retriever.get_scores_from_ids(term_ids), dtype=np.float32)
+        else:
+            out = np.zeros(len(self._ids), dtype=np.float32)
+        out.flags.writeable = False
+        self._last_scores = (query, out)
+        return out
 
     def term_scores(self, query: str, doc_id: str) -> dict[str, float]:
         """Per query term, its contribution to ``doc_id``'s score (only terms found in the document)."""

@@ -97,7 +97,8 @@ class MirroredCollection:
         return out
 
     def query(self, vector: np.ndarray, *, k: int, where: Mapping[str, object] | None = None) -> list[Hit]:
-        return self.collection.query(vector, k=k, where=where)
+        """Nearest rows (ids and similarities only: the mirror already holds the metadata)."""
+        return self.collection.query(vector, k=k, where=where, with_metadata=False)
 
     def _row(self, row_id: str) -> np.ndarray:
         if row_id in self._fresh:
