@@ -298,3 +298,17 @@ def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_c
     # The reranked head is a permutation of the fused head: reranking reorders, it does not fetch new tools.
     fused = on.search("book a meeting room", settings=on.settings.with_overrides(rerank=False))
     assert {c.id for c in head} == {c.id for c in fused.candidates[:4]}
+
+
+@pytest.mark.parametrize("fusion", [Fusion.LATE, Fusion.RRF])
+def test_explained_ranks_are_competition_ranks_over_all_candidates(small_retriever: Any, fusion: Fusion) -> None:
+    from toolrag.fusion import competition_ranks
+
+    cfg = small_retriever.settings.with_overrides(fusion=fusion, top_k=8)
+    result = small_retriever.search("weather forecast for Berlin", settings=cfg, include_deprecated=True,
+                                    role="hr_manager")
+    assert len(result.candidates) == 8  # every tool, so the ranks are over exactly these candidates
+    for name in ("dense", "bm25"):
+        raw = np.array([c.signals[name].raw for c in result.candidates])
+        ranks = [c.signals[name].rank for c in result.candidates]
+        assert ranks == competition_ranks(raw, np.ones(8, dtype=bool)).tolist(), (name, raw, ranks)

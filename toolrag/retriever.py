@@ -79,9 +79,13 @@ def load_models(settings: Settings, *, progress: Progress | None = None) -> Mode
 
 
 class _Explained:
-    """One signal's explanation of each candidate, built on access: only returned candidates are explained."""
+    """One signal's explanation of each candidate, built on access: only returned candidates are explained.
 
-    def __init__(self, raw: np.ndarray, norm: np.ndarray, ranks: np.ndarray, eff: np.ndarray | None,
+    Ranks are the competition ranks of :func:`toolrag.fusion.competition_ranks` (1 + present candidates with a
+    strictly higher raw score); unless the fusion needed them all (RRF) they are counted for the returned
+    candidates only, which saves sorting every signal of a 10,000-tool catalog."""
+
+    def __init__(self, raw: np.ndarray, norm: np.ndarray, ranks: np.ndarray | None, eff: np.ndarray | None,
                  contrib: np.ndarray | None, present: np.ndarray) -> None:
         self._raw, self._norm, self._ranks = raw, norm, ranks
         self._eff, self._contrib, self._present = eff, contrib, present
@@ -89,7 +93,12 @@ class _Explained:
     def __getitem__(self, i: int) -> SignalScore:
         if not self._present[i]:
             return SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)
-        return SignalScore(float(self._raw[i]), float(self._norm[i]), int(self._ranks[i]),
+        if self._ranks is not None:
+            rank = int(self._ranks[i])
+        else:
+            values = self._raw[self._present].astype(np.float64)
+            rank = 1 + int(np.count_nonzero(values > np.float64(self._raw[i])))
+        return SignalScore(float(self._raw[i]), float(self._norm[i]), rank,
                            float(self._eff[i]) if self._eff is not None else 0.0,
                            float(self._contrib[i]) if self._contrib is not None else 0.0)
 
@@ -303,7 +312,7 @@ class ToolRetriever:
                     if s in ref_raw else fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
         else:
             norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
-        ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw}
+        ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw} if cfg.fusion is Fusion.RRF else {}
         active = {s: w for s, w in weights.items() if s in raw and w > 0}
         if not active:  # every weight is 0 (or no signal ran): nothing to fuse, all candidates tie
             fused, contrib = np.zeros(n, dtype=np.float64), dict[str, np.ndarray]()
@@ -314,7 +323,7 @@ class ToolRetriever:
                                                 {s: present[s] for s in active}, active)
         eff = fusion.effective_weights({s: present[s] for s in active}, active) if active else {}
         explained: dict[str, Any] = {
-            s: _Explained(raw[s], norm[s], ranks[s], eff.get(s), contrib.get(s), present[s]) for s in raw}
+            s: _Explained(raw[s], norm[s], ranks.get(s), eff.get(s), contrib.get(s), present[s]) for s in raw}
         return fused, explained, absent
 
     def _candidate(self, snap: IndexSnapshot, row: int, score: float,

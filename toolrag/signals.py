@@ -207,9 +207,13 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
     present: dict[str, np.ndarray] = {}
     n = len(rows)
     everyone = np.ones(n, dtype=bool)
+    # Most of the catalog (the exact path): one product over the whole matrix, then pick the rows; picking
+    # the rows first would copy the matrix (15 MB at 10,000 tools) for every signal.
+    whole = n > len(snap.ids) // 4
     for name, space in (("dense", "dense"), ("ocr", "dense"), ("concepts", "dense"), ("dense_en", "dense_en")):
         if name in q.vectors and space in snap.vectors:
-            raw[name] = snap.vectors[space][rows] @ q.vectors[name]
+            matrix = snap.vectors[space]
+            raw[name] = (matrix @ q.vectors[name])[rows] if whole else matrix[rows] @ q.vectors[name]
             present[name] = snap.english[rows].copy() if name == "dense_en" else everyone
     if "ocr" in raw and len(snap.image_text_owner):
         # Text read in the query image also matches text read in the tools' example images (a receipt
@@ -230,7 +234,9 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
     if "clip_text" in q.vectors and "clip_image" in snap.image_vectors:
         parts.append(_per_tool_max(snap, rows, "clip_image", q.vectors["clip_text"]))
     if "clip_image" in q.vectors and "clip_text" in snap.vectors:
-        parts.append((snap.vectors["clip_text"][rows] @ q.vectors["clip_image"], everyone))
+        clip_text = snap.vectors["clip_text"]
+        sims = (clip_text @ q.vectors["clip_image"])[rows] if whole else clip_text[rows] @ q.vectors["clip_image"]
+        parts.append((sims, everyone))
     if parts:
         total = np.sum([np.where(p, s, 0.0) for s, p in parts], axis=0)
         count = np.sum([p.astype(np.float32) for _, p in parts], axis=0)
