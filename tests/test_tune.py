@@ -95,6 +95,8 @@ def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: o
     with pytest.raises(SettingsError, match="broken.yaml"):
         result.save(broken)
     assert broken.read_text(encoding="utf-8") == "top_k: [not a number\n"  # refused, left as it was
+    with pytest.raises(SettingsError, match="check that its folder exists"):
+        result.save(tmp_path / "no-such-folder" / "settings.yaml")
 
 
 def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,

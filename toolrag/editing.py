@@ -304,7 +304,7 @@ class CatalogEditor:
         """Back up, write atomically, reload the index; restore the file if the reload fails."""
         old_text = file.read_text(encoding="utf-8") if file.exists() else None
         backup = self._backup(file) if old_text is not None else None
-        write_atomic(file, new_text)
+        write_atomic(file, new_text, error=CatalogError)
         try:
             return backup, int(self.retriever.reload(load_catalog(self.path)))
         except BaseException:
@@ -312,7 +312,7 @@ class CatalogEditor:
             if old_text is None:
                 file.unlink(missing_ok=True)
             else:
-                write_atomic(file, old_text)
+                write_atomic(file, old_text, error=CatalogError)
             raise
 
     def _backup(self, file: Path) -> Path:

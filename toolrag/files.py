@@ -12,9 +12,12 @@ from toolrag.errors import ToolragError
 __all__ = ["write_atomic"]
 
 
-def write_atomic(file: Path, text: str) -> None:
+def write_atomic(file: Path, text: str, *, error: type[ToolragError] = ToolragError) -> None:
     """Write via a temp file in the same folder + fsync + os.replace: readers see the old or the new file."""
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+    except OSError as exc:
+        raise error(f"cannot write {file}: {exc}; check that its folder exists and is writable") from exc
     tmp = Path(tmp_name)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
@@ -28,7 +31,7 @@ def write_atomic(file: Path, text: str) -> None:
         os.replace(tmp, file)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
-        raise ToolragError(f"cannot write {file}: {exc}; the file was left unchanged") from exc
+        raise error(f"cannot write {file}: {exc}; the file was left unchanged") from exc
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

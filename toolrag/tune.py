@@ -80,7 +80,7 @@ class TuneResult:
         data["weights"] = {s: round(float(w), 4) for s, w in self.settings.weights.items()}
         Settings().with_overrides(**data)
         text = f"# toolrag tune: {self.summary()}\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        write_atomic(file, text)
+        write_atomic(file, text, error=SettingsError)
         return file
 
     def summary(self) -> str:
