@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from toolrag.cli import main
+from toolrag.decision import Decision
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluate import QueryRow
 from toolrag.settings import Settings
-from toolrag.tune import simplex_grid, tune_weights
+from toolrag.tune import calibrate_no_tool, simplex_grid, tune_weights
 
 # Paraphrases of the small catalog's tools (tests/conftest.py) that share few words with the profiles:
 # keyword search alone ranks them badly, the dense models well.
@@ -102,8 +104,9 @@ def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: o
 def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                                         data_dir: Path, tmp_path: Path) -> None:
     queries = tmp_path / "labelled.jsonl"
-    queries.write_text("".join(json.dumps({"query": r.query, "gold": list(r.gold)}) + "\n" for r in PARAPHRASES),
-                       encoding="utf-8")
+    lines = [json.dumps({"query": r.query, "gold": list(r.gold)}) for r in PARAPHRASES]
+    lines += [json.dumps({"query": r.query, "gold": [], "expect": "no_tool"}) for r in NO_TOOL_ROWS]
+    queries.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "tuned.yaml"
     code = main(["tune", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir), "--queries",
                  str(queries), "--step", "0.5", "--weight", "dense=0", "--weight", "dense_en=0",
@@ -113,6 +116,34 @@ def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFi
     assert report["metric"] == "ndcg@10" and len(report["top"]) == 6  # C(2 + 2, 2) weightings at step 0.5
     assert report["best_score"] >= report["base_score"]
     assert Settings.from_yaml(out).weights == pytest.approx(report["weights"])
+    assert report["no_tool"]["n_no_tool"] == len(NO_TOOL_ROWS) and report["no_tool"]["n_tool"] == len(PARAPHRASES)
+    if report["no_tool"]["changed"]:
+        assert Settings.from_yaml(out).no_tool_threshold == pytest.approx(report["no_tool"]["threshold"], abs=1e-4)
     assert main(["tune", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir), "--queries",
                  str(queries), "--metric", "precision@3"]) == 2
     assert "unknown metric 'precision@3'" in capsys.readouterr().err
+
+
+NO_TOOL_ROWS = [
+    QueryRow("write me a haiku about autumn leaves", (), expect=Decision.NO_TOOL),
+    QueryRow("who won the football world cup in 1998", (), expect=Decision.NO_TOOL),
+    QueryRow("给我讲一个关于猫的笑话", (), expect=Decision.NO_TOOL),
+    QueryRow("what is the square root of 144", (), expect=Decision.NO_TOOL),
+]
+
+
+def test_no_tool_threshold_is_calibrated_through_the_retriever(small_retriever: Any) -> None:
+    rows = PARAPHRASES + NO_TOOL_ROWS
+    result = calibrate_no_tool(small_retriever, rows, z=0.0)
+    assert (result.n_tool, result.n_no_tool) == (len(PARAPHRASES), len(NO_TOOL_ROWS))
+    assert result.accuracy >= result.base_accuracy
+    # The reported accuracy is what searching with the chosen threshold really decides.
+    cfg = small_retriever.settings.with_overrides(no_tool_threshold=result.threshold)
+    right = [(small_retriever.search(r.query, settings=cfg).decision is Decision.NO_TOOL)
+             == (r.expect is Decision.NO_TOOL) for r in rows]
+    assert sum(right) / len(rows) == pytest.approx(result.accuracy)
+    strict = calibrate_no_tool(small_retriever, rows, z=1000.0)  # no gain is that significant: keep it
+    assert not strict.changed and strict.threshold == strict.base_threshold
+    assert "no_tool_threshold" in strict.summary()
+    with pytest.raises(QueryError, match="both kinds"):
+        calibrate_no_tool(small_retriever, PARAPHRASES)

@@ -179,25 +179,36 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
+    from toolrag.decision import Decision
     from toolrag.evaluate import load_queries
-    from toolrag.tune import tune_weights
+    from toolrag.tune import calibrate_no_tool, save_settings, tune_weights
 
     rows = load_queries(Path(args.queries))
     retriever = _retriever(args, _settings(args))
     result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
+    no_tool = None
+    kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}
+    if kinds == {True, False}:  # rows that need no tool and rows that need one: calibrate the threshold too
+        no_tool = calibrate_no_tool(retriever, rows, base=result.settings)
     if args.json:
         print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
                           "base_score": result.base_score, "best_score": result.best_score,
                           "gain_stderr": result.gain_stderr, "weights": dict(result.settings.weights),
-                          "top": [{"weights": c.weights, "score": c.score} for c in result.candidates[:10]]},
-                         indent=2))
+                          "top": [{"weights": c.weights, "score": c.score} for c in result.candidates[:10]],
+                          "no_tool": dataclasses.asdict(no_tool) if no_tool else None}, indent=2))
     else:
         print(result.summary())
         for cand in result.candidates[:5]:
             weights = ", ".join(f"{s}={w:g}" for s, w in cand.weights.items())
             print(f"  {args.metric} {100 * cand.score:6.2f}  {weights}")
+        print(no_tool.summary() if no_tool else "no_tool_threshold: not calibrated (the queries need rows with "
+                                                "'expect: no_tool' and rows with gold tools)")
     if args.out:
-        print(f"wrote {result.save(args.out)}", file=sys.stderr)
+        changes: dict[str, Any] = {"weights": {s: round(float(w), 4) for s, w in result.settings.weights.items()}}
+        if no_tool is not None and no_tool.changed:
+            changes["no_tool_threshold"] = round(no_tool.threshold, 4)
+        summary = result.summary() + ("; " + no_tool.summary() if no_tool else "")
+        print(f"wrote {save_settings(args.out, changes, comment=summary)}", file=sys.stderr)
     return 0
 
 

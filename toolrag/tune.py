@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,8 @@ from toolrag.evaluate import QueryRow, completeness_at, mrr_at, ndcg_at, recall_
 from toolrag.files import write_atomic
 from toolrag.settings import TEXT_SIGNALS, Settings
 
-__all__ = ["TuneResult", "TunedCandidate", "simplex_grid", "tune_weights"]
+__all__ = ["ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_no_tool", "save_settings", "simplex_grid",
+           "tune_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +66,10 @@ class TuneResult:
     """Every weighting tried, best first."""
 
     def save(self, path: str | Path) -> Path:
-        """Write the chosen weights into a settings YAML that ``--settings`` (CLI) or ``Settings.from_yaml`` reads.
-
-        The other settings of an existing file are kept (its comments are not). The file is checked first and
-        replaced atomically, so a bad file is reported by name and a failed write leaves it as it was.
-        """
-        import yaml
-
-        file = Path(path)
-        data: dict[str, Any] = {}
-        if file.exists():
-            Settings.from_yaml(file)  # a file that is not a settings file is refused, naming it
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        data["weights"] = {s: round(float(w), 4) for s, w in self.settings.weights.items()}
-        Settings().with_overrides(**data)
-        text = f"# toolrag tune: {self.summary()}\n" + yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        write_atomic(file, text, error=SettingsError)
-        return file
+        """Write the chosen weights into a settings YAML that ``--settings`` (CLI) or ``Settings.from_yaml`` reads
+        (see :func:`save_settings`)."""
+        weights = {s: round(float(w), 4) for s, w in self.settings.weights.items()}
+        return save_settings(path, {"weights": weights}, comment=self.summary())
 
     def summary(self) -> str:
         """One line for a CLI: what was chosen and why."""
@@ -193,3 +181,96 @@ def tune_weights(
 def _distance(a: dict[str, float], b: dict[str, float]) -> float:
     """L1 distance between two weightings: among equally good grid points, the one nearest the start wins."""
     return sum(abs(a.get(s, 0.0) - b.get(s, 0.0)) for s in set(a) | set(b))
+
+
+def save_settings(path: str | Path, changes: Mapping[str, Any], *, comment: str = "") -> Path:
+    """Merge ``changes`` (setting name -> value) into a settings YAML, creating it when missing.
+
+    The other settings of an existing file are kept (its comments are not). The file is checked first and
+    replaced atomically, so a bad file is reported by name and a failed write leaves it as it was.
+    """
+    import yaml
+
+    file = Path(path)
+    data: dict[str, Any] = {}
+    if file.exists():
+        Settings.from_yaml(file)  # a file that is not a settings file is refused, naming it
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
+    data.update(changes)
+    Settings().with_overrides(**data)
+    header = f"# toolrag tune: {comment}\n" if comment else ""
+    write_atomic(file, header + yaml.safe_dump(data, sort_keys=False, allow_unicode=True), error=SettingsError)
+    return file
+
+
+@dataclass(frozen=True)
+class ThresholdResult:
+    """The NO_TOOL threshold chosen from labelled rows, and the evidence for it."""
+
+    threshold: float
+    """The chosen threshold (``base_threshold`` when nothing beat it significantly)."""
+    base_threshold: float
+    accuracy: float
+    """Share of rows on the right side of ``threshold`` (NO_TOOL exactly for the rows that need no tool)."""
+    base_accuracy: float
+    gain_stderr: float
+    changed: bool
+    n_tool: int
+    n_no_tool: int
+
+    def summary(self) -> str:
+        verdict = "new no_tool_threshold" if self.changed else "kept the no_tool_threshold (no significant gain)"
+        return (f"{verdict}: {self.threshold:.4f}; accuracy {100 * self.base_accuracy:.2f} -> "
+                f"{100 * self.accuracy:.2f} (gain stderr {100 * self.gain_stderr:.2f}) on {self.n_tool} rows "
+                f"that need a tool and {self.n_no_tool} that need none")
+
+
+def calibrate_no_tool(retriever: object, rows: Sequence[QueryRow], *, base: Settings | None = None,
+                      z: float = 1.0) -> ThresholdResult:
+    """Choose ``no_tool_threshold`` from rows that need no tool (``expect: no_tool``) and rows that need one.
+
+    Each row is searched once with ``base``; its ``confidence`` decides: a row is right when it needs no
+    tool and confidence < t, or needs one and confidence >= t. Candidate thresholds are the midpoints between
+    consecutive distinct confidences; the most accurate (ties: the nearest to the current threshold)
+    replaces the current threshold only when its mean per-row gain exceeds ``z`` x its standard error.
+    Rows with neither gold tools nor an expected decision are skipped. Why per catalog: confidences depend
+    on the model and on how the catalog is written (docs/benchmarks.md: 0.80 suits the bundled catalog,
+    0.834 MetaTool).
+    """
+    import numpy as np
+
+    from toolrag.decision import Decision
+    from toolrag.retriever import NO_TOOL_THRESHOLDS, ToolRetriever
+
+    if not isinstance(retriever, ToolRetriever):
+        raise SettingsError(f"calibrate_no_tool needs a ToolRetriever, got {type(retriever).__name__}")
+    base = base or retriever.settings
+    used = [r for r in rows if r.expect is Decision.NO_TOOL or r.gold]
+    needs_none = np.array([r.expect is Decision.NO_TOOL for r in used], dtype=bool)
+    if not needs_none.any() or needs_none.all():
+        raise QueryError("calibrating the no-tool threshold needs labelled rows of both kinds: some with "
+                         "'expect: no_tool' and some with gold tools")
+    conf = np.empty(len(used), dtype=np.float64)
+    for n, row in enumerate(used):
+        try:
+            conf[n] = retriever.search(row.query, image=row.image, history=row.history,
+                                       permissions=row.permissions, role=row.role, settings=base).confidence
+        except ToolragError as exc:
+            raise QueryError(f"query row {row.line or n + 1} ({row.query[:40]!r}): {exc}") from exc
+    current = base.no_tool_threshold
+    if current is None:
+        current = NO_TOOL_THRESHOLDS.get(base.text_model, -1.0)
+    levels = np.unique(conf)
+    candidates = np.concatenate([[current], (levels[1:] + levels[:-1]) / 2]) if len(levels) > 1 else np.array(
+        [current])
+    right = (needs_none[None, :] & (conf[None, :] < candidates[:, None])) | (
+        ~needs_none[None, :] & (conf[None, :] >= candidates[:, None]))
+    accuracy = right.mean(axis=1)
+    best = min(range(len(candidates)), key=lambda i: (-accuracy[i], abs(candidates[i] - current)))
+    gains = right[best].astype(np.float64) - right[0].astype(np.float64)
+    stderr = float(gains.std(ddof=1) / math.sqrt(len(gains))) if len(gains) > 1 else 0.0
+    changed = bool(gains.mean() > 0 and gains.mean() > z * stderr)
+    pick = best if changed else 0
+    return ThresholdResult(threshold=float(candidates[pick]), base_threshold=float(current),
+                           accuracy=float(accuracy[pick]), base_accuracy=float(accuracy[0]), gain_stderr=stderr,
+                           changed=changed, n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()))
