@@ -159,3 +159,17 @@ def test_profile_handlers(h: Handlers) -> None:
     assert h.b.retriever.index.catalog.get("travel.new_tool") is None
     with pytest.raises(gr.Error, match="pick a tool"):
         h.ask_delete(None)
+
+
+def test_the_normalisation_control_reaches_the_retriever(h: Handlers) -> None:
+    query = "把这张发票的金额读出来然后报销"
+    shipped = h.search(query, None, *controls(top_k=10), [])[7]  # no choice: the shipped z-scores
+    minmax = h.search(query, None, *controls(top_k=10), [], "minmax")[7]
+
+    def norms(raw: dict[str, Any]) -> list[float]:
+        return [s["norm"] for c in raw["candidates"] for s in c["signals"].values()]
+
+    assert norms(minmax) and all(0.0 <= v <= 1.0 for v in norms(minmax))
+    assert any(v < 0.0 or v > 1.0 for v in norms(shipped))
+    with pytest.raises(gr.Error, match="normalization 'cosine' is not one of"):
+        h.search(query, None, *controls(), [], "cosine")

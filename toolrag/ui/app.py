@@ -23,6 +23,7 @@ import gradio as gr  # noqa: E402
 from toolrag import projection  # noqa: E402
 from toolrag.editing import RankProbe  # noqa: E402
 from toolrag.errors import ImageError, QueryError, ToolragError  # noqa: E402
+from toolrag.fusion import Normalization  # noqa: E402
 from toolrag.settings import SIGNAL_LABELS, SIGNALS, Settings  # noqa: E402
 from toolrag.ui import Backend  # noqa: E402
 from toolrag.ui import format as fmt  # noqa: E402
@@ -81,7 +82,8 @@ class Handlers:
     def search(self, query: str, image: str | None, role: str, categories: list[str] | None, top_k: float,
                fusion: str, rerank: bool, clarify_gap: float, no_tool_threshold: float,
                w_dense: float, w_dense_en: float, w_bm25: float, w_ocr: float, w_visual: float,
-               w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None) -> tuple[Any, ...]:
+               w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None,
+               normalization: str | None = None) -> tuple[Any, ...]:
         """Rank the tools for a request; returns every view of the result plus the session's state."""
         retriever = self.b.require()
         query = query or ""
@@ -93,7 +95,7 @@ class Handlers:
                            strict=True))
         settings = fmt.build_settings(retriever.settings, fusion=fusion, top_k=top_k, rerank=rerank,
                                       clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
-                                      weights=weights)
+                                      weights=weights, normalization=normalization)
         role_name = None if not role or role == fmt.GUEST else role
         try:
             result = retriever.search(query, image=image or None, role=role_name, categories=categories or None,
@@ -295,6 +297,10 @@ def create_app(backend: Backend) -> gr.Blocks:
                             top_k = gr.Slider(1, 20, value=base.top_k, step=1, label="top-K", elem_id="top-k")
                             fusion = gr.Radio(["late", "early", "rrf"], value=base.fusion.value, label="Fusion",
                                               elem_id="fusion")
+                            normalization = gr.Dropdown(
+                                [n.value for n in Normalization], value=base.normalization.value,
+                                label="Normalisation", elem_id="normalization",
+                                info="standard: z-scores against the whole catalog (shipped)")
                         with gr.Row():
                             clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
                                                 elem_id="clarify-gap")
@@ -361,7 +367,8 @@ def create_app(backend: Backend) -> gr.Blocks:
                                           label="Catalog", elem_id="catalog-table")
 
         private: dict[str, Any] = {"api_visibility": "private"}
-        inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history]
+        inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history,
+                  normalization]
         outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last]
         demo.load(h.wait_ready, None, [status, image_note, rerank, *weights], show_progress_on=[status],
                   concurrency_limit=None, **private).then(
@@ -373,7 +380,7 @@ def create_app(backend: Backend) -> gr.Blocks:
             event.success(lambda s: s.get("query", ""), last, rank_query, **private)
         for slider in (top_k, clarify, no_tool, *weights):
             slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **shared, **private)
-        for control in (fusion, rerank, role, categories):
+        for control in (fusion, normalization, rerank, role, categories):
             control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **shared, **private)
         space_outputs = [plot, space_info, pairs]
         draw.click(h.tool_space, [threshold, last], space_outputs, api_name="tool_space")

@@ -67,13 +67,16 @@ def role_choices(catalog: Catalog) -> list[str]:
 
 
 def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, clarify_gap: float,
-                   no_tool_threshold: float | None, weights: Mapping[str, float]) -> Settings:
-    """Settings from the search controls (sliders give floats; top-K must be an int)."""
+                   no_tool_threshold: float | None, weights: Mapping[str, float],
+                   normalization: str | None = None) -> Settings:
+    """Settings from the search controls (sliders give floats; top-K must be an int; no normalisation given
+    keeps the base's)."""
     return base.with_overrides(
         fusion=Fusion(str(fusion).lower()), top_k=int(top_k), rerank=bool(rerank),
         clarify_gap=float(clarify_gap),
         no_tool_threshold=None if no_tool_threshold is None else float(no_tool_threshold),
         weights={s: float(w) for s, w in weights.items()},
+        normalization=normalization or None,
     )
 
 
