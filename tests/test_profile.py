@@ -142,6 +142,13 @@ def test_invalid_json_schema(tmp_path: Path) -> None:
         load_catalog(tmp_path)
 
 
+def test_yaml_only_values_in_a_schema_are_refused_by_name(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: d\n  parameters: {type: object, properties: {day: "
+                              "{type: string, default: 2024-01-01}}}\n")
+    with pytest.raises(ProfileError, match=r"field 'parameters': must be plain JSON .*quote dates"):
+        load_catalog(tmp_path)
+
+
 def test_all_problems_are_collected(tmp_path: Path) -> None:
     write(tmp_path, "t.yaml", "- id: a\n  description: d\n  tags: x\n- id: b\n  descripton: d\n")
     with pytest.raises(ProfileError) as exc:

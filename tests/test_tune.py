@@ -147,3 +147,5 @@ def test_no_tool_threshold_is_calibrated_through_the_retriever(small_retriever: 
     assert "no_tool_threshold" in strict.summary()
     with pytest.raises(QueryError, match="both kinds"):
         calibrate_no_tool(small_retriever, PARAPHRASES)
+    with pytest.raises(SettingsError, match="z must be >= 0"):
+        calibrate_no_tool(small_retriever, rows, z=-1.0)

@@ -26,7 +26,8 @@ class Normalization(str, Enum):
     ZSCORE = "zscore"  # logistic((x - mean) / std); robust to a single outlier, mean -> 0.5
     RANK = "rank"  # 1 - (rank - 1) / n_present; only the order counts (like RRF)
     NONE = "none"  # identity: for signals already calibrated to [0, 1] (probabilities)
-    STANDARD = "standard"  # (x - mean) / std against the catalog's scores (toolrag.adaptive); unbounded
+    STANDARD = "standard"  # (x - mean) / std, unbounded; the retriever takes mean and std from the permitted
+    # catalog's scores (toolrag.adaptive), normalize() alone from the scores it is given
 
 
 def _vector(name: str, values: np.ndarray, n: int | None = None) -> np.ndarray:

@@ -36,7 +36,6 @@ _META_FILE = "catalog.yaml"
 _MAX_PROBLEMS_SHOWN = 1
 
 
-
 def load_catalog(path: str | Path) -> Catalog:
     """Load and validate a catalog folder or file; raise ``ProfileError``/``CatalogError`` listing problems."""
     root = Path(path)
@@ -217,7 +216,12 @@ def _schema(value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise _Problem("parameters", "expected a JSON Schema object such as {type: object, properties: {...}}")
     plain = _plain(value)
-    problem = _schema_problem(json.dumps(plain, sort_keys=True, ensure_ascii=False))
+    try:
+        canonical = json.dumps(plain, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:  # YAML-only values: dates, timestamps, sets...
+        raise _Problem("parameters", f"must be plain JSON (strings, numbers, booleans, lists, mappings): {exc}; "
+                                     "quote dates and other YAML-only values") from None
+    problem = _schema_problem(canonical)
     if problem:
         raise _Problem("parameters", problem)
     if value.get("type", "object") != "object":

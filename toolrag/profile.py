@@ -19,13 +19,7 @@ from toolrag.errors import CatalogError
 
 __all__ = ["Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile"]
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,199}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-_PROFILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
-_META_FILE = "catalog.yaml"
-_MAX_PROBLEMS_SHOWN = 1
 
 
 @dataclass(frozen=True)

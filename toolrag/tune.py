@@ -244,6 +244,8 @@ def calibrate_no_tool(retriever: object, rows: Sequence[QueryRow], *, base: Sett
 
     if not isinstance(retriever, ToolRetriever):
         raise SettingsError(f"calibrate_no_tool needs a ToolRetriever, got {type(retriever).__name__}")
+    if z < 0:
+        raise SettingsError(f"z must be >= 0, got {z}")
     base = base or retriever.settings
     used = [r for r in rows if r.expect is Decision.NO_TOOL or r.gold]
     needs_none = np.array([r.expect is Decision.NO_TOOL for r in used], dtype=bool)
