@@ -17,7 +17,7 @@ import logging
 import os
 from pathlib import Path
 
-from toolrag.models import configure_environment
+from toolrag.config import configure_environment
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 

@@ -79,7 +79,7 @@ def git_rev() -> str:
 
 def model_ids(retriever: Any) -> dict[str, str]:
     """The model ids behind each text signal of a retriever (for the report)."""
-    models = retriever.index.models
+    models = retriever.models
     out = {"dense": getattr(models.text, "model_id", str(models.text))}
     if models.english is not None:
         out["dense_en"] = getattr(models.english, "model_id", str(models.english))
@@ -92,19 +92,18 @@ def index_dir(root: Path) -> Path:
 
 
 def engine_description() -> str:
-    """Which toolrag package the numbers come from."""
-    import toolrag
-
-    where = Path(toolrag.__file__).resolve().parent
-    return f"{where} (TOOLRAG_BENCH_ENGINE)" if ENGINE else f"{where} (this repository)"
+    """Which toolrag package the numbers come from (no machine path: the text goes into docs/)."""
+    if ENGINE:
+        return f"the toolrag package in TOOLRAG_BENCH_ENGINE ({Path(ENGINE).name})"
+    return f"this repository's toolrag, revision {git_rev()}"
 
 
 def open_retriever(root: Path, source: str, *, settings: Any = None, models: Any = None,
                    cache_size: int = 60_000, chroma_url: str | None = None) -> Any:
     """A ToolRetriever over one converted catalog, indexed under ``root/index`` (encodes only what changed),
     with a query-vector cache of ``cache_size`` entries."""
-    from toolrag.retriever import ToolRetriever
-    from toolrag.signals import QueryAnalyzer
+    from toolrag.search.query import QueryAnalyzer
+    from toolrag.search.retriever import ToolRetriever
 
     start = time.perf_counter()
     retriever = ToolRetriever.from_catalog(root / "sets" / source / "catalog", settings=settings,

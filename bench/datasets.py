@@ -44,7 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SETS", "BenchSet", "bench_dir", "benchmarks_dir", "prepare", "tool_id"]
+__all__ = ["SETS", "BenchSet", "bench_dir", "benchmarks_dir", "metatool_profiles", "metatool_rows", "prepare", "tool_id",
+           "write_jsonl"]
 
 _BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
 _SEAL_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
@@ -123,7 +124,7 @@ def tool_id(name: str) -> str:
     return clean[:200]
 
 
-def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     n = 0
@@ -145,22 +146,31 @@ def _unique(profiles: list[dict[str, Any]], source: str) -> list[dict[str, Any]]
 
 
 # ------------------------------------------------------------------------------------------------ MetaTool
+def metatool_profiles(plugin_des: Path) -> list[dict[str, Any]]:
+    """MetaTool's ``plugin_des.json`` as profiles: id/name = tool name, description = plugin description."""
+    des: dict[str, str] = json.loads(plugin_des.read_text(encoding="utf-8"))
+    return _unique([{"id": tool_id(n), "description": d.strip() or n} for n, d in des.items()], "metatool")
+
+
+def metatool_rows(csv_file: Path) -> list[dict[str, Any]]:
+    """MetaTool's single-tool query CSV (columns ``Query,Tool``) as labelled rows ``{query, gold}``."""
+    with csv_file.open(encoding="utf-8", newline="") as fh:
+        return [{"query": r["Query"].strip(), "gold": [tool_id(r["Tool"])]} for r in csv.DictReader(fh)]
+
+
 def _metatool(src: Path, out: Path) -> dict[str, int]:
     folder = src / "metatool"
-    des: dict[str, str] = json.loads((folder / "plugin_des.json").read_text(encoding="utf-8"))
-    profiles = _unique([{"id": tool_id(n), "description": d.strip() or n} for n, d in des.items()], "metatool")
-    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
-    with (folder / "all_clean_data.csv").open(encoding="utf-8", newline="") as fh:
-        single = [{"query": r["Query"].strip(), "gold": [tool_id(r["Tool"])]} for r in csv.DictReader(fh)]
-    counts["single_full"] = _write_jsonl(out / "single_full.jsonl", single)
-    counts["single_test"] = _write_jsonl(out / "single_test.jsonl", single[0::20])
-    counts["single_dev"] = _write_jsonl(out / "single_dev.jsonl", single[10::20])
-    counts["guard"] = _write_jsonl(out / "guard.jsonl", single[::103][:GUARD_QUERIES])
+    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", metatool_profiles(folder / "plugin_des.json"))}
+    single = metatool_rows(folder / "all_clean_data.csv")
+    counts["single_full"] = write_jsonl(out / "single_full.jsonl", single)
+    counts["single_test"] = write_jsonl(out / "single_test.jsonl", single[0::20])
+    counts["single_dev"] = write_jsonl(out / "single_dev.jsonl", single[10::20])
+    counts["guard"] = write_jsonl(out / "guard.jsonl", single[::103][:GUARD_QUERIES])
     multi = json.loads((folder / "multi_tool_query_golden.json").read_text(encoding="utf-8"))
-    counts["multi"] = _write_jsonl(out / "multi.jsonl", (
+    counts["multi"] = write_jsonl(out / "multi.jsonl", (
         {"query": m["query"].strip(), "gold": list(dict.fromkeys(tool_id(t) for t in m["tool"]))} for m in multi))
     task1 = json.loads((folder / "Task1.json").read_text(encoding="utf-8"))
-    counts["task1"] = _write_jsonl(out / "task1.jsonl", (
+    counts["task1"] = write_jsonl(out / "task1.jsonl", (
         {"query": t["query"].strip(), "gold": [tool_id(t["tool"])] if t["label"] == "positive" else []}
         for t in task1))
     return counts
@@ -195,12 +205,12 @@ def _seal(src: Path, out: Path) -> dict[str, int]:
         "category": (t.get("field") or "general").strip(),
         "parameters": _seal_schema(t.get("parameters"), t.get("required")),
     } for t in tools], "seal_tools")
-    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
+    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
     for split, file in (("dev", "dev.jsonl"), ("test_in", "test_in_domain.jsonl"),
                         ("test_out", "test_out_domain.jsonl")):
         rows = [json.loads(line) for line in (folder / file).read_text(encoding="utf-8").splitlines()
                 if line.strip()]
-        counts[split] = _write_jsonl(out / f"{split}.jsonl", (
+        counts[split] = write_jsonl(out / f"{split}.jsonl", (
             {"query": r["query"].strip(), "gold": list(dict.fromkeys(tool_id(c["api"]) for c in r["calling"]))}
             for r in rows))
     return counts
@@ -233,15 +243,15 @@ def _gorilla(src: Path, out: Path) -> dict[str, int]:
         tags = list(dict.fromkeys(t for t in (domain, _text(api.get("functionality"))) if t))
         profiles[tid] = {"id": tid, "description": _text(api.get("description")) or api["api_name"],
                          "category": domain or "general", "tags": tags}
-    counts = {"tools": _write_jsonl(out / "catalog" / "tools.jsonl", profiles.values())}
+    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", profiles.values())}
     rows = []
     for line in (folder / "huggingface_eval.json").read_text(encoding="utf-8").splitlines():
         if line.strip():
             item = json.loads(line)
             rows.append({"query": _gorilla_query(item["code"]), "gold": [tool_id(item["api_data"]["api_name"])]})
-    counts["all"] = _write_jsonl(out / "all.jsonl", rows)
-    counts["half_a"] = _write_jsonl(out / "half_a.jsonl", rows[0::2])
-    counts["half_b"] = _write_jsonl(out / "half_b.jsonl", rows[1::2])
+    counts["all"] = write_jsonl(out / "all.jsonl", rows)
+    counts["half_a"] = write_jsonl(out / "half_a.jsonl", rows[0::2])
+    counts["half_b"] = write_jsonl(out / "half_b.jsonl", rows[1::2])
     return counts
 
 

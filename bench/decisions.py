@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolrag.decide import decide
-from toolrag.evaluate import load_queries
-from toolrag.retriever import ToolRetriever
+from toolrag.evaluation.queries import load_queries
+from toolrag.search.decide import decide
+from toolrag.search.retriever import ToolRetriever
 
 
 @dataclass(frozen=True)
@@ -56,9 +56,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tune = [s for s in scored if s.index % 2 == 0]
     held = [s for s in scored if s.index % 2 == 1]
     cfg = retriever.settings
-    from toolrag.retriever import NO_TOOL_THRESHOLDS
-
-    threshold = cfg.no_tool_threshold if cfg.no_tool_threshold is not None else NO_TOOL_THRESHOLDS[cfg.text_model]
+    threshold = cfg.effective_no_tool_threshold()
     print(f"decision accuracy on {len(rows)} labelled sample queries (tuning half {len(tune)}, held-out half "
           f"{len(held)})\n")
     print("| clarify_gap | no_tool_threshold | tuning half | held-out half |")

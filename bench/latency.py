@@ -83,9 +83,10 @@ def _image_queries(n: int, seed: int = 3) -> list[tuple[str, Any]]:
 
 def cmd_run(args: argparse.Namespace) -> int:
     from toolrag import load_catalog
-    from toolrag.retriever import ToolRetriever, load_models
+    from toolrag.encode.models import load_models
+    from toolrag.search.query import QueryAnalyzer
+    from toolrag.search.retriever import ToolRetriever
     from toolrag.settings import Settings
-    from toolrag.signals import QueryAnalyzer
 
     root = bench_dir(args.bench_dir)
     english = args.english_model != "none"
@@ -174,13 +175,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 def _standin_models(english: bool) -> Any:
     """The real image model and OCR, with hashing stand-ins for the two text models (bench/synthetic.py)."""
     from bench.synthetic import HashingEncoder
-    from toolrag import encoders
-    from toolrag.index import ModelSet
+    from toolrag.encode import models as encoders
+    from toolrag.encode.models import ModelSet
 
     models = ModelSet(text=HashingEncoder("dense"), english=HashingEncoder("dense_en") if english else None,
                       ocr_factory=encoders.get_ocr)
     if not english:
-        models.unavailable["dense_en"] = "English model turned off"
+        models.unavailable["english"] = "English model turned off"
     models.image = encoders.get_image_encoder()
     models.unavailable["clip"] = "CLIP is off"
     return models
@@ -209,7 +210,7 @@ def _server(root: Path, folder: Path, data_dir: Path, settings: Any, models: Any
     sys.path.insert(0, str(REPO / "tests"))
     from chroma_server import running_chroma_server  # type: ignore[import-not-found]
 
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     with tempfile.TemporaryDirectory(dir=root) as tmp:
         shutil.copytree(data_dir / "chroma", Path(tmp) / "chroma-server")
@@ -230,7 +231,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
     """Schema tokens injected for the top 5 vs the whole catalog, averaged over real queries."""
     from bench.common import index_dir, open_retriever, prepare
     from toolrag import load_queries
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     root = prepare(args.benchmarks, args.bench_dir)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
@@ -259,7 +260,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
 def _top5_tokens(retriever: Any, result: Any) -> int:
     """Tokens of the top 5 tools even when the decision was NO_TOOL (then nothing is injected)."""
-    from toolrag.prompting import schema_tokens
+    from toolrag.search.prompting import schema_tokens
 
     catalog = retriever.index.catalog
     return schema_tokens([catalog.get(c.id).openai_tool() for c in result.candidates[:5]])

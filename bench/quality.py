@@ -39,7 +39,7 @@ LABELS = {
     "dense_minilm": "dense only: all-MiniLM-L6-v2",
     "rrf": "RRF (k 60) of BM25, e5, MiniLM",
     "hybrid": "**hybrid (shipped defaults)**",
-    "tuned": "hybrid, weights tuned on 100 labelled queries of the catalog (toolrag.tune)",
+    "tuned": "hybrid, weights tuned on 100 labelled queries of the catalog (toolrag.evaluation.tune)",
     "rerank": "hybrid + rerank",
 }
 
@@ -88,8 +88,7 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     Calibration half = rows 4k and 4k+1 (Task1 alternates need-a-tool / no-tool rows), report half = the rest;
     the top cosine of each text model over the whole catalog is reported too (the anchor: MiniLM, AUC 88.3).
     """
-    from toolrag.decision import Decision
-    from toolrag.retriever import NO_TOOL_THRESHOLDS
+    from toolrag.search.results import Decision
     from toolrag.settings import Settings
 
     cfg = Settings()
@@ -104,14 +103,13 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     half = np.arange(len(rows)) % 4 >= 2
     out: dict[str, Any] = {
         "n": len(rows), "n_positive": int(y.sum()),
-        "threshold": cfg.no_tool_threshold if cfg.no_tool_threshold is not None
-        else NO_TOOL_THRESHOLDS.get(cfg.text_model),
+        "threshold": cfg.effective_no_tool_threshold(),
         "auc_confidence": auc(confidence, y),
         "accuracy": float((tool == y).mean()),
         "accuracy_report_half": float((tool[half] == y[half]).mean()),
         "tool_recall": float(tool[y].mean()), "no_tool_recall": float((~tool[~y]).mean()),
     }
-    from toolrag.signals import score_signals
+    from toolrag.search.scoring import score_signals
 
     snap = retriever.index.snapshot
     every = np.arange(len(snap.ids))
@@ -126,9 +124,9 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
 
 
 def _tune(root: Path, retriever: Any, source: str, cache: dict[str, Any]) -> Any:
-    """Weights for one catalog from TUNE_SAMPLE labelled queries of its tuning split (toolrag.tune)."""
+    """Weights for one catalog from TUNE_SAMPLE labelled queries of its tuning split (toolrag.evaluation.tune)."""
     from toolrag import load_queries
-    from toolrag.tune import tune_weights
+    from toolrag.evaluation.tune import tune_weights
 
     rows = load_queries(SETS[TUNE_FROM[source]].queries_file(root))
     sample = rows[:: max(1, len(rows) // TUNE_SAMPLE)][:TUNE_SAMPLE]
@@ -141,8 +139,8 @@ def _tune(root: Path, retriever: Any, source: str, cache: dict[str, Any]) -> Any
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from toolrag import load_queries
-    from toolrag.retriever import load_models
+    from toolrag import Evaluator, load_queries
+    from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 
     root = prepare(args.benchmarks, args.bench_dir)
@@ -181,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     continue
                 cfg = tuned[spec.source] if spec.source in tuned else _tune(root, retriever, spec.source, tuned)
                 entry["tuned_weights"] = {k: v for k, v in cfg.weights.items() if k in ("dense", "dense_en", "bm25")}
-            report = retriever.evaluate(rows, settings=cfg)
+            report = Evaluator(rows)(retriever, settings=cfg)
             entry["methods"][method] = {m: report.metrics[m] for m in METRICS}
             say(f"{name} {method}: " + ", ".join(f"{m} {100 * report.metrics[m]:.2f}" for m in METRICS)
                 + f" ({time.perf_counter() - start:.0f}s)")

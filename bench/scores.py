@@ -1,7 +1,7 @@
 """Per-query raw scores of every text signal against every tool, computed once with the engine's own code.
 
 For each split this runs ``retriever.analyzer.analyze`` (the models encode the query once) and
-``toolrag.signals.score_signals`` over the whole catalog, and stores the matrices in
+``toolrag.search.scoring.score_signals`` over the whole catalog, and stores the matrices in
 ``<bench dir>/scores/<set>.npz``: ``dense``, ``dense_en`` (NaN where the signal is absent: Chinese query or
 non-English tool), ``bm25`` (n_queries x n_tools, float32), ``gold`` (a ragged list as offsets + indices),
 ``cjk`` and the tool ids. ``bench/tune.py`` re-fuses these offline for every candidate weighting, so no
@@ -29,8 +29,8 @@ DEFAULT_SETS = ("metatool_dev", "metatool_single", "metatool_multi", "metatool_t
 
 def extract(retriever: Any, rows: list[Any]) -> dict[str, np.ndarray]:
     """Raw full-catalog scores of each text signal for ``rows`` (QueryRow list), through the engine."""
+    from toolrag.search.scoring import score_signals
     from toolrag.settings import Settings
-    from toolrag.signals import score_signals
 
     snap = retriever.index.snapshot
     cfg = Settings()
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--force", action="store_true", help="recompute sets already stored")
     args = parser.parse_args(argv)
     from toolrag import load_queries
-    from toolrag.retriever import load_models
+    from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 
     root = prepare(args.benchmarks, args.bench_dir)

@@ -5,7 +5,7 @@
 Reads the per-query raw signal scores stored by ``bench/scores.py`` (the engine's own ``score_signals``
 over the whole catalog, computed once) and re-fuses them with numpy for each candidate: the candidate pool
 (exact scoring up to ``EXACT_LIMIT`` tools, else the union of each signal's top ``candidates``), min-max
-over the pool or z-scores against the catalog (``toolrag.adaptive``: all tools up to 1,024, else 1,024
+over the pool or z-scores against the catalog (``toolrag.search.adaptive``: all tools up to 1,024, else 1,024
 evenly spaced), weighted late fusion with absent signals' weight redistributed, ties broken by id - the
 retriever's arithmetic. ``--check N`` re-runs the chosen setting through ``ToolRetriever.evaluate`` on N dev
 queries and prints both numbers, which must agree.
@@ -88,8 +88,8 @@ def fuse(data: dict[str, Any], weights: dict[str, float], method: str, pool: np.
     """Fused scores (queries x tools), -inf outside the pool, like ToolRetriever._fuse (late fusion).
 
     ``pool_statistics`` takes the z-score statistics from the candidate pool instead of the catalog (the
-    design that toolrag.adaptive rejects; reported for comparison)."""
-    from toolrag.adaptive import reference_rows
+    design that toolrag.search.adaptive rejects; reported for comparison)."""
+    from toolrag.search.adaptive import reference_rows
 
     n_t = data["dense"].shape[1]
     reference = np.zeros(n_t, dtype=bool)
@@ -122,7 +122,7 @@ def top_k(fused: np.ndarray, idrank: np.ndarray, k: int = 10) -> np.ndarray:
 
 
 def metrics(top: np.ndarray, gold: list[np.ndarray]) -> dict[str, float]:
-    """Recall@5, NDCG@5/10, Completeness@5, MRR@10 (binary relevance), as toolrag.evaluate defines them."""
+    """Recall@5, NDCG@5/10, Completeness@5, MRR@10 (binary relevance), as toolrag.evaluation.metrics defines them."""
     disc = 1.0 / np.log2(np.arange(2, 12))
     acc = {"recall@5": 0.0, "ndcg@5": 0.0, "ndcg@10": 0.0, "completeness@5": 0.0, "mrr@10": 0.0}
     for row, g in zip(top, gold, strict=True):
@@ -137,7 +137,7 @@ def metrics(top: np.ndarray, gold: list[np.ndarray]) -> dict[str, float]:
 
 
 def grid(step: float) -> list[dict[str, float]]:
-    from toolrag.tune import simplex_grid
+    from toolrag.evaluation.tune import simplex_grid
 
     return simplex_grid(list(SIGNALS), step)
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--methods", default="minmax,standard")
     parser.add_argument("--check", type=int, default=0, help="re-run the choice through the engine on N queries")
     args = parser.parse_args(raw)
-    from toolrag.retriever import EXACT_LIMIT
+    from toolrag.search.retriever import EXACT_LIMIT
     from toolrag.settings import Settings
 
     root = bench_dir(args.bench_dir)
@@ -250,13 +250,13 @@ def _check(root: Path, name: str, chosen: dict[str, Any], n: int, data: dict[str
            pool: np.ndarray) -> dict[str, Any]:
     """The chosen setting through the real engine on the first n queries, against the offline re-fusion."""
     from bench.common import SETS, open_retriever
-    from toolrag import load_queries
+    from toolrag import Evaluator, load_queries
     from toolrag.settings import Settings
 
     spec = SETS[name]
     rows = load_queries(spec.queries_file(root))[:n]
     settings = Settings().with_overrides(normalization=chosen["method"], weights=chosen["weights"])
-    engine = open_retriever(root, spec.source).evaluate(rows, settings=settings).metrics
+    engine = Evaluator(rows)(open_retriever(root, spec.source), settings=settings).metrics
     sub = {k: v[:n] for k, v in data.items() if isinstance(v, np.ndarray) and v.ndim == 2}
     sub.update(idrank=data["idrank"], gold=data["gold"][:n])
     offline = metrics(top_k(fuse(sub, chosen["weights"], chosen["method"], pool[:n]), data["idrank"]), data["gold"][:n])

@@ -11,14 +11,15 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.pop("SPACE_ID", None)
-os.environ.pop("TOOLRAG_CHROMA_URL", None)
-
 import pytest
+
+from toolrag.config import configure_environment
+
+# The suite runs offline with telemetry off, whatever the machine: no Space, no Chroma server from outside.
+os.environ.pop("SPACE_ID", None)
+os.environ.pop("TOOLRAG_ONLINE", None)
+os.environ.pop("TOOLRAG_CHROMA_URL", None)
+configure_environment(offline=True)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_tools"
@@ -102,7 +103,7 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def models() -> object:
-    from toolrag.retriever import load_models
+    from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 
     return load_models(Settings())
@@ -110,14 +111,14 @@ def models() -> object:
 
 @pytest.fixture(scope="session")
 def small_retriever(small_catalog_dir: Path, data_dir: Path, models: object) -> Iterator[object]:
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     yield ToolRetriever.from_catalog(small_catalog_dir, data_dir=data_dir, models=models)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
 def sample_retriever(data_dir: Path, models: object) -> object:
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     return ToolRetriever.from_catalog(SAMPLE, data_dir=data_dir, models=models)  # type: ignore[arg-type]
 
@@ -130,7 +131,7 @@ def tiny_cross_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from toolrag.models import resolve_text_model
+    from toolrag.encode.resolve import resolve_text_model
 
     folder = tmp_path_factory.mktemp("tiny-cross-encoder")
     tokenizer = AutoTokenizer.from_pretrained(resolve_text_model("minilm").location)

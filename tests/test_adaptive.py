@@ -1,12 +1,11 @@
-"""Hand-worked checks of the score-distribution-aware normalisation (toolrag.adaptive)."""
+"""Hand-worked checks of the score-distribution-aware normalisation (toolrag.search.adaptive)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from toolrag.adaptive import REFERENCE_SIZE, reference_rows, standardize
-from toolrag.errors import SettingsError
+from toolrag.search.adaptive import REFERENCE_SIZE, reference_rows, standardize
 
 
 def test_standardize_by_hand() -> None:
@@ -57,11 +56,11 @@ def test_standardize_is_affine_invariant() -> None:
 
 
 def test_standardize_rejects_bad_input() -> None:
-    with pytest.raises(SettingsError, match="bool array"):
+    with pytest.raises(ValueError, match="bool array"):
         standardize(np.array([1.0, 2.0]), np.array([1, 1]))
-    with pytest.raises(SettingsError, match="finite"):
+    with pytest.raises(ValueError, match="finite"):
         standardize(np.array([1.0, np.nan]), np.ones(2, bool))
-    with pytest.raises(SettingsError, match="both reference"):
+    with pytest.raises(ValueError, match="both reference"):
         standardize(np.array([1.0]), np.ones(1, bool), reference=np.array([1.0, 2.0]))
 
 
@@ -74,7 +73,7 @@ def test_reference_rows_small_and_large() -> None:
     big = reference_rows(np.arange(0, 200_000, 2))
     assert len(big) == REFERENCE_SIZE and big[0] == 0 and big[-1] == 199_998
     assert np.all(np.diff(big) > 0)
-    with pytest.raises(SettingsError):
+    with pytest.raises(ValueError):
         reference_rows(allowed, limit=1)
-    with pytest.raises(SettingsError):
+    with pytest.raises(ValueError):
         reference_rows(np.array([0.5, 1.5]))

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from conftest import ASSETS
 
-from toolrag.editing import CatalogEditor, RankProbe
+from toolrag.catalog.editor import CatalogEditor, RankProbe
+from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.errors import CatalogError, ImageError, ProfileError
-from toolrag.loader import load_catalog, parse_profile_yaml
 
 pytest_plugins = ["ui_support"]
 pytestmark = pytest.mark.slow
@@ -31,8 +31,8 @@ def folder_state(folder: Path) -> dict[str, bytes]:
 
 def full_ranking(editor: CatalogEditor, query: str) -> list[str]:
     catalog = editor.catalog
-    return editor.retriever.search(query, permissions=catalog.permission_codes, top_k=len(catalog),  # type: ignore[no-any-return]
-                                   include_deprecated=True).ids
+    return editor.target.search(query, permissions=catalog.permission_codes, top_k=len(catalog),  # type: ignore[attr-defined,no-any-return]
+                                include_deprecated=True).ids
 
 
 def test_profile_yaml_is_the_item_as_written(editor: CatalogEditor) -> None:
@@ -64,7 +64,7 @@ def test_save_rewrites_only_that_item_reindexes_only_that_tool_and_moves_its_ran
     assert outcome.rank_after is not None and outcome.rank_after < outcome.rank_before and outcome.rank_after <= 3
     assert f"#{outcome.rank_before} → #{outcome.rank_after}" in outcome.message
     # Only that tool's text was re-encoded, once per text model.
-    assert outcome.encoded == len(editor.retriever.index.snapshot.vectors)
+    assert outcome.encoded == len(editor.target.index.snapshot.vectors)
     new_body = file.read_text(encoding="utf-8")
     assert query in new_body and new_body != original
     assert {t.id: editor.profile_yaml(t.id) for t in others} == others_text
@@ -87,12 +87,12 @@ def test_refused_edits_change_nothing(editor: CatalogEditor, mutation: Any, prob
     if "replaced_by: null" in text:
         text = text.replace("replaced_by: null\n", "")
     files = folder_state(editor.folder)
-    snapshot = editor.retriever.index.snapshot
+    snapshot = editor.target.index.snapshot
     with pytest.raises((ProfileError, CatalogError), match=problem) as info:
         editor.save("web.news.latest", mutation(text))
     assert str(editor.folder) in str(info.value) or "web.yaml" not in problem  # real path, not the temp copy
     assert folder_state(editor.folder) == files
-    assert editor.retriever.index.snapshot is snapshot
+    assert editor.target.index.snapshot is snapshot
     with pytest.raises((ProfileError, CatalogError)):
         editor.validate("web.news.latest", mutation(text))
 
@@ -109,7 +109,7 @@ def test_crash_between_temp_write_and_rename_leaves_the_file_intact(editor: Cata
     tool_id = "web.news.latest"
     edited = editor.profile_yaml(tool_id).replace("获取最新新闻资讯", "获取最新的新闻资讯", 1)
     files = {k: v for k, v in folder_state(editor.folder).items() if not k.startswith(".history")}
-    snapshot = editor.retriever.index.snapshot
+    snapshot = editor.target.index.snapshot
 
     def crash(src: Any, dst: Any) -> None:
         raise OSError("simulated power cut before the rename")
@@ -120,7 +120,7 @@ def test_crash_between_temp_write_and_rename_leaves_the_file_intact(editor: Cata
     monkeypatch.undo()
     after = {k: v for k, v in folder_state(editor.folder).items() if not k.startswith(".history")}
     assert after == files  # original intact, no temp file left behind
-    assert editor.retriever.index.snapshot is snapshot
+    assert editor.target.index.snapshot is snapshot
 
 
 def test_delete_removes_the_tool_from_file_and_index(editor: CatalogEditor) -> None:
@@ -130,7 +130,7 @@ def test_delete_removes_the_tool_from_file_and_index(editor: CatalogEditor) -> N
     outcome = editor.delete(tool_id, probe=RankProbe("把这个 logo 转成矢量图"))
     assert outcome.action == "deleted" and outcome.rank_before is not None and outcome.rank_after is None
     assert editor.catalog.get(tool_id) is None and len(editor.catalog) == count - 1
-    assert tool_id not in editor.retriever.index.snapshot.ids
+    assert tool_id not in editor.target.index.snapshot.ids
     assert f"id: {tool_id}" not in file.read_text(encoding="utf-8")
     assert tool_id not in full_ranking(editor, "把这个 logo 转成矢量图")
     assert load_catalog(editor.path).get(tool_id) is None
@@ -150,7 +150,7 @@ def test_add_image_copies_by_content_hash_and_indexes_it(editor: CatalogEditor, 
     assert len(stored.stem) == 16 and stored.suffix == ".jpg"
     # The caption changes the text (re-encoded once per text model) and the new image is encoded once per
     # image index (visual features, and the text the index reads in example images); nothing else.
-    snap = editor.retriever.index.snapshot
+    snap = editor.target.index.snapshot
     assert len(snap.vectors) < outcome.encoded <= len(snap.vectors) + len(snap.image_vectors) + 1
     assert outcome.rank_after is not None and (outcome.rank_before is None or outcome.rank_after <= outcome.rank_before)
     data = yaml.safe_load(Path(tool.source).read_text(encoding="utf-8"))  # type: ignore[arg-type]
@@ -176,7 +176,7 @@ def test_new_tool_from_template_goes_into_its_category_file(editor: CatalogEdito
     assert outcome.action == "added" and outcome.file.name == "finance.yaml"
     assert outcome.rank_after is not None and outcome.rank_after <= 3
     assert editor.catalog.get(first["id"]) is not None
-    assert first["id"] in editor.retriever.index.snapshot.ids
+    assert first["id"] in editor.target.index.snapshot.ids
     assert yaml.safe_load(editor.new_tool_template("finance"))["id"] != first["id"]  # the id is free again
     # A new category gets its own file; saving the same id twice is refused.
     robot = editor.new_tool_template("robotics")

@@ -1,4 +1,4 @@
-"""Tests of toolrag.evaluate: metrics worked out by hand, query files and the evaluation loop."""
+"""Tests of toolrag.evaluation: metrics worked out by hand, query files and the evaluation loop."""
 
 from __future__ import annotations
 
@@ -7,20 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from toolrag.decision import Decision
-from toolrag.errors import QueryError, SettingsError
-from toolrag.evaluate import (
-    METRIC_NAMES,
-    EvalReport,
-    QueryOutcome,
-    QueryRow,
-    completeness_at,
-    evaluate,
-    load_queries,
-    mrr_at,
-    ndcg_at,
-    recall_at,
-)
+from toolrag.errors import QueryError
+from toolrag.evaluation.evaluator import EvalReport, QueryOutcome, evaluate
+from toolrag.evaluation.metrics import METRIC_NAMES, completeness_at, mrr_at, ndcg_at, recall_at
+from toolrag.evaluation.queries import QueryRow, load_queries
+from toolrag.search.results import Decision
 
 RET = ["a", "b", "c", "d"]
 GOLD = {"b", "d"}  # relevant at ranks 2 and 4
@@ -63,7 +54,7 @@ def test_duplicates_count_once() -> None:
 def test_empty_gold_is_undefined_and_bad_k() -> None:
     for fn in (recall_at, ndcg_at, mrr_at, completeness_at):
         assert fn(RET, set(), 5) is None
-        with pytest.raises(SettingsError, match="k"):
+        with pytest.raises(ValueError, match="k"):
             fn(RET, GOLD, 0)
 
 
@@ -244,7 +235,7 @@ def test_evaluate_without_expect_or_gold() -> None:
     assert "decision_accuracy" not in report.metrics
     empty = evaluate(_fake_search, [QueryRow("q3", (), expect=Decision.NO_TOOL)])
     assert empty.metrics == {"decision_accuracy": 0.0}  # q3's decision EXECUTE is wrong
-    with pytest.raises(SettingsError):
+    with pytest.raises(ValueError):
         evaluate(_fake_search, rows, ks=())
 
 
@@ -252,6 +243,6 @@ def test_evaluate_rejects_outcome_of_another_row() -> None:
     def wrong(row: QueryRow) -> QueryOutcome:
         return QueryOutcome(row=ROWS[0], returned=(), decision=Decision.NO_TOOL)
 
-    with pytest.raises(QueryError, match="outcome"):
+    with pytest.raises(ValueError, match="outcome"):
         evaluate(wrong, ROWS[1:2])
     assert isinstance(evaluate(_fake_search, []), EvalReport)

@@ -1,13 +1,11 @@
-"""Tests of toolrag.fusion: hand-worked examples of every fusion function."""
+"""Tests of toolrag.search.fusion: hand-worked examples of every fusion function."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from toolrag.errors import SettingsError
-from toolrag.fusion import (
-    Normalization,
+from toolrag.search.fusion import (
     competition_ranks,
     early_fusion,
     effective_weights,
@@ -16,6 +14,7 @@ from toolrag.fusion import (
     order,
     rrf_fusion,
 )
+from toolrag.settings import Normalization
 
 T, F = True, False
 
@@ -30,10 +29,10 @@ def test_normalize_minmax() -> None:
     assert normalize(RAW, PRESENT, Normalization.MINMAX) == pytest.approx([1.0, 0.0, 0.5, 0.0])
 
 
-def test_normalize_zscore() -> None:
+def test_normalize_logistic() -> None:
     # mean 2, std = sqrt((1 + 1 + 0)/3) = 0.816497; z = +1.224745, -1.224745, 0
     # logistic: 1/(1+exp(-1.224745)) = 1/1.293838 = 0.772897; 1/(1+exp(1.224745)) = 0.227103; 0 -> 0.5
-    assert normalize(RAW, PRESENT, Normalization.ZSCORE) == pytest.approx(
+    assert normalize(RAW, PRESENT, Normalization.LOGISTIC) == pytest.approx(
         [0.772897, 0.227103, 0.5, 0.0], abs=1e-6
     )
 
@@ -50,7 +49,7 @@ def test_normalize_none_is_identity_on_present() -> None:
 def test_normalize_non_discriminating_signal() -> None:
     raw, present = np.array([5.0, 5.0, 7.0]), np.array([T, T, F])
     assert normalize(raw, present, Normalization.MINMAX) == pytest.approx([0.0, 0.0, 0.0])  # span 0
-    assert normalize(raw, present, Normalization.ZSCORE) == pytest.approx([0.5, 0.5, 0.0])  # z = 0
+    assert normalize(raw, present, Normalization.LOGISTIC) == pytest.approx([0.5, 0.5, 0.0])  # z = 0
     assert normalize(raw, present, Normalization.RANK) == pytest.approx([1.0, 1.0, 0.0])  # shared rank 1
     nothing = np.array([F, F, F])
     for method in Normalization:
@@ -58,15 +57,15 @@ def test_normalize_non_discriminating_signal() -> None:
 
 
 def test_normalize_validates() -> None:
-    with pytest.raises(SettingsError, match="finite"):
+    with pytest.raises(ValueError, match="finite"):
         normalize(np.array([1.0, np.nan]), np.array([T, T]), Normalization.MINMAX)
     # NaN where the signal is absent is fine
     assert normalize(np.array([1.0, np.nan]), np.array([T, F]), Normalization.RANK) == pytest.approx([1, 0])
-    with pytest.raises(SettingsError, match="bool"):
+    with pytest.raises(ValueError, match="bool"):
         normalize(np.array([1.0, 2.0]), np.array([1, 0]), Normalization.MINMAX)
-    with pytest.raises(SettingsError, match="shape"):
+    with pytest.raises(ValueError, match="shape"):
         normalize(np.array([1.0, 2.0]), np.array([T]), Normalization.MINMAX)
-    with pytest.raises(SettingsError, match="minmax"):
+    with pytest.raises(ValueError, match="minmax"):
         normalize(np.array([1.0]), np.array([T]), "nonsense")  # type: ignore[arg-type]
     assert normalize(np.array([2.0, 1.0]), np.array([T, T]), "rank") == pytest.approx([1.0, 0.5])  # type: ignore[arg-type]
 
@@ -75,7 +74,7 @@ def test_normalize_range_on_random_data() -> None:
     rng = np.random.default_rng(0)
     raw = rng.normal(size=200) * 10
     present = rng.random(200) > 0.3
-    for method in (Normalization.MINMAX, Normalization.ZSCORE, Normalization.RANK):
+    for method in (Normalization.MINMAX, Normalization.LOGISTIC, Normalization.RANK):
         out = normalize(raw, present, method)
         assert np.all(np.isfinite(out)) and out.min() >= 0 and out.max() <= 1
         assert not out[~present].any()
@@ -155,13 +154,13 @@ def test_whole_signal_absent_equals_fusion_without_it() -> None:
 
 
 def test_late_fusion_validates() -> None:
-    with pytest.raises(SettingsError, match="presence mask"):
+    with pytest.raises(ValueError, match="presence mask"):
         late_fusion(NORM, {"dense": PRES["dense"]}, WEIGHTS)
-    with pytest.raises(SettingsError, match="weight"):
+    with pytest.raises(ValueError, match="weight"):
         late_fusion(NORM, PRES, {"dense": -1.0})
-    with pytest.raises(SettingsError, match="length"):
+    with pytest.raises(ValueError, match="length"):
         late_fusion({"a": np.zeros(3), "b": np.zeros(4)}, {"a": np.ones(3, bool), "b": np.ones(4, bool)}, {})
-    with pytest.raises(SettingsError, match="nothing to fuse"):
+    with pytest.raises(ValueError, match="nothing to fuse"):
         late_fusion({}, {}, WEIGHTS)
 
 
@@ -178,9 +177,9 @@ def test_rrf_hand_example() -> None:
     assert fused == pytest.approx(expected, abs=1e-6)
     assert contrib["bm25"] == pytest.approx([0.5 / 62, 0.5 / 61, 0.0, 0.0])
     assert sum(contrib.values()) == pytest.approx(fused)
-    with pytest.raises(SettingsError, match="integers"):
+    with pytest.raises(ValueError, match="integers"):
         rrf_fusion({"dense": np.array([1.0, 2.0])}, {"dense": 1.0})
-    with pytest.raises(SettingsError, match="k"):
+    with pytest.raises(ValueError, match="k"):
         rrf_fusion(ranks, {"dense": 1.0}, k=-1)
 
 
@@ -198,15 +197,15 @@ def test_early_fusion_hand_example() -> None:
 
 
 def test_early_fusion_errors() -> None:
-    with pytest.raises(SettingsError, match="dimensions"):
+    with pytest.raises(ValueError, match="dimensions"):
         early_fusion({"a": np.ones(2), "b": np.ones(3)}, {"a": 1, "b": 1})
-    with pytest.raises(SettingsError, match="nothing to combine"):
+    with pytest.raises(ValueError, match="nothing to combine"):
         early_fusion({"a": np.ones(2)}, {"a": 0})
-    with pytest.raises(SettingsError, match="nothing to combine"):
+    with pytest.raises(ValueError, match="nothing to combine"):
         early_fusion({}, {"a": 1})
-    with pytest.raises(SettingsError, match="cancel"):
+    with pytest.raises(ValueError, match="cancel"):
         early_fusion({"a": np.array([1.0, 0.0]), "b": np.array([-1.0, 0.0])}, {"a": 1, "b": 1})
-    with pytest.raises(SettingsError, match="zero"):
+    with pytest.raises(ValueError, match="zero"):
         early_fusion({"a": np.zeros(2)}, {"a": 1})
 
 
@@ -221,9 +220,9 @@ def test_order_tie_rule() -> None:
     # but never beats a higher score
     assert order(fused, ids, np.array([9, 0, 0, 0])).tolist()[0] == 1
     assert order(np.zeros(0), []).tolist() == []
-    with pytest.raises(SettingsError, match="finite"):
+    with pytest.raises(ValueError, match="finite"):
         order(np.array([np.nan]), ["a"])
-    with pytest.raises(SettingsError, match="ids"):
+    with pytest.raises(ValueError, match="ids"):
         order(np.array([1.0]), ["a", "b"])
 
 

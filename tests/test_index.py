@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from chroma_server import running_chroma_server
 
-from toolrag.loader import load_catalog
-from toolrag.retriever import ToolRetriever
+from toolrag.catalog.loader import load_catalog
+from toolrag.search.retriever import ToolRetriever
 
 
 class Counting:
@@ -146,7 +146,7 @@ def test_a_picture_shared_by_several_tools_is_read_once(models: Any, tmp_path: P
         f"  images: [{{path: receipt_zh.png}}]\n" for n in ("a", "b", "c")), encoding="utf-8")
     (folder / "catalog.yaml").write_text("name: shared\nassets_dir: assets\n", encoding="utf-8")
     counter = CountingOcr(models.get_ocr())
-    m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter, _ocr=None)
+    m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter)
     retriever = ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
     assert counter.reads == 1
     snap = retriever.index.snapshot
@@ -168,9 +168,9 @@ def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path
 
 def test_interrupted_build_is_completed_before_use(models: Any, small_catalog_dir: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    import toolrag.index
+    from toolrag.index import tool_index
 
-    monkeypatch.setattr(toolrag.index, "_BATCH", 2)  # rows are written 2 by 2: the crash hits batch 2
+    monkeypatch.setattr(tool_index, "_BATCH", 2)  # rows are written 2 by 2: the crash hits batch 2
     crashing, counter = counted_models(models, fail_after=3)
     with pytest.raises(KeyboardInterrupt):
         ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=crashing)
@@ -199,7 +199,7 @@ def test_failed_validation_keeps_the_previous_index(models: Any, small_catalog_d
 
 
 def test_empty_and_single_tool_catalogs(models: Any, tmp_path: Path) -> None:
-    from toolrag.decision import Decision
+    from toolrag.search.results import Decision
 
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -1,4 +1,4 @@
-"""Tests of toolrag.lexical: tokenisation and the BM25 index (scores checked against hand arithmetic)."""
+"""Tests of toolrag.index.tokenize and .bm25: tokenisation and BM25 (scores checked against hand arithmetic)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import bm25s
 import numpy as np
 import pytest
 
-from toolrag import lexical
-from toolrag.errors import CatalogError, SettingsError
-from toolrag.lexical import BM25Index, tokenize
+from toolrag.index import tokenize as lexical
+from toolrag.index.bm25 import BM25Index
+from toolrag.index.tokenize import tokenize
 
 
 # ------------------------------------------------------------------------------------------ tokenisation
@@ -155,9 +155,9 @@ def test_top_orders_by_score_then_id_and_respects_k_and_mask() -> None:
     assert index.top("invoice tax", k=0) == []
     mask = np.array([True, False, True, True, False])
     assert [h[0] for h in index.top("invoice tax", k=10, mask=mask)] == ["zeta", "mid"]
-    with pytest.raises(SettingsError, match="mask"):
+    with pytest.raises(ValueError, match="mask"):
         index.top("invoice", k=3, mask=np.ones(4, dtype=bool))
-    with pytest.raises(SettingsError, match="k"):
+    with pytest.raises(ValueError, match="k"):
         index.top("invoice", k=-1)
 
 
@@ -225,15 +225,15 @@ def test_update_compacts_vocabulary_after_heavy_churn() -> None:
 
 def test_update_errors() -> None:
     index = BM25Index.build(CORPUS_IDS, CORPUS)
-    with pytest.raises(CatalogError, match="not indexed"):
+    with pytest.raises(ValueError, match="not indexed"):
         index.update({}, removed=["nope"])
-    with pytest.raises(CatalogError, match="both changed and removed"):
+    with pytest.raises(ValueError, match="both changed and removed"):
         index.update({"d1": "x"}, removed=["d1"])
-    with pytest.raises(CatalogError, match="duplicate"):
+    with pytest.raises(ValueError, match="duplicate"):
         BM25Index.build(["a", "a"], ["x", "y"])
-    with pytest.raises(CatalogError, match="texts"):
+    with pytest.raises(ValueError, match="texts"):
         BM25Index.build(["a"], ["x", "y"])
-    with pytest.raises(SettingsError, match="k1"):
+    with pytest.raises(ValueError, match="k1"):
         BM25Index.build(["a"], ["x"], b=2.0)
 
 

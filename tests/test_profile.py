@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.errors import CatalogError, ProfileError
-from toolrag.loader import load_catalog, parse_profile_yaml
 
 GOOD = """\
 - id: erp.inventory.query_stock
@@ -112,6 +112,27 @@ def test_missing_required_field(tmp_path: Path) -> None:
     write(tmp_path, "t.yaml", "- id: a\n")
     with pytest.raises(ProfileError, match=r"tool 'a': field 'description': is required"):
         load_catalog(tmp_path)
+
+
+def test_permission_code_with_a_comma_is_refused(tmp_path: Path) -> None:
+    # The index stores a tool's codes comma-joined: "a,b" would silently become two codes there.
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n  permissions: ['finance.read,finance.write']\n")
+    with pytest.raises(ProfileError, match=r"t\.yaml:3: tool 'a': field 'permissions': .*'finance\.read,finance\."
+                                           r"write'.*comma"):
+        load_catalog(tmp_path)
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n  permissions: [finance.read, finance.write]\n")
+    assert load_catalog(tmp_path).get("a").perm_key == "finance.read,finance.write"  # type: ignore[union-attr]
+    write(tmp_path, "catalog.yaml", "roles:\n  clerk: ['finance.read, finance.write']\n")
+    with pytest.raises(CatalogError, match=r"role 'clerk': permission code 'finance\.read, finance\.write'"):
+        load_catalog(tmp_path)
+
+
+def test_catalog_under_a_hidden_folder_loads(tmp_path: Path) -> None:
+    # Hidden components count only inside the catalog folder (~/.config/tools, repo/.agents/tools, ../tools).
+    folder = tmp_path / ".config" / "tools"
+    write(folder, "t.yaml", "- id: a\n  description: something useful\n")
+    write(folder / ".history", "t.yaml", "- id: old\n  description: an old version\n")
+    assert load_catalog(folder).ids == ["a"]
 
 
 def test_duplicate_ids_name_both_files(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from conftest import ROOT
 # Compiled numba code is reused across test runs (the folder is git-ignored).
 os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".toolrag" / "numba"))
 
-from toolrag import projection
+from toolrag.evaluation import projection
 
 
 @dataclass(frozen=True)

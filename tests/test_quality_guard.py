@@ -1,15 +1,11 @@
 """Sanity guard: the shipped hybrid must keep its recall on a fixed slice of a public benchmark.
 
-The slice: 200 MetaTool single-tool queries (every 103rd row of ``all_clean_data.csv``) against MetaTool's
-199 tools, converted by ``bench/datasets.py`` and loaded through the normal catalog and query loaders, then
-scored by ``ToolRetriever.evaluate`` (the code behind ``toolrag eval``) with the default settings and the real
-models. The test fails when Recall@5 falls below the value recorded for this slice minus ``MARGIN``: a change
-to the fusion, the defaults, the document text or the tokenizer that costs retrieval quality shows up here
-before the full benchmark (``python -m bench.quality``) is re-run.
-
-The public sets are read from ``$TOOLRAG_BENCHMARKS`` or ``<repo>/../shared/benchmarks`` (CI keeps ``shared/``
-beside the clone). When they are missing the test FAILS, saying where it looked: a guard that silently skips
-guards nothing.
+The slice (``tests/data/metatool``, MIT, origin in its README): MetaTool's 199 tools and 200 of its single-tool
+queries (every 103rd row of ``all_clean_data.csv``), converted by ``bench/datasets.py``'s MetaTool conversion
+and loaded through the normal catalog and query loaders, then scored by the evaluator behind ``toolrag eval``
+with the default settings and the real models. The test fails when Recall@5 falls below the value recorded
+for this slice minus ``MARGIN``: a change to the fusion, the defaults, the document text or the tokenizer that
+costs retrieval quality shows up here before the full benchmark (``python -m bench.quality``) is re-run.
 """
 
 from __future__ import annotations
@@ -23,8 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.datasets import GUARD_QUERIES, SETS, benchmarks_dir, prepare  # noqa: E402
+from bench.datasets import GUARD_QUERIES, metatool_profiles, metatool_rows, write_jsonl  # noqa: E402
 
+SLICE = ROOT / "tests" / "data" / "metatool"
 #: Recall@5 of the shipped defaults on this slice, recorded with `python -m bench.quality --sets
 #: metatool_guard --methods hybrid` (docs/benchmarks.md); re-record it there when a change is meant to move it.
 RECORDED_RECALL_AT_5 = 0.800
@@ -34,24 +31,17 @@ MARGIN = 0.02
 
 @pytest.fixture(scope="module")
 def guard_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    source = benchmarks_dir()
-    if not (source / "metatool" / "all_clean_data.csv").is_file():
-        pytest.fail(
-            f"public benchmark sets not found at {source}: the quality guard needs MetaTool "
-            "(metatool/plugin_des.json, metatool/all_clean_data.csv). Put the sets in <repo>/../shared/benchmarks "
-            "or set TOOLRAG_BENCHMARKS to their folder.",
-            pytrace=False,
-        )
-    root = prepare(source, tmp_path_factory.mktemp("bench-sets"))
-    spec = SETS["metatool_guard"]
-    return spec.catalog_dir(root), spec.queries_file(root)
+    folder = tmp_path_factory.mktemp("metatool-guard")
+    write_jsonl(folder / "catalog" / "tools.jsonl", metatool_profiles(SLICE / "plugin_des.json"))
+    write_jsonl(folder / "guard.jsonl", metatool_rows(SLICE / "guard.csv"))
+    return folder / "catalog", folder / "guard.jsonl"
 
 
 def test_default_hybrid_keeps_its_recall_on_the_metatool_slice(
     guard_set: tuple[Path, Path], data_dir: Path, models: object
 ) -> None:
-    from toolrag import load_catalog, load_queries
-    from toolrag.retriever import ToolRetriever
+    from toolrag import Evaluator, load_catalog, load_queries
+    from toolrag.search.retriever import ToolRetriever
     from toolrag.settings import Settings
 
     catalog_dir, queries_file = guard_set
@@ -62,7 +52,7 @@ def test_default_hybrid_keeps_its_recall_on_the_metatool_slice(
     assert all(catalog.get(g) is not None for r in rows for g in r.gold)
     retriever = ToolRetriever.from_catalog(catalog, settings=Settings(), data_dir=data_dir,
                                            models=models)  # type: ignore[arg-type]
-    report = retriever.evaluate(rows)
+    report = retriever.evaluate(Evaluator(rows))
     recall = report.metrics["recall@5"]
     assert 0.0 <= report.metrics["recall@1"] <= recall <= report.metrics["recall@10"] <= 1.0
     floor = RECORDED_RECALL_AT_5 - MARGIN

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from conftest import ASSETS
 
-from toolrag.decision import Decision
 from toolrag.errors import ImageError, QueryError
-from toolrag.fusion import Normalization
-from toolrag.settings import Fusion, Settings
+from toolrag.search.results import Decision
+from toolrag.settings import Fusion, Normalization, Settings
 
 
 def check_invariants(result: Any, k: int) -> None:
@@ -102,7 +101,7 @@ def test_category_filter(small_retriever: Any) -> None:
 
 def test_large_catalog_path_takes_candidates_from_chroma_and_bm25(small_retriever: Any,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolrag import retriever as module
+    from toolrag.search import retriever as module
 
     exact = small_retriever.search("what will the weather be like in Tokyo over the next three days", top_k=3)
     monkeypatch.setattr(module, "EXACT_LIMIT", 0)
@@ -258,8 +257,8 @@ def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_
     the scores are meaningless but the signal must be computed, explained and fused like the others."""
     import dataclasses
 
-    from toolrag.encoders import get_clip
-    from toolrag.retriever import ToolRetriever
+    from toolrag.encode.models import get_clip
+    from toolrag.search.retriever import ToolRetriever
 
     settings = Settings(clip_model="random:ViT-B-32")
     with_clip = dataclasses.replace(models, clip=get_clip("random:ViT-B-32"), unavailable={})
@@ -279,7 +278,7 @@ def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_
 
 def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_catalog_dir: Path, tmp_path: Path,
                                                              tiny_cross_encoder: Path) -> None:
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     off = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models,
                                      settings=Settings(rerank_model="none"))
@@ -302,7 +301,7 @@ def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_c
 
 @pytest.mark.parametrize("fusion", [Fusion.LATE, Fusion.RRF])
 def test_explained_ranks_are_competition_ranks_over_all_candidates(small_retriever: Any, fusion: Fusion) -> None:
-    from toolrag.fusion import competition_ranks
+    from toolrag.search.fusion import competition_ranks
 
     cfg = small_retriever.settings.with_overrides(fusion=fusion, top_k=8)
     result = small_retriever.search("weather forecast for Berlin", settings=cfg, include_deprecated=True,

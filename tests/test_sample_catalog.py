@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 from conftest import SAMPLE
 
-from toolrag.decision import Decision
-from toolrag.evaluate import QueryRow, load_queries
-from toolrag.index import is_mostly_cjk
-from toolrag.loader import load_catalog
-from toolrag.profile import Catalog
+from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog
+from toolrag.evaluation.evaluator import Evaluator
+from toolrag.evaluation.queries import QueryRow, load_queries
+from toolrag.search.results import Decision
+from toolrag.text import is_mostly_cjk
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +93,10 @@ MARGIN = 0.03
 def test_sample_queries_quality_and_permissions(sample_retriever: object, catalog: Catalog,
                                                 rows: list[QueryRow]) -> None:
     """Every labelled query (text and image) through the real retriever, as `toolrag eval` runs them."""
-    from toolrag.retriever import ToolRetriever
+    from toolrag.search.retriever import ToolRetriever
 
     assert isinstance(sample_retriever, ToolRetriever)
-    report = sample_retriever.evaluate(rows)
+    report = sample_retriever.evaluate(Evaluator(rows))
     for outcome in report.per_query:
         codes = set(outcome.row.permissions or ())
         for tool_id in outcome.returned:  # no result ever names a tool the caller lacks

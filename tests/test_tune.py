@@ -1,4 +1,4 @@
-"""Weights chosen from a labelled sample (toolrag.tune): the grid, and tuning through the real retriever."""
+"""Weights chosen from a labelled sample (toolrag.evaluation.tune): the grid, and tuning through the real retriever."""
 
 from __future__ import annotations
 
@@ -9,11 +9,12 @@ from typing import Any
 import pytest
 
 from toolrag.cli import main
-from toolrag.decision import Decision
 from toolrag.errors import QueryError, SettingsError
-from toolrag.evaluate import QueryRow
+from toolrag.evaluation.evaluator import Evaluator
+from toolrag.evaluation.queries import QueryRow
+from toolrag.evaluation.tune import calibrate_no_tool, simplex_grid, tune_weights
+from toolrag.search.results import Decision
 from toolrag.settings import Settings
-from toolrag.tune import calibrate_no_tool, simplex_grid, tune_weights
 
 # Paraphrases of the small catalog's tools (tests/conftest.py) that share few words with the profiles:
 # keyword search alone ranks them badly, the dense models well.
@@ -55,8 +56,8 @@ def test_tuning_moves_weight_to_the_signals_that_rank_the_gold_tools(small_retri
     assert chosen["dense"] + chosen["dense_en"] + chosen["bm25"] == pytest.approx(0.7)
     assert chosen["ocr"] == keyword_only.weights["ocr"]
     # the chosen settings really rank better when searched again
-    again = small_retriever.evaluate(PARAPHRASES, settings=result.settings).metrics  # type: ignore[attr-defined]
-    before = small_retriever.evaluate(PARAPHRASES, settings=keyword_only).metrics  # type: ignore[attr-defined]
+    again = Evaluator(PARAPHRASES)(small_retriever, settings=result.settings).metrics  # type: ignore[arg-type]
+    before = Evaluator(PARAPHRASES)(small_retriever, settings=keyword_only).metrics  # type: ignore[arg-type]
     assert again["ndcg@10"] == pytest.approx(result.best_score)
     assert before["ndcg@10"] == pytest.approx(result.base_score)
     assert "new weights" in result.summary()
@@ -78,8 +79,8 @@ def test_tune_rejects_bad_input(small_retriever: object) -> None:
         tune_weights(small_retriever, PARAPHRASES, metric="precision@3")
     with pytest.raises(SettingsError, match="text signals"):
         tune_weights(small_retriever, PARAPHRASES, signals=["ocr"])
-    with pytest.raises(SettingsError, match="ToolRetriever"):
-        tune_weights(object(), PARAPHRASES)
+    with pytest.raises(TypeError, match="ToolRetriever"):
+        tune_weights(object(), PARAPHRASES)  # type: ignore[arg-type]
 
 
 def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: object, tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def test_empty_query_shows_an_error_toast_and_the_app_keeps_working(page: Any) -
 
 
 def test_map_shows_the_query_point(page: Any, ui_server: Any) -> None:
-    from toolrag import projection
+    from toolrag.evaluation import projection
 
     projection.warm_up()  # waits for the app's background warm-up, so the map (and screenshot) is UMAP
     search(page, "把照片的背景虚化一下")

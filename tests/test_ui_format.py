@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from conftest import SMALL_CATALOG
 
-from toolrag.decision import Decision
+from toolrag.catalog.loader import load_catalog
+from toolrag.encode.models import ModelSet
 from toolrag.errors import SettingsError
-from toolrag.loader import load_catalog
-from toolrag.results import Candidate, SearchResult, SignalScore, TokenReport
+from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
 from toolrag.settings import SIGNALS, Fusion, Settings
 from toolrag.ui import format as fmt
 
@@ -104,10 +104,17 @@ def test_build_settings_from_controls() -> None:
 
 
 def test_signal_info_names_why_a_signal_is_off() -> None:
-    unavailable = {"clip": "CLIP is off offline", "image": "no image model"}
-    assert fmt.signal_info("clip", unavailable) == "⚠ unavailable: CLIP is off offline"
-    assert fmt.signal_info("visual", unavailable) == "⚠ unavailable: no image model"
-    assert fmt.signal_info("dense", unavailable) == "dense text (multilingual)"
+    # Reasons are kept per model role; each signal reads the reason of the model it needs (the registry),
+    # so an image-model failure is never shown as the reason OCR is off.
+    models = ModelSet(text=object(), ocr_factory=object,  # type: ignore[arg-type]
+                      unavailable={"clip": "CLIP is off offline", "image": "no image model"})
+    notes = {s: reason for s in SIGNALS if (reason := models.signal_reason(s))}
+    assert notes == {"visual": "no image model", "concepts": "no image model", "clip": "CLIP is off offline",
+                     "dense_en": "the english model is not loaded"}
+    assert fmt.signal_info("clip", notes) == "⚠ unavailable: CLIP is off offline"
+    assert fmt.signal_info("visual", notes) == "⚠ unavailable: no image model"
+    assert fmt.signal_info("ocr", notes) == "OCR text from the image"
+    assert fmt.signal_info("dense", notes) == "dense text (multilingual)"
 
 
 def test_history_is_small_and_newest_first() -> None:

@@ -9,11 +9,11 @@ import gradio as gr
 import pytest
 from conftest import ASSETS
 
-from toolrag import projection
+from toolrag.evaluation import projection
 from toolrag.settings import SIGNALS, Settings
 from toolrag.ui import Backend
 from toolrag.ui import format as fmt
-from toolrag.ui.app import MAX_IMAGE_MB, Handlers
+from toolrag.ui.handlers import MAX_IMAGE_MB, Handlers
 
 pytest_plugins = ["ui_support"]
 pytestmark = pytest.mark.slow
@@ -48,12 +48,12 @@ def test_handlers_refuse_work_until_the_index_is_ready(ui_catalog: Path) -> None
 
 def test_wait_ready_reports_ready_and_unavailable_signals(h: Handlers) -> None:
     status, image_note, _rerank, *sliders = list(h.wait_ready())[-1]
-    assert "ready" in status and str(len(h.b.retriever.index.snapshot.ids)) in status
+    assert "ready" in status and str(len(h.b.require().catalog)) in status
     assert len(sliders) == len(SIGNALS)
-    unavailable = h.b.retriever.index.models.unavailable
+    notes = h.b.require().signal_notes()
     for signal, update in zip(SIGNALS, sliders, strict=True):
-        assert update["info"] == fmt.signal_info(signal, unavailable)
-    if "clip" in unavailable:
+        assert update["info"] == fmt.signal_info(signal, notes)
+    if "clip" in notes:
         assert "unavailable" in sliders[SIGNALS.index("clip")]["info"] and "clip" in image_note
 
 

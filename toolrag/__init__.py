@@ -6,54 +6,34 @@ Typical use::
     retriever = ToolRetriever.from_catalog("sample_tools")
     result = retriever.search("帮我报销这张餐饮发票", image="assets/queries/receipt_lunch.png")
     result.decision, result.candidates[0].id, result.tools   # decision, best tool, OpenAI tools JSON
+
+Importing toolrag loads no model and changes no environment variable; call
+:func:`toolrag.config.configure_environment` for the set-up the CLI and the app use (telemetry off, the Hub
+offline unless online). The package map is in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
-from toolrag.models import configure_environment
-
-configure_environment()
-
-# Public names -> defining module. Imported on first use, so ``import toolrag`` stays cheap and a CLI call
-# pays only for what it uses.
-_EXPORTS = {
-    "Decision": "toolrag.decision",
-    "CatalogError": "toolrag.errors",
-    "ImageError": "toolrag.errors",
-    "ModelUnavailable": "toolrag.errors",
-    "ProfileError": "toolrag.errors",
-    "QueryError": "toolrag.errors",
-    "SettingsError": "toolrag.errors",
-    "StoreError": "toolrag.errors",
-    "ToolragError": "toolrag.errors",
-    "EvalReport": "toolrag.evaluate",
-    "QueryRow": "toolrag.evaluate",
-    "load_queries": "toolrag.evaluate",
-    "Catalog": "toolrag.profile",
-    "ToolProfile": "toolrag.profile",
-    "load_catalog": "toolrag.loader",
-    "Candidate": "toolrag.results",
-    "SearchResult": "toolrag.results",
-    "SignalScore": "toolrag.results",
-    "TokenReport": "toolrag.results",
-    "ToolRetriever": "toolrag.retriever",
-    "SIGNALS": "toolrag.settings",
-    "Fusion": "toolrag.settings",
-    "Settings": "toolrag.settings",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolrag' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
+from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.encode.models import ModelSet, load_models
+from toolrag.errors import (
+    CatalogError,
+    ImageError,
+    ModelUnavailable,
+    ProfileError,
+    QueryError,
+    SettingsError,
+    StoreError,
+    ToolragError,
+)
+from toolrag.evaluation.evaluator import EvalReport, Evaluator
+from toolrag.evaluation.queries import QueryRow, load_queries
+from toolrag.index.client import StoreConfig
+from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
+from toolrag.search.retriever import ToolRetriever
+from toolrag.settings import Fusion, Normalization, Settings
+from toolrag.signals import SIGNALS
 
 __version__ = "0.1.0"
 
@@ -64,9 +44,12 @@ __all__ = [
     "CatalogError",
     "Decision",
     "EvalReport",
+    "Evaluator",
     "Fusion",
     "ImageError",
+    "ModelSet",
     "ModelUnavailable",
+    "Normalization",
     "ProfileError",
     "QueryError",
     "QueryRow",
@@ -74,6 +57,7 @@ __all__ = [
     "Settings",
     "SettingsError",
     "SignalScore",
+    "StoreConfig",
     "StoreError",
     "TokenReport",
     "ToolProfile",
@@ -81,5 +65,6 @@ __all__ = [
     "ToolragError",
     "__version__",
     "load_catalog",
+    "load_models",
     "load_queries",
 ]

@@ -1,40 +1,60 @@
-"""Exception types raised by toolrag.
+"""The errors toolrag raises for mistakes a user can make and fix.
 
-Every error a user can cause derives from :class:`ToolragError`, so the CLI and the app can turn it into a
-one-line message (exit 2 / a toast) instead of a traceback. Messages name the file, field or value at fault and
-say how to fix it.
+Every one derives from :class:`ToolragError`, so the CLI turns it into a one-line message (exit 2) and the app
+into a toast, never a traceback. Messages name the file, field or value at fault and say how to fix it.
+Misuse of the Python API (a wrong type, an array of the wrong shape) raises ``TypeError``/``ValueError``
+instead: that is a bug in the calling code, not something a user of the CLI or the app can fix.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "CatalogError",
+    "ImageError",
+    "ModelUnavailable",
+    "ProfileError",
+    "QueryError",
+    "SettingsError",
+    "StoreError",
+    "ToolragError",
+]
 
 
 class ToolragError(Exception):
     """Base class of every error that toolrag raises on purpose."""
 
 
-class ProfileError(ToolragError):
-    """A tool profile or catalog file is invalid (names the file, line where known, tool id and field)."""
-
-
 class CatalogError(ToolragError):
-    """A catalog as a whole is invalid: duplicate ids, unreadable folder, unknown format."""
+    """A catalog as a whole cannot be used: missing folder, duplicate ids, unknown role, an edit that cannot
+    be saved."""
+
+
+class ProfileError(CatalogError):
+    """One or more tool profiles are invalid. The message names the first problem (file, line, tool id,
+    field); :attr:`problems` lists them all (``toolrag lint`` prints them)."""
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems: list[str] = list(problems) or [message]
 
 
 class QueryError(ToolragError):
-    """A search request is invalid (empty query without an image, unknown role or category, ...)."""
+    """A request or a labelled query file is invalid (empty request, unknown role or category, bad row)."""
 
 
 class ImageError(ToolragError):
-    """An image cannot be used: unreadable, truncated, not an image, or too large."""
-
-
-class ModelUnavailable(ToolragError):
-    """A model cannot be loaded here; the message names the setting that enables it."""
-
-
-class StoreError(ToolragError):
-    """The vector index cannot be opened or written (Chroma path, server URL, ...)."""
+    """An image cannot be used: missing, not an image, truncated, empty or too large."""
 
 
 class SettingsError(ToolragError):
-    """A setting has a value outside its valid choices or range."""
+    """A setting (file, flag, environment variable) has a value outside its valid choices or range."""
+
+
+class ModelUnavailable(SettingsError):
+    """A configured model cannot be loaded here; the message names the setting that chooses another."""
+
+
+class StoreError(ToolragError):
+    """The vector index cannot be opened or written (Chroma folder, server URL)."""

@@ -1,51 +1,60 @@
-"""Retrieval settings: one frozen object with documented, measured defaults.
+"""Retrieval settings: one frozen object with documented, measured defaults, validated field by field.
 
-The CLI flags, the app's sliders and library callers all produce a ``Settings`` (``dataclasses.replace`` or
-:meth:`Settings.with_overrides`), so every entry point runs the same retrieval with the same defaults. The
-default weights and thresholds come from ``bench/tune.py`` (see ``docs/benchmarks.md``), not from taste.
+The CLI flags, the app's sliders, settings files and library callers all produce a ``Settings``
+(:meth:`Settings.with_overrides` or :meth:`Settings.from_yaml`), so every entry point runs the same retrieval
+with the same defaults. The default weights and thresholds come from ``bench/tune.py`` (see
+``docs/benchmarks.md``), not from taste. Every bad value raises :class:`toolrag.errors.SettingsError` naming
+the setting, the value and what is valid.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
+import difflib
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from toolrag.config import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV, env_setting, optional_setting
 from toolrag.errors import SettingsError
-from toolrag.fusion import Normalization
+from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
+from toolrag.yamlio import YamlSyntaxError, read_yaml
 
-__all__ = ["IMAGE_SIGNALS", "SIGNALS", "TEXT_SIGNALS", "Fusion", "Settings"]
+__all__ = ["IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion", "Normalization", "Settings"]
 
 
 class Fusion(str, Enum):
-    """How signals are combined: see ``toolrag.fusion`` for the formulas."""
+    """How signals are combined: see :mod:`toolrag.search.fusion` for the formulas."""
 
     LATE = "late"    # normalise each signal's scores, then a weighted sum
     EARLY = "early"  # combine the query vectors of one embedding space before scoring, then late-fuse the rest
     RRF = "rrf"      # reciprocal-rank fusion of the per-signal rankings
 
 
-#: Signals that read the query text (and earlier turns).
-TEXT_SIGNALS = ("dense", "dense_en", "bm25")
-#: Signals that read the query image.
-IMAGE_SIGNALS = ("ocr", "visual", "concepts", "clip")
-SIGNALS = TEXT_SIGNALS + IMAGE_SIGNALS
+class Normalization(str, Enum):
+    """How raw signal scores are put on one scale before late fusion (see
+    :func:`toolrag.search.fusion.normalize`)."""
 
-SIGNAL_LABELS = {
-    "dense": "dense text (multilingual)",
-    "dense_en": "dense text (English model)",
-    "bm25": "BM25 keywords",
-    "ocr": "OCR text from the image",
-    "visual": "visual similarity to example images",
-    "concepts": "visual concepts (ImageNet labels)",
-    "clip": "CLIP cross-modal",
-}
+    STANDARD = "standard"  # standard score z = (x - mean) / std, unbounded; the retriever takes mean and std
+    # from the permitted catalog's scores (toolrag.search.adaptive): the shipped default
+    MINMAX = "minmax"  # (x - min) / (max - min) in [0, 1]; keeps score gaps, sensitive to outliers
+    LOGISTIC = "logistic"  # logistic(z) in (0, 1); robust to one outlier, the mean maps to 0.5
+    RANK = "rank"  # 1 - (rank - 1) / n_present in (0, 1]; only the order counts (like RRF)
+    NONE = "none"  # identity: for signals already calibrated (probabilities)
+
+    @classmethod
+    def _missing_(cls, value: object) -> Normalization | None:
+        # "zscore" named the logistic of the z-score before 0.2; settings files that say so keep working.
+        return cls.LOGISTIC if isinstance(value, str) and value.strip().lower() == "zscore" else None
+
+
+#: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
+NO_TOOL_THRESHOLDS: Mapping[str, float] = {"e5": 0.80, "minilm": 0.30}
+#: The threshold of a text model without a calibrated one: no request is refused for low similarity.
+UNCALIBRATED_NO_TOOL_THRESHOLD = -1.0
 
 # Text signals share 0.7 and image signals 0.3 when an image is given (the seeds' split); within each group
 # the split was measured (docs/benchmarks.md). Absent signals' weight is redistributed per candidate.
@@ -58,13 +67,7 @@ _DEFAULT_WEIGHTS = {
     "concepts": 0.04,
     "clip": 0.04,
 }
-
-
-def _optional_env(name: str, default: str) -> str | None:
-    value = os.environ.get(name)
-    if value is None or not value.strip():
-        return default
-    return None if value.strip().lower() in ("none", "off") else value.strip()
+MAX_WEIGHT = 10.0
 
 
 def _default_weights() -> dict[str, float]:
@@ -75,12 +78,12 @@ def _default_weights() -> dict[str, float]:
 class Settings:
     """Everything that changes what a search returns. Defaults are the measured, shipped configuration."""
 
-    text_model: str = field(default_factory=lambda: os.environ.get("TOOLRAG_TEXT_MODEL") or "e5")
+    text_model: str = field(default_factory=lambda: env_setting(TEXT_MODEL_ENV, "e5") or "e5")
     """Multilingual text encoder: ``e5`` (packaged offline / Hub online), a local path or a Hub id
     (env ``TOOLRAG_TEXT_MODEL``)."""
-    english_model: str | None = field(default_factory=lambda: _optional_env("TOOLRAG_ENGLISH_MODEL", "minilm"))
-    """Second dense encoder used for English queries against English tools; ``None`` turns it off
-    (env ``TOOLRAG_ENGLISH_MODEL``, ``none`` = off)."""
+    english_model: str | None = field(default_factory=lambda: env_setting(ENGLISH_MODEL_ENV, "minilm"))
+    """Second dense encoder used for English queries against English tools; ``None`` (``none``/``off``/
+    ``null`` in files and flags) turns it off (env ``TOOLRAG_ENGLISH_MODEL``)."""
     clip_model: str | None = None
     """open_clip setting; ``None`` = the default for this environment (off offline, multilingual CLIP online)."""
     rerank_model: str | None = None
@@ -102,63 +105,124 @@ class Settings:
     """Share of the query vector taken by earlier user turns (conversation-aware search)."""
 
     def __post_init__(self) -> None:
-        unknown = set(self.weights) - set(SIGNALS)
-        if unknown:
-            raise SettingsError(f"unknown signal weight {sorted(unknown)[0]!r}; signals: {', '.join(SIGNALS)}")
-        for name, value in self.weights.items():
-            if not 0.0 <= float(value) <= 10.0:
-                raise SettingsError(f"weight of {name!r} is {value}; use a number between 0 and 10")
-        object.__setattr__(self, "weights", {s: float(self.weights.get(s, 0.0)) for s in SIGNALS})
+        if not isinstance(self.text_model, str) or not self.text_model.strip():
+            raise SettingsError(f"text_model is {self.text_model!r}; give 'e5', 'minilm', a local "
+                                "sentence-transformers folder or a Hugging Face Hub id")
+        object.__setattr__(self, "text_model", self.text_model.strip())
+        for name in ("english_model", "clip_model", "rerank_model"):
+            object.__setattr__(self, name, optional_setting(getattr(self, name), name=name))
+        object.__setattr__(self, "weights", _weights(self.weights))
         object.__setattr__(self, "fusion", _enum(Fusion, self.fusion, "fusion"))
         object.__setattr__(self, "normalization", _enum(Normalization, self.normalization, "normalization"))
-        _check_range("top_k", self.top_k, 1, 1000)
-        _check_range("candidates", self.candidates, 1, 10_000)
-        _check_range("rerank_top_n", self.rerank_top_n, 1, 1000)
-        _check_range("rrf_k", self.rrf_k, 1, 10_000)
-        _check_range("clarify_gap", self.clarify_gap, 0.0, 1.0)
-        _check_range("history_weight", self.history_weight, 0.0, 1.0)
+        _check_int("top_k", self.top_k, 1, 1000)
+        _check_int("candidates", self.candidates, 1, 10_000)
+        _check_int("rerank_top_n", self.rerank_top_n, 1, 1000)
+        _check_int("rrf_k", self.rrf_k, 1, 10_000)
+        _check_number("clarify_gap", self.clarify_gap, 0.0, 1.0)
+        _check_number("history_weight", self.history_weight, 0.0, 1.0)
+        if not isinstance(self.rerank, bool):
+            raise SettingsError(f"rerank is {self.rerank!r}; use true or false")
         if self.no_tool_threshold is not None:
-            _check_range("no_tool_threshold", self.no_tool_threshold, -1.0, 1.0)
+            _check_number("no_tool_threshold", self.no_tool_threshold, -1.0, 1.0)
 
     def with_overrides(self, **changes: Any) -> Settings:
-        """A copy with some fields changed; ``weights`` may be partial (other signals keep their weight)."""
-        if "weights" in changes and changes["weights"] is not None:
-            merged = dict(self.weights)
-            merged.update(changes["weights"])
-            changes["weights"] = merged
-        changes = {k: v for k, v in changes.items() if v is not None}
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        """A copy with the given fields changed (``None`` is a value: it turns an optional model off or
+        restores a per-model default); ``weights`` may be partial (other signals keep their weight)."""
+        unknown = sorted(set(changes) - _FIELD_NAMES)
         if unknown:
-            raise SettingsError(f"unknown setting {sorted(unknown)[0]!r}")
+            close = difflib.get_close_matches(unknown[0], sorted(_FIELD_NAMES), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else "settings: " + ", ".join(sorted(_FIELD_NAMES))
+            raise SettingsError(f"unknown setting {unknown[0]!r}; {hint}")
+        if "weights" in changes:
+            partial = changes["weights"]
+            if not isinstance(partial, Mapping):
+                raise SettingsError(f"weights is {partial!r}; give a mapping of signal to weight, e.g. "
+                                    "weights: {bm25: 0.3}")
+            changes["weights"] = {**self.weights, **partial}
         return dataclasses.replace(self, **changes)
+
+    def effective_no_tool_threshold(self) -> float:
+        """The NO_TOOL threshold in force: the setting, else the text model's calibrated default, else -1
+        (no request is refused for low similarity)."""
+        if self.no_tool_threshold is not None:
+            return float(self.no_tool_threshold)
+        return NO_TOOL_THRESHOLDS.get(self.text_model, UNCALIBRATED_NO_TOOL_THRESHOLD)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Settings:
-        """Load settings from a YAML mapping whose keys are the field names above."""
+        """Load settings from a YAML mapping whose keys are the field names above; a bad value names the
+        file, its line and the setting."""
         file = Path(path)
         try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            data = read_yaml(file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
             raise SettingsError(f"cannot read settings file {file}: {exc}") from None
+        except YamlSyntaxError as exc:
+            raise SettingsError(f"{file}: invalid YAML at {exc}; fix the syntax there") from None
+        if data is None:
+            return cls()
         if not isinstance(data, dict):
-            raise SettingsError(f"{file}: expected a mapping of setting names to values")
-        return cls().with_overrides(**data)
+            raise SettingsError(f"{file}: expected a mapping of setting names to values, e.g. top_k: 5")
+        lines: dict[str, int] = getattr(data, "key_lines", {})
+        settings = cls()
+        for key, value in data.items():
+            try:
+                settings = settings.with_overrides(**{str(key): _plain(value)})
+            except SettingsError as exc:
+                where = f"{file}:{lines[str(key)]}" if str(key) in lines else str(file)
+                raise SettingsError(f"{where}: {exc}") from None
+        return settings
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
         out["fusion"] = self.fusion.value
         out["normalization"] = self.normalization.value
+        out["weights"] = dict(self.weights)
         return out
 
 
+_FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _weights(weights: Any) -> dict[str, float]:
+    if not isinstance(weights, Mapping):
+        raise SettingsError(f"weights is {weights!r}; give a mapping of signal to weight, e.g. weights: "
+                            "{dense: 0.2, bm25: 0.3}")
+    out = {s: 0.0 for s in SIGNALS}
+    for name, value in weights.items():
+        if name not in out:
+            close = difflib.get_close_matches(str(name), SIGNALS, n=1, cutoff=0.5)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise SettingsError(f"unknown signal weight {name!r}; {hint}signals: {', '.join(SIGNALS)}")
+        _check_number(f"weight of {name!r}", value, 0.0, MAX_WEIGHT)
+        out[name] = float(value)
+    return out
+
+
 def _enum(kind: type[Enum], value: Any, name: str) -> Any:
+    choices = ", ".join(str(m.value) for m in kind)
+    if not isinstance(value, str | Enum):
+        raise SettingsError(f"{name} is {value!r}; choose one of: {choices}")
     try:
-        return kind(value.value if isinstance(value, Enum) else str(value).lower())
+        return kind(value.value if isinstance(value, Enum) else str(value).strip().lower())
     except ValueError:
-        choices = ", ".join(str(m.value) for m in kind)
         raise SettingsError(f"{name} {value!r} is not one of: {choices}") from None
 
 
-def _check_range(name: str, value: float, low: float, high: float) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise SettingsError(f"{name} is {value!r}; use a number from {low} to {high}")
+def _check_number(name: str, value: Any, low: float, high: float) -> None:
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
+            or not low <= value <= high):
+        raise SettingsError(f"{name} is {value!r}; use a number from {low:g} to {high:g}")
+
+
+def _check_int(name: str, value: Any, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SettingsError(f"{name} is {value!r}; use a whole number from {low} to {high}")

@@ -17,11 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from toolrag.decision import Decision
-from toolrag.lint import lint_profile
-from toolrag.profile import Catalog
-from toolrag.results import SearchResult
-from toolrag.settings import SIGNAL_LABELS, SIGNALS, Fusion, Settings
+from toolrag.catalog.lint import lint_profile
+from toolrag.catalog.profile import Catalog
+from toolrag.search.results import Decision, SearchResult
+from toolrag.settings import Fusion, Settings
+from toolrag.signals import SIGNALS, signal
 
 __all__ = [
     "GUEST",
@@ -56,9 +56,9 @@ _BANNER = {
 }
 
 
-def signal_column(signal: str) -> str:
+def signal_column(name: str) -> str:
     """Header of a signal's column in the results table."""
-    return f"{signal} raw (norm)"
+    return f"{name} raw (norm)"
 
 
 def role_choices(catalog: Catalog) -> list[str]:
@@ -71,22 +71,22 @@ def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, c
                    normalization: str | None = None) -> Settings:
     """Settings from the search controls (sliders give floats; top-K must be an int; no normalisation given
     keeps the base's)."""
-    return base.with_overrides(
-        fusion=Fusion(str(fusion).lower()), top_k=int(top_k), rerank=bool(rerank),
-        clarify_gap=float(clarify_gap),
-        no_tool_threshold=None if no_tool_threshold is None else float(no_tool_threshold),
-        weights={s: float(w) for s, w in weights.items()},
-        normalization=normalization or None,
-    )
+    changes: dict[str, Any] = {
+        "fusion": Fusion(str(fusion).lower()), "top_k": int(top_k), "rerank": bool(rerank),
+        "clarify_gap": float(clarify_gap),
+        "no_tool_threshold": None if no_tool_threshold is None else float(no_tool_threshold),
+        "weights": {s: float(w) for s, w in weights.items()},
+    }
+    if normalization:
+        changes["normalization"] = normalization
+    return base.with_overrides(**changes)
 
 
-def signal_info(signal: str, unavailable: Mapping[str, str]) -> str:
-    """The info line under a weight slider: what the signal reads, or why it can't run here."""
-    reason = unavailable.get(signal)
-    if reason is None and signal in {"ocr", "visual", "concepts"}:
-        reason = unavailable.get("image")
-    label = SIGNAL_LABELS.get(signal, signal)
-    return f"⚠ unavailable: {reason}" if reason else label
+def signal_info(name: str, notes: Mapping[str, str]) -> str:
+    """The info line under a weight slider: what the signal reads, or why it can't run here (``notes``:
+    signal -> reason, from :meth:`toolrag.search.retriever.ToolRetriever.signal_notes`)."""
+    reason = notes.get(name)
+    return f"⚠ unavailable: {reason}" if reason else signal(name).label
 
 
 def _cell(raw: float, norm: float) -> str:
@@ -116,10 +116,10 @@ def results_table(result: SearchResult) -> Any:
         i = int(row.name)
         styles = []
         for col in frame.columns:
-            signal = next((s for s in SIGNALS if signal_column(s) == col), None)
-            if signal is not None and signal == tops[i]:
+            name = next((s for s in SIGNALS if signal_column(s) == col), None)
+            if name is not None and name == tops[i]:
                 styles.append(TOP_COLOUR)
-            elif signal is not None and signal in contributing[i]:
+            elif name is not None and name in contributing[i]:
                 styles.append(PART_COLOUR)
             else:
                 styles.append("")

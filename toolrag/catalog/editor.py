@@ -1,0 +1,376 @@
+"""Editing a catalog in place (the app's Profiles tab): safe, atomic, re-indexing only what changed.
+
+Every change follows one path, under one lock (several people may edit one Space):
+
+1. parse the new profile text (:func:`toolrag.catalog.loader.parse_profile_yaml`): a bad field names itself;
+2. build the new text of the one file concerned by replacing exactly that tool's list item (its span is
+   found from the YAML node marks, so comments and formatting of every other tool survive);
+3. validate the whole catalog as it would be after the change, in a temporary copy, before touching the real
+   file (duplicate ids, dangling ``replaced_by``, broken YAML all fail here and nothing changes);
+4. keep the previous file under ``<catalog>/.history/`` (timestamped; hidden folders are never loaded), write
+   the new text atomically (temp file in the same folder, fsync, ``os.replace``);
+5. ``retriever.reload`` re-encodes only the changed tool; if that fails the file is restored.
+
+The rank of the edited tool for a probe query is measured before and after, so the effect of an edit shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import logging
+import re
+import shutil
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import yaml
+
+from toolrag.catalog.loader import META_FILE, catalog_files, load_catalog, parse_profile_yaml
+from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.catalog.yaml_spans import (
+    ItemSpan,
+    append_item,
+    category_of,
+    dump_yaml,
+    find_span,
+    item_text,
+    profile_data,
+    replace_span,
+    with_image,
+)
+from toolrag.errors import CatalogError, ProfileError, QueryError
+from toolrag.files import write_atomic
+from toolrag.images import load_image
+from toolrag.settings import Settings
+
+__all__ = ["CatalogEditor", "EditTarget", "RankProbe", "SaveOutcome"]
+
+log = logging.getLogger(__name__)
+
+
+HISTORY_DIR = ".history"
+
+
+_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+
+
+_TEMPLATE = """\
+id: {id}
+name: {name}
+description: >-
+  Say what the tool does, for whom and its limits (what it does NOT do), in one or two sentences.
+category: {category}
+tags: [keyword, 关键词]
+parameters:
+  type: object
+  properties:
+    text: {{type: string, description: "What the tool works on."}}
+  required: [text]
+examples:
+  - query: an everyday way to ask for it
+  - query: 用中文怎么说这个请求
+  - query: a formal or detailed request
+negative_examples:
+  - a similar request that another tool serves
+permissions: []
+mutation: false
+"""
+
+
+@dataclass(frozen=True)
+class RankProbe:
+    """The query whose ranking shows the effect of an edit (the app passes the session's last search)."""
+
+    query: str
+    image: Any = None
+    role: str | None = None
+    settings: Settings | None = None
+
+
+@dataclass(frozen=True)
+class SaveOutcome:
+    """What a save/delete did: the file, its backup, what was re-encoded and the tool's rank shift."""
+
+    action: Literal["saved", "added", "deleted", "unchanged"]
+    tool_id: str
+    file: Path
+    backup: Path | None
+    encoded: int
+    rank_before: int | None
+    rank_after: int | None
+    query: str | None
+
+    @property
+    def message(self) -> str:
+        head = {"saved": "Saved", "added": "Added", "deleted": "Deleted", "unchanged": "No change to"}
+        text = f"{head[self.action]} `{self.tool_id}` in {self.file.name}"
+        if self.action != "unchanged":
+            text += f" (re-encoded {self.encoded} text/image{'s' if self.encoded != 1 else ''})"
+        if self.query:
+            before, after = (f"#{r}" if r else "not ranked" for r in (self.rank_before, self.rank_after))
+            text += f". Rank for “{self.query}”: {before} → {after}"
+        return text + "."
+
+
+class EditTarget(Protocol):
+    """What the editor keeps in step with the files (a :class:`toolrag.search.retriever.ToolRetriever`)."""
+
+    @property
+    def catalog(self) -> Catalog: ...
+
+    def reload(self, catalog: Catalog) -> int: ...
+
+    def rank_of(self, tool_id: str, query: str, *, image: Any = None, role: str | None = None,
+                settings: Settings | None = None) -> int | None: ...
+
+
+class CatalogEditor:
+    """Edits the YAML files behind ``target``'s catalog and keeps its index in step."""
+
+    def __init__(self, target: EditTarget, *, lock: threading.Lock | None = None,
+                 catalog_path: str | Path | None = None, keep_versions: int = 20) -> None:
+        self.target = target
+        self._lock = lock or threading.Lock()
+        root = self.catalog.root
+        if catalog_path is None and root is None:
+            raise CatalogError("this catalog was not loaded from files, so it cannot be edited; "
+                               "load it with load_catalog(folder)")
+        self.path = Path(catalog_path) if catalog_path is not None else Path(root)  # type: ignore[arg-type]
+        self.folder = self.path if self.path.is_dir() else self.path.parent
+        self.keep_versions = keep_versions
+
+    @property
+    def catalog(self) -> Catalog:
+        return self.target.catalog
+
+    # ---------------------------------------------------------------------------------------------- reading
+
+    def profile_yaml(self, tool_id: str) -> str:
+        """The YAML of one tool as written in its file (dedented list item), or a re-dump if not locatable."""
+        tool = self._tool(tool_id)
+        span = self._span(tool)
+        if span is not None:
+            return span.text
+        return dump_yaml(profile_data(tool))
+
+    def new_tool_template(self, category: str) -> str:
+        """A valid starting profile for ``category`` with a free id (edit, then save)."""
+        slug = re.sub(r"[^A-Za-z0-9_-]+", "_", category.strip()).strip("_") or "general"
+        tool_id, n = f"{slug}.new_tool", 2
+        while self.catalog.get(tool_id) is not None:
+            tool_id, n = f"{slug}.new_tool_{n}", n + 1
+        name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_id)[:64]
+        return _TEMPLATE.format(id=tool_id, name=name,
+                                category=json.dumps(category.strip() or "general", ensure_ascii=False))
+
+    def history(self, file: str | Path) -> list[Path]:
+        """Saved previous versions of a catalog file, oldest first."""
+        return sorted((self.folder / HISTORY_DIR).glob(_history_stem(self.folder, Path(file)) + ".*.bak"))
+
+    # ---------------------------------------------------------------------------------------------- changes
+
+    def validate(self, tool_id: str | None, yaml_text: str) -> ToolProfile:
+        """Parse ``yaml_text`` and check the whole catalog as it would be after saving it; write nothing."""
+        with self._lock:
+            profile, file, new_text = self._prepare(tool_id, yaml_text)
+            self._check_catalog(file, new_text, profile)
+            return profile
+
+    def save(self, tool_id: str | None, yaml_text: str, *, probe: RankProbe | None = None) -> SaveOutcome:
+        """Replace tool ``tool_id`` (``None``: add a new tool) with the profile in ``yaml_text``."""
+        with self._lock:
+            return self._save(tool_id, yaml_text, probe)
+
+    def delete(self, tool_id: str, *, probe: RankProbe | None = None) -> SaveOutcome:
+        """Remove a tool from its file (validated first: a tool named by another's ``replaced_by`` stays)."""
+        with self._lock:
+            tool = self._tool(tool_id)
+            file, span = self._file_of(tool), self._located(tool)
+            new_text = replace_span(file.read_text(encoding="utf-8"), span, None)
+            before = self._rank(probe, tool_id)
+            self._check_catalog(file, new_text, None)
+            backup, encoded = self._commit(file, new_text)
+            return SaveOutcome("deleted", tool_id, file, backup, encoded, before, None, _q(probe))
+
+    def add_image(self, tool_id: str, image_path: str | Path, caption: str, *, replace: str | None = None,
+                  probe: RankProbe | None = None) -> SaveOutcome:
+        """Validate an image, copy it into the assets folder under a content-hash name and add it to the
+        tool's ``images`` (replacing the entry whose path is ``replace``, if given), then save."""
+        with self._lock:
+            tool = self._tool(tool_id)
+            assets = self.catalog.assets_dir or self.folder
+            image = load_image(image_path)
+            data = Path(image_path).read_bytes()
+            suffix = Path(image_path).suffix.lower()
+            digest = hashlib.sha256(data).hexdigest()[:16]
+            if suffix not in _IMAGE_SUFFIXES:
+                suffix = ".png"
+            target = assets / f"{digest}{suffix}"
+            created = not target.exists()
+            if created:
+                assets.mkdir(parents=True, exist_ok=True)
+                if suffix == Path(image_path).suffix.lower():
+                    shutil.copyfile(image_path, target)
+                else:
+                    image.save(target, format="PNG")
+            rel = target.relative_to(assets).as_posix()
+            try:
+                text = with_image(self.profile_yaml(tool_id), tool, rel, caption.strip(), replace)
+                return self._save(tool_id, text, probe)
+            except BaseException:
+                if created:
+                    target.unlink(missing_ok=True)
+                raise
+
+    # ------------------------------------------------------------------------------------------- internals
+
+    def _tool(self, tool_id: str) -> ToolProfile:
+        tool = self.catalog.get(tool_id)
+        if tool is None:
+            raise CatalogError(f"no tool has id {tool_id!r}; pick one from the catalog table")
+        return tool
+
+    def _file_of(self, tool: ToolProfile) -> Path:
+        if tool.source is None:
+            raise CatalogError(f"tool {tool.id!r} has no source file, so it cannot be edited")
+        return Path(tool.source)
+
+    def _span(self, tool: ToolProfile) -> ItemSpan | None:
+        file = self._file_of(tool)
+        if file.suffix.lower() not in (".yaml", ".yml") or tool.line is None:
+            return None
+        return find_span(file.read_text(encoding="utf-8"), tool.line, tool.id)
+
+    def _located(self, tool: ToolProfile) -> ItemSpan:
+        span = self._span(tool)
+        if span is None:
+            raise CatalogError(f"cannot locate tool {tool.id!r} as a YAML list item in {tool.source}: edit "
+                               "that file by hand (JSON sources and flow-style lists are not edited here)")
+        return span
+
+    def _new_file(self, category: str) -> Path:
+        if self.path.is_file():
+            return self.path
+        slug = re.sub(r"[^A-Za-z0-9_-]+", "_", category).strip("_") or "general"
+        for n in range(1, 100):
+            candidate = self.folder / (f"{slug}.yaml" if n == 1 else f"{slug}-{n}.yaml")
+            if not candidate.exists():
+                return candidate
+            with contextlib.suppress(yaml.YAMLError, OSError, UnicodeDecodeError):
+                if isinstance(yaml.safe_load(candidate.read_text(encoding="utf-8")), list | None):
+                    return candidate
+        raise CatalogError(f"no free file name for category {category!r} in {self.folder}")
+
+    def _prepare(self, tool_id: str | None, yaml_text: str) -> tuple[ToolProfile, Path, str]:
+        """Parse the edit and build the new text of the file it lands in."""
+        if not yaml_text or not yaml_text.strip():
+            raise ProfileError("the profile is empty; write the tool's YAML (id, name, description, ...)")
+        old = self._tool(tool_id) if tool_id else None
+        assets = self.catalog.assets_dir or self.folder
+        source = self._file_of(old) if old else self._new_file(category_of(yaml_text))
+        profile = parse_profile_yaml(yaml_text, source=source, assets_dir=assets)
+        clash = self.catalog.get(profile.id)
+        if clash is not None and (old is None or clash.id != old.id):
+            raise ProfileError(f"id {profile.id!r} is already used by another tool ({clash.source}:"
+                               f"{clash.line}); ids must be unique: pick another id")
+        item = item_text(yaml_text)
+        current = source.read_text(encoding="utf-8") if source.exists() else ""
+        if old is None:
+            return profile, source, append_item(current, item)
+        return profile, source, replace_span(current, self._located(old), item)
+
+    def _check_catalog(self, file: Path, new_text: str, profile: ToolProfile | None) -> Catalog:
+        """Load the catalog with ``file`` replaced by ``new_text`` in a temporary copy; raise on problems."""
+        tmp = Path(tempfile.mkdtemp(prefix="toolrag-edit-"))
+        try:
+            for src in catalog_files(self.path):
+                dst = tmp / src.relative_to(self.folder)
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(src, dst)
+            dst = tmp / file.relative_to(self.folder)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_text(new_text, encoding="utf-8")
+            meta_file = self.folder / META_FILE
+            meta = yaml.safe_load(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else None
+            meta = dict(meta or {})
+            meta["assets_dir"] = str(self.catalog.assets_dir or self.folder)
+            (tmp / META_FILE).write_text(yaml.safe_dump(meta, allow_unicode=True), encoding="utf-8")
+            try:
+                checked = load_catalog(tmp / self.path.name if self.path.is_file() else tmp)
+            except (ProfileError, CatalogError) as exc:
+                message = str(exc).replace(str(tmp), str(self.folder))
+                if isinstance(exc, ProfileError):
+                    raise ProfileError(message, [p.replace(str(tmp), str(self.folder)) for p in exc.problems]
+                                       ) from None
+                raise CatalogError(message) from None
+            if profile is not None and checked.get(profile.id) != profile:
+                raise CatalogError(f"the edited profile of {profile.id!r} does not read back the same from "
+                                   f"{file.name}; check its indentation (start keys at column 0)")
+            return checked
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    def _save(self, tool_id: str | None, yaml_text: str, probe: RankProbe | None) -> SaveOutcome:
+        profile, file, new_text = self._prepare(tool_id, yaml_text)
+        current = file.read_text(encoding="utf-8") if file.exists() else None
+        before = self._rank(probe, tool_id) if tool_id else None
+        if current == new_text:
+            return SaveOutcome("unchanged", profile.id, file, None, 0, before, before, _q(probe))
+        self._check_catalog(file, new_text, profile)
+        backup, encoded = self._commit(file, new_text)
+        after = self._rank(probe, profile.id)
+        return SaveOutcome("saved" if tool_id else "added", profile.id, file, backup, encoded, before, after,
+                           _q(probe))
+
+    def _commit(self, file: Path, new_text: str) -> tuple[Path | None, int]:
+        """Back up, write atomically, reload the index; restore the file if the reload fails."""
+        old_text = file.read_text(encoding="utf-8") if file.exists() else None
+        backup = self._backup(file) if old_text is not None else None
+        write_atomic(file, new_text, error=CatalogError)
+        try:
+            return backup, int(self.target.reload(load_catalog(self.path)))
+        except BaseException:
+            log.exception("re-indexing after editing %s failed; restoring the file", file)
+            if old_text is None:
+                file.unlink(missing_ok=True)
+            else:
+                write_atomic(file, old_text, error=CatalogError)
+            raise
+
+    def _backup(self, file: Path) -> Path:
+        folder = self.folder / HISTORY_DIR
+        folder.mkdir(exist_ok=True)
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        backup = folder / f"{_history_stem(self.folder, file)}.{stamp}.bak"
+        shutil.copy2(file, backup)
+        for stale in self.history(file)[: -self.keep_versions]:
+            stale.unlink(missing_ok=True)
+        return backup
+
+    def _rank(self, probe: RankProbe | None, tool_id: str | None) -> int | None:
+        """1-based rank of ``tool_id`` for the probe over the whole permitted catalog (None: unranked)."""
+        if probe is None or tool_id is None or not (probe.query.strip() or probe.image is not None):
+            return None
+        try:
+            return self.target.rank_of(tool_id, probe.query, image=probe.image, role=probe.role,
+                                       settings=probe.settings)
+        except QueryError:
+            return None
+
+
+def _q(probe: RankProbe | None) -> str | None:
+    return probe.query if probe is not None and probe.query.strip() else None
+
+
+def _history_stem(folder: Path, file: Path) -> str:
+    try:
+        rel = file.resolve().relative_to(folder.resolve())
+    except ValueError:
+        rel = Path(file.name)
+    return rel.as_posix().replace("/", "__")

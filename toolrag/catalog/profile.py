@@ -1,0 +1,207 @@
+"""Tool profiles: the typed, immutable model of a tool and of a catalog (built by ``toolrag.catalog.loader``).
+
+A ``ToolProfile`` is only ever built from validated input, so the rest of toolrag never re-checks one. It
+knows the texts derived from it: what is embedded (:meth:`ToolProfile.document_text`), what BM25 indexes
+(:meth:`ToolProfile.lexical_text`) and the OpenAI ``tools`` entry injected into a prompt.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from toolrag.errors import CatalogError
+
+__all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
+
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+#: A permission code: no commas (a tool's codes are stored comma-joined as its ``perm_key``) and no spaces.
+PERMISSION_CODE = re.compile(r"^[^,\s]{1,200}$")
+
+
+def perm_key(codes: Iterable[str]) -> str:
+    """A tool's permission key: its codes (valid :data:`PERMISSION_CODE`), distinct, sorted, comma-joined;
+    "" = everyone may use the tool. The filters of the index split it on commas again."""
+    return ",".join(sorted(set(codes)))
+
+
+@dataclass(frozen=True)
+class Example:
+    """An example request the tool serves; ``image`` is an absolute path inside the catalog's assets."""
+
+    query: str
+    arguments: Mapping[str, Any] | None = None
+    image: Path | None = None
+
+
+@dataclass(frozen=True)
+class ToolImage:
+    """An example image of a tool: ``path`` as written (relative), ``file`` resolved inside the assets folder."""
+
+    path: str
+    caption: str
+    file: Path
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    url: str
+    method: str = "POST"
+
+
+@dataclass(frozen=True)
+class ToolProfile:
+    """One tool as the retriever sees it. Built only by the loader, so every instance is valid."""
+
+    id: str
+    name: str
+    description: str
+    category: str = "general"
+    tags: tuple[str, ...] = ()
+    parameters: Mapping[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    examples: tuple[Example, ...] = ()
+    negative_examples: tuple[str, ...] = ()
+    images: tuple[ToolImage, ...] = ()
+    permissions: tuple[str, ...] = ()
+    mutation: bool = False
+    priority: int = 0
+    version: str | None = None
+    deprecated: bool = False
+    replaced_by: str | None = None
+    endpoint: Endpoint | None = None
+    embedding_text: str | None = None
+    source: Path | None = field(default=None, compare=False)
+    line: int | None = field(default=None, compare=False)
+
+    @property
+    def perm_key(self) -> str:
+        """The permission codes this tool requires, sorted and comma-joined ("" = everyone)."""
+        return self._memo("perm_key", lambda: perm_key(self.permissions))
+
+    def _memo(self, key: str, make: Callable[[], str]) -> str:
+        """Derived text computed once per profile (profiles are immutable): re-syncing the index after one
+        edit reads these for every tool of the catalog. Kept in ``__dict__``, outside the dataclass fields,
+        so equality, ``repr`` and ``dataclasses.replace`` ignore it."""
+        cache: dict[str, str] = self.__dict__.setdefault("_derived", {})
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def document_text(self) -> str:
+        """The text that is embedded: name, description, tags, example queries and image captions.
+
+        The raw parameter schema is left out on purpose (JSON noise dilutes the vector). ``embedding_text``,
+        when set, replaces the whole document so a catalog owner has full control.
+        """
+        return self._memo("document", self._document_text)
+
+    def _document_text(self) -> str:
+        if self.embedding_text:
+            return self.embedding_text
+        parts = [f"{_humanize(self.name)}: {self.description}"]
+        if self.tags:
+            parts.append("Tags: " + ", ".join(self.tags) + ".")
+        parts.extend(ex.query for ex in self.examples if ex.query)
+        parts.extend(img.caption for img in self.images if img.caption)
+        return "\n".join(p.strip() for p in parts if p and p.strip())
+
+    def lexical_text(self) -> str:
+        """The text BM25 indexes: the embedded text plus id, category and parameter names/descriptions."""
+        return self._memo("lexical", self._lexical_text)
+
+    def _lexical_text(self) -> str:
+        parts = [self.id, self.category, self.document_text()]
+        if self.embedding_text:
+            parts.append(self.description)
+        for pname, pdesc in _schema_fields(self.parameters):
+            parts.append(f"{pname} {pdesc}".strip())
+        return "\n".join(parts)
+
+    def text_hash(self) -> str:
+        """Hash of what gets embedded: a changed hash means the text vector must be re-encoded."""
+        return self._memo("hash", lambda: hashlib.sha256(self.document_text().encode("utf-8")).hexdigest())
+
+    def openai_tool(self) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool (what gets injected into the LLM prompt)."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": copy.deepcopy(dict(self.parameters)),
+            },
+        }
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """A validated set of tool profiles plus the catalog's roles (name -> permission codes)."""
+
+    tools: tuple[ToolProfile, ...]
+    name: str = "catalog"
+    root: Path | None = None
+    assets_dir: Path | None = None
+    roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {t.id: t for t in self.tools})
+
+    def __len__(self) -> int:
+        return len(self.tools)
+
+    def __iter__(self) -> Iterator[ToolProfile]:
+        return iter(self.tools)
+
+    def get(self, tool_id: str) -> ToolProfile | None:
+        return self._by_id.get(tool_id)  # type: ignore[attr-defined]
+
+    @property
+    def ids(self) -> list[str]:
+        return [t.id for t in self.tools]
+
+    @property
+    def categories(self) -> list[str]:
+        return sorted({t.category for t in self.tools})
+
+    @property
+    def permission_codes(self) -> list[str]:
+        return sorted({code for t in self.tools for code in t.permissions})
+
+    def role_codes(self, role: str) -> tuple[str, ...]:
+        """The permission codes of a named role; an unknown role is an error listing the known ones."""
+        if role not in self.roles:
+            known = ", ".join(sorted(self.roles)) or "(this catalog defines no roles)"
+            raise CatalogError(f"unknown role {role!r}; roles of catalog {self.name!r}: {known}")
+        return self.roles[role]
+
+    def with_tool(self, profile: ToolProfile) -> Catalog:
+        """A copy with ``profile`` added or replacing the tool with the same id."""
+        tools = [profile if t.id == profile.id else t for t in self.tools]
+        if profile.id not in self._by_id:  # type: ignore[attr-defined]
+            tools.append(profile)
+        return Catalog(tuple(tools), self.name, self.root, self.assets_dir, self.roles)
+
+    def without_tool(self, tool_id: str) -> Catalog:
+        tools = tuple(t for t in self.tools if t.id != tool_id)
+        return Catalog(tools, self.name, self.root, self.assets_dir, self.roles)
+
+
+def _humanize(identifier: str) -> str:
+    """``get_weatherForecast`` -> ``get weather Forecast``: function names read as words."""
+    return re.sub(r"[_\-.]+", " ", _CAMEL_RE.sub(" ", identifier)).strip()
+
+
+def _schema_fields(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return
+    for pname, pschema in properties.items():
+        desc = pschema.get("description", "") if isinstance(pschema, dict) else ""
+        yield _humanize(str(pname)), str(desc)
+        if isinstance(pschema, dict) and isinstance(pschema.get("properties"), dict):
+            yield from _schema_fields(pschema)

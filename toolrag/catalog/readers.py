@@ -1,0 +1,79 @@
+"""Reading catalog files into plain records, with the line each record and key comes from.
+
+YAML goes through a SafeLoader whose mappings remember their lines (errors then point at ``file:line``); JSON
+Lines, JSON, OpenAI ``tools`` lists and MCP ``tools/list`` results become the same plain profile mappings.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from toolrag.yamlio import YamlSyntaxError, read_yaml
+
+__all__ = ["read_records", "yaml_load"]
+
+
+def yaml_load(text: str, file: Path, problems: list[str]) -> Any:
+    """:func:`read_yaml` for catalog files: a syntax error becomes a located entry in ``problems``."""
+    try:
+        return read_yaml(text)
+    except YamlSyntaxError as exc:
+        where = f"{file}:{exc.line}" if exc.line else str(file)
+        problems.append(f"{where}: invalid YAML: {exc.problem}; fix the syntax (indentation, quotes, colons)")
+        return None
+
+
+def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]]:
+    """The raw profile records of one file, converted from OpenAI/MCP shapes where needed."""
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(f"{file}: cannot read the file ({exc}); check it is UTF-8 text")
+        return []
+    suffix = file.suffix.lower()
+    if suffix == ".jsonl":
+        records: list[tuple[Any, int | None]] = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((_from_foreign(json.loads(line)), number))
+            except json.JSONDecodeError as exc:
+                problems.append(f"{file}:{number}: invalid JSON: {exc.msg}; each line must be one JSON object")
+        return records
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.append(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}")
+            return []
+    else:
+        data = yaml_load(text, file, problems)
+    if data is None:
+        return []
+    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+        data = data["tools"]
+    items = data if isinstance(data, list) else [data]
+    return [(_from_foreign(item), getattr(item, "line", None)) for item in items]
+
+
+def _from_foreign(item: Any) -> Any:
+    """Turn an OpenAI tool entry or an MCP tool into a profile mapping; leave profiles as they are."""
+    if not isinstance(item, dict):
+        return item
+    if item.get("type") == "function" and isinstance(item.get("function"), dict):
+        fn = item["function"]
+        out = {"id": fn.get("name"), "name": fn.get("name"), "description": fn.get("description")}
+        if fn.get("parameters") is not None:
+            out["parameters"] = fn["parameters"]
+        return out
+    if "inputSchema" in item and "id" not in item:
+        out = {"id": item.get("name"), "name": item.get("name"), "description": item.get("description")}
+        out["parameters"] = item["inputSchema"]
+        annotations = item.get("annotations") or {}
+        if isinstance(annotations, dict) and annotations.get("destructiveHint"):
+            out["mutation"] = True
+        return out
+    return item

@@ -1,0 +1,93 @@
+"""What the commands share: the catalog/model/store options, settings from flags, opening a retriever."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+from toolrag.config import CHROMA_URL_ENV
+from toolrag.errors import SettingsError
+from toolrag.search.retriever import ToolRetriever
+from toolrag.settings import Fusion, Normalization, Settings
+from toolrag.signals import SIGNALS
+
+__all__ = ["catalog_options", "codes", "open_retriever", "query_options", "settings_from_args"]
+
+log = logging.getLogger("toolrag.cli")
+
+
+def catalog_options() -> argparse.ArgumentParser:
+    """Options of every command that opens a catalog: where it is, where the index lives, which models."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--catalog", required=True, help="catalog folder or file (YAML, JSONL, OpenAI, MCP)")
+    common.add_argument("--data-dir", help="index folder (default: TOOLRAG_DATA_DIR or ~/.cache/toolrag)")
+    common.add_argument("--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 "
+                                             f"(default: {CHROMA_URL_ENV}, else an embedded index)")
+    common.add_argument("--settings", help="YAML file of settings (weights, thresholds, models)")
+    common.add_argument("--text-model", help="multilingual text model: e5, a path or a Hub id")
+    common.add_argument("--english-model", help="English text model: minilm, a path, a Hub id, or none")
+    common.add_argument("--clip-model", help="open_clip model (ARCH:TAG, hf-hub:ID, random:ARCH, none)")
+    common.add_argument("--rerank-model", help="cross-encoder path or Hub id (none = off)")
+    common.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    return common
+
+
+def query_options() -> argparse.ArgumentParser:
+    """Options of the commands that search: the caller, and the retrieval settings to override."""
+    opts = argparse.ArgumentParser(add_help=False)
+    opts.add_argument("--permissions", default="", help="comma-separated permission codes of the caller")
+    opts.add_argument("--role", help="a role named in the catalog's catalog.yaml")
+    opts.add_argument("--top-k", type=int)
+    opts.add_argument("--fusion", choices=[f.value for f in Fusion])
+    opts.add_argument("--normalization", choices=[n.value for n in Normalization])
+    opts.add_argument("--weight", action="append", default=[], metavar="SIGNAL=W",
+                      help=f"signal weight, repeatable; signals: {', '.join(SIGNALS)}")
+    opts.add_argument("--rerank", action="store_true", help="rerank the top candidates")
+    opts.add_argument("--clarify-gap", type=float)
+    opts.add_argument("--no-tool-threshold", type=float)
+    opts.add_argument("--json", action="store_true", help="print JSON")
+    return opts
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """The settings file (if any) with the flags that were given on top; an absent flag changes nothing."""
+    base = Settings.from_yaml(args.settings) if args.settings else Settings()
+    weights: dict[str, float] = {}
+    for item in getattr(args, "weight", []):
+        name, _, value = item.partition("=")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise SettingsError(f"--weight {item!r}: expected SIGNAL=NUMBER, e.g. bm25=0.3") from None
+    flags = {
+        "text_model": args.text_model,
+        "english_model": args.english_model,
+        "clip_model": args.clip_model,
+        "rerank_model": args.rerank_model,
+        "top_k": getattr(args, "top_k", None),
+        "fusion": getattr(args, "fusion", None),
+        "normalization": getattr(args, "normalization", None),
+        "weights": weights or None,
+        "clarify_gap": getattr(args, "clarify_gap", None),
+        "no_tool_threshold": getattr(args, "no_tool_threshold", None),
+        "rerank": True if getattr(args, "rerank", False) else None,
+    }
+    return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})
+
+
+def open_retriever(args: argparse.Namespace, settings: Settings) -> ToolRetriever:
+    """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``."""
+
+    def progress(fraction: float, message: str) -> None:
+        log.info("%3.0f%% %s", fraction * 100, message)
+
+    return ToolRetriever.from_catalog(
+        args.catalog, settings=settings, data_dir=args.data_dir,
+        chroma_url=args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None, progress=progress,
+    )
+
+
+def codes(text: str) -> list[str]:
+    """Comma-separated permission codes as a list (blanks dropped)."""
+    return [c.strip() for c in text.split(",") if c.strip()]

@@ -1,0 +1,99 @@
+"""``toolrag eval`` and ``toolrag tune``: measure retrieval on labelled requests, and choose weights from them."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from toolrag.cli.common import codes, open_retriever, settings_from_args
+from toolrag.errors import SettingsError
+from toolrag.evaluation.evaluator import Evaluator
+from toolrag.evaluation.metrics import DECISION_ACCURACY, METRIC_NAMES, metric
+from toolrag.evaluation.queries import load_queries
+from toolrag.evaluation.tune import calibrate_no_tool, save_settings, tune_weights
+from toolrag.search.results import Decision
+
+__all__ = ["parse_gate", "register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
+    ev = sub.add_parser("eval", parents=[common, query], help="measure retrieval on labelled queries")
+    ev.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
+                    help="exit 1 when METRIC (e.g. recall@5) is below VALUE (a fraction or a percentage)")
+    ev.set_defaults(handler=run_eval)
+    tune = sub.add_parser("tune", parents=[common, query],
+                          help="choose the text-signal weights from labelled queries of this catalog")
+    tune.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    tune.add_argument("--metric", default="ndcg@10", help="what to maximise (default ndcg@10)")
+    tune.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
+    tune.add_argument("--out", help="write the chosen weights into this settings YAML (read it with --settings)")
+    tune.set_defaults(handler=run_tune)
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    gates = [parse_gate(item) for item in args.fail_under]
+    evaluator = Evaluator(load_queries(Path(args.queries)), permissions=codes(args.permissions) or None,
+                          role=args.role)
+    retriever = open_retriever(args, settings_from_args(args))
+    report = retriever.evaluate(evaluator)
+    if args.json:
+        print(json.dumps(report.to_json(n_tools=len(retriever.catalog)), ensure_ascii=False, indent=2))
+    else:
+        print(report.format_table())
+    failed = [f"{m} = {report.metrics.get(m, float('nan')):.4f} < {v:.4f}" for m, v in gates
+              if not report.metrics.get(m, float("-inf")) >= v]
+    for line in failed:
+        print(f"toolrag: fail-under: {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def run_tune(args: argparse.Namespace) -> int:
+    rows = load_queries(Path(args.queries))
+    retriever = open_retriever(args, settings_from_args(args))
+    result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
+    no_tool = None
+    kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}
+    if kinds == {True, False}:  # rows that need no tool and rows that need one: calibrate the threshold too
+        no_tool = calibrate_no_tool(retriever, rows, base=result.settings)
+    if args.json:
+        print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
+                          "base_score": result.base_score, "best_score": result.best_score,
+                          "gain_stderr": result.gain_stderr, "weights": dict(result.settings.weights),
+                          "top": [{"weights": c.weights, "score": c.score} for c in result.candidates[:10]],
+                          "no_tool": dataclasses.asdict(no_tool) if no_tool else None}, indent=2))
+    else:
+        print(result.summary())
+        for cand in result.candidates[:5]:
+            weights = ", ".join(f"{s}={w:g}" for s, w in cand.weights.items())
+            print(f"  {args.metric} {100 * cand.score:6.2f}  {weights}")
+        print(no_tool.summary() if no_tool else "no_tool_threshold: not calibrated (the queries need rows with "
+                                                "'expect: no_tool' and rows with gold tools)")
+    if args.out:
+        changes: dict[str, Any] = {"weights": {s: round(float(w), 4) for s, w in result.settings.weights.items()}}
+        if no_tool is not None and no_tool.changed:
+            changes["no_tool_threshold"] = round(no_tool.threshold, 4)
+        summary = result.summary() + ("; " + no_tool.summary() if no_tool else "")
+        print(f"wrote {save_settings(args.out, changes, comment=summary)}", file=sys.stderr)
+    return 0
+
+
+def parse_gate(item: str) -> tuple[str, float]:
+    """``METRIC=VALUE`` of ``--fail-under``: a fraction (0.8) or a percentage (80, 80%)."""
+    name, _, value = item.partition("=")
+    name = name.strip().lower()
+    if name != DECISION_ACCURACY:
+        try:
+            metric(name)
+        except ValueError:
+            raise SettingsError(f"--fail-under {item!r}: unknown metric {name!r}; metrics: "
+                                f"{', '.join(METRIC_NAMES)}") from None
+    try:
+        number = float(value.strip().rstrip("%"))
+    except ValueError:
+        raise SettingsError(f"--fail-under {item!r}: expected METRIC=VALUE, e.g. recall@5=0.8") from None
+    return name, number / 100 if number > 1 or value.strip().endswith("%") else number

@@ -1,0 +1,49 @@
+"""The parser of ``toolrag`` and the one place where errors become exit statuses.
+
+Exit status: 0 success, 1 a ``--fail-under`` gate failed, 2 a ``ToolragError`` (bad input: a one-line
+message on stderr naming the value and the fix), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from toolrag.cli import catalog, evaluate, search
+from toolrag.cli.common import catalog_options, query_options
+from toolrag.config import configure_environment
+from toolrag.errors import ToolragError
+
+__all__ = ["main", "parser"]
+
+_COMMANDS = (search, evaluate, catalog)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = argparse.ArgumentParser(prog="toolrag", description="Retrieval-augmented tool selection.")
+    sub = root.add_subparsers(dest="command", required=True)
+    common, query = catalog_options(), query_options()
+    for module in _COMMANDS:
+        module.register(sub, common, query)
+    return root
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    configure_environment()
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",
+                        stream=sys.stderr)
+    try:
+        code: int = args.handler(args)
+        return code
+    except ToolragError as exc:
+        print(f"toolrag: {str(exc).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""``toolrag search``: the tools for one request, as a readable table or the result JSON."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from toolrag.cli.common import codes, open_retriever, settings_from_args
+from toolrag.search.results import SearchResult
+from toolrag.signals import SIGNALS
+
+__all__ = ["format_result", "register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
+    cmd = sub.add_parser("search", parents=[common, query], help="find the tools for a request")
+    cmd.add_argument("query", nargs="?", default="")
+    cmd.add_argument("--image", help="an image file to search with")
+    cmd.add_argument("--history", action="append", default=[], help="an earlier user turn (repeatable)")
+    cmd.add_argument("--category", action="append", help="only this category (repeatable)")
+    cmd.add_argument("--include-deprecated", action="store_true")
+    cmd.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    retriever = open_retriever(args, settings_from_args(args))
+    result = retriever.search(
+        args.query, image=args.image, history=args.history, permissions=codes(args.permissions),
+        role=args.role, categories=args.category, include_deprecated=args.include_deprecated,
+    )
+    print(result.to_json_str() if args.json else format_result(result))
+    return 0
+
+
+def format_result(result: SearchResult) -> str:
+    """A readable text rendering of a SearchResult: decision, ranked table with per-signal scores."""
+    lines = [f"decision: {result.decision.value}" + (f" - {result.clarification}" if result.clarification else "")]
+    signals = [s for s in SIGNALS if any(s in c.signals for c in result.candidates)]
+    header = f"{'#':>2}  {'tool':<40} {'score':>6}  " + "  ".join(f"{s:>16}" for s in signals)
+    lines += [header, "-" * len(header)]
+    for n, c in enumerate(result.candidates, start=1):
+        cells = []
+        for s in signals:
+            sc = c.signals.get(s)
+            cells.append(f"{'-':>16}" if sc is None else f"{sc.raw:7.3f} ({sc.norm:4.2f}) r{sc.rank:<2}"[:16].rjust(16))
+        lines.append(f"{n:>2}  {c.id[:40]:<40} {c.score:6.3f}  " + "  ".join(cells))
+    if result.absent_signals:
+        lines.append("absent signals: " + "; ".join(f"{k}: {v}" for k, v in result.absent_signals.items()))
+    lines.append(f"schema tokens: {result.tokens.selected} selected vs {result.tokens.all} for the whole "
+                 f"catalog ({result.tokens.saving:.0%} saved, {result.tokens.tokenizer})")
+    if result.filtered_out:
+        lines.append(f"filtered out by category/deprecation: {result.filtered_out}")
+    lines.append("timing ms: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timing_ms.items()))
+    lines.extend(result.notes)
+    return "\n".join(lines)

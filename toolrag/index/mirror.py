@@ -1,0 +1,106 @@
+"""A Chroma collection with an in-memory mirror of its metadata and of the vectors the index last used.
+
+Why: syncing the index after one edited profile must cost milliseconds, not a read of every row back from
+Chroma (the metadata and vectors of 10,000 tools take seconds to page out of it). The first sync reads the
+collection once; later syncs compare against the mirror, write only what changed, and assemble the new
+vector matrix from the previous one plus the rows just written. Chroma stays the durable copy: a new
+process starts from it, and only this process's writes go through the mirror (one writer per index).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from toolrag.errors import StoreError
+from toolrag.index.store import Hit, MetadataValue, VectorCollection
+
+__all__ = ["MirroredCollection"]
+
+Metadata = dict[str, MetadataValue]
+
+
+class MirroredCollection:
+    """Wraps a :class:`~toolrag.index.store.VectorCollection`; reads are served from memory after the first."""
+
+    def __init__(self, collection: VectorCollection) -> None:
+        self.collection = collection
+        self._meta: dict[str, Metadata] | None = None
+        self._fresh: dict[str, np.ndarray] = {}          # rows written since the last matrix()
+        self._last_ids: dict[str, int] = {}              # id -> row of the last matrix()
+        self._last: np.ndarray | None = None
+
+    @property
+    def dim(self) -> int:
+        return self.collection.dim
+
+    def metadata(self) -> dict[str, Metadata]:
+        """Metadata of every stored row, id -> metadata (read from Chroma once, then kept in step)."""
+        if self._meta is None:
+            self._meta = self.collection.get_metadata()
+        return self._meta
+
+    def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Mapping[str, MetadataValue]]
+               ) -> None:
+        """Write rows to Chroma, then to the mirror (a failed write leaves the mirror as it was)."""
+        vecs = np.asarray(vectors, dtype=np.float32)
+        self.collection.upsert(list(ids), vecs, [dict(m) for m in metadatas])
+        meta = self.metadata()
+        for row_id, vec, m in zip(ids, vecs, metadatas, strict=True):
+            meta[row_id] = dict(m)
+            self._fresh[row_id] = vec
+
+    def delete(self, ids: Sequence[str]) -> None:
+        self.collection.delete(list(ids))
+        meta = self.metadata()
+        for row_id in ids:
+            meta.pop(row_id, None)
+            self._fresh.pop(row_id, None)
+
+    def vectors(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+        """Stored vectors of ``ids`` (those found, in the order asked), from memory when it holds them."""
+        known = [i for i in ids if i in self._fresh or i in self._last_ids]
+        if len(known) < len(ids):
+            return self.collection.get_vectors(list(ids))
+        if not known:
+            return [], np.zeros((0, self.dim), dtype=np.float32)
+        return known, np.stack([self._row(i) for i in known]).astype(np.float32)
+
+    def matrix(self, ids: Sequence[str]) -> np.ndarray:
+        """The vectors of ``ids`` as one contiguous float32 matrix in that order; becomes the new baseline."""
+        if self._last is not None and len(ids) == len(self._last_ids) and list(self._last_ids) == list(ids):
+            # Same rows in the same order (an edit): copy the last matrix and overwrite the rows written since.
+            out = self._last.copy()
+            for row_id, vec in self._fresh.items():
+                if row_id in self._last_ids:  # rows written but not asked for (an image without text) stay out
+                    out[self._last_ids[row_id]] = vec
+            self._last, self._fresh = out, {}
+            return out
+        out = np.empty((len(ids), self.dim), dtype=np.float32)
+        missing: list[tuple[int, str]] = []
+        for n, row_id in enumerate(ids):
+            if row_id in self._fresh or row_id in self._last_ids:
+                out[n] = self._row(row_id)
+            else:
+                missing.append((n, row_id))
+        if missing:
+            got_ids, got = self.collection.get_vectors([i for _, i in missing])
+            position = {i: k for k, i in enumerate(got_ids)}
+            lost = [i for _, i in missing if i not in position]
+            if lost:
+                raise StoreError(f"index rows missing after sync: {lost[:3]}; delete the index folder and "
+                                 f"re-index")
+            for n, row_id in missing:
+                out[n] = got[position[row_id]]
+        self._last, self._last_ids, self._fresh = out, {i: n for n, i in enumerate(ids)}, {}
+        return out
+
+    def query(self, vector: np.ndarray, *, k: int, where: Mapping[str, object] | None = None) -> list[Hit]:
+        """Nearest rows (ids and similarities only: the mirror already holds the metadata)."""
+        return self.collection.query(vector, k=k, where=where, with_metadata=False)
+
+    def _row(self, row_id: str) -> np.ndarray:
+        if row_id in self._fresh:
+            return self._fresh[row_id]
+        return self._last[self._last_ids[row_id]]  # type: ignore[index]

@@ -1,0 +1,74 @@
+"""An immutable view of the index that one search uses: vectors in catalog row order, filter columns, BM25.
+
+An edit builds a new snapshot and swaps it in atomically, so searches running in other threads always see
+one consistent index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from toolrag.catalog.profile import Catalog
+from toolrag.index.bm25 import BM25Index
+from toolrag.index.filters import allowed_perm_keys
+
+__all__ = ["IndexSnapshot", "perm_codes"]
+
+
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """An immutable view of the index used by one search."""
+
+    catalog: Catalog
+    ids: tuple[str, ...]
+    row_of: Mapping[str, int]
+    vectors: Mapping[str, np.ndarray]          # "dense", "dense_en", "clip_text": (n_tools, dim)
+    english: np.ndarray                        # bool (n_tools,): tool text readable by the English model
+    image_owner: np.ndarray                    # int (n_images,): row of the tool each image belongs to
+    image_vectors: Mapping[str, np.ndarray]    # "visual", "clip_image": (n_images, dim)
+    image_text_owner: np.ndarray               # int: tool row of each example image that has OCR text
+    image_text: np.ndarray                     # (n, text dim): that OCR text, encoded by the text model
+    perm_keys: np.ndarray                      # object (n_tools,)
+    categories: np.ndarray                     # object (n_tools,)
+    deprecated: np.ndarray                     # bool (n_tools,)
+    priority: np.ndarray                       # int (n_tools,)
+    bm25: BM25Index
+    bm25_texts: tuple[str, ...] = ()
+    perm_key_values: tuple[str, ...] = ()     # the distinct permission keys
+    perm_key_codes: np.ndarray | None = None   # int (n_tools,): index of each tool's key in perm_key_values
+
+    def allowed(
+        self, permissions: Collection[str], *, categories: Collection[str] | None, include_deprecated: bool
+    ) -> tuple[np.ndarray, int]:
+        """Mask of tools the caller may see and pass the filters; and how many the filters (not the
+        permissions) removed. Tools the caller lacks permission for are never counted anywhere."""
+        if self.perm_key_codes is not None:
+            keys = allowed_perm_keys(self.perm_key_values, set(permissions))
+            ok = np.array([v in keys for v in self.perm_key_values], dtype=bool)
+            permitted = ok[self.perm_key_codes] if len(ok) else np.zeros(len(self.perm_keys), dtype=bool)
+        else:
+            keys = allowed_perm_keys(set(self.perm_keys.tolist()), set(permissions))
+            permitted = np.fromiter((k in keys for k in self.perm_keys), bool, len(self.perm_keys))
+        mask = permitted.copy()
+        if categories:
+            mask &= np.isin(self.categories, list(categories))
+        if not include_deprecated:
+            mask &= ~self.deprecated
+        return mask, int(permitted.sum() - mask.sum())
+
+
+def perm_codes(keys: list[str]) -> dict[str, Any]:
+    """The distinct permission keys and each tool's index among them (for a vectorised permission mask)."""
+    if not keys:
+        return {"perm_key_values": (), "perm_key_codes": np.zeros(0, dtype=np.int64)}
+    values, codes = np.unique(np.asarray(keys, dtype=str), return_inverse=True)
+    return {"perm_key_values": tuple(str(v) for v in values.tolist()), "perm_key_codes": codes.astype(np.int64)}
+
+
+def with_catalog(snapshot: IndexSnapshot, catalog: Catalog) -> IndexSnapshot:
+    """Internal helper for tests: the same vectors under another catalog object."""
+    return replace(snapshot, catalog=catalog)

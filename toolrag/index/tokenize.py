@@ -1,0 +1,148 @@
+"""Tokenisation for the BM25 keyword index.
+
+Dense embeddings miss exact identifiers ("SKU-1001", "query_stock") and rare domain words; BM25 over a
+tokenisation that understands identifiers and Chinese catches them. This module is pure CPU code: no models.
+
+Tokenisation choices, measured with BM25 on the 16-tool / 24-query English+Chinese mini catalog in
+tests/test_lexical.py (top-1 hits; MRR@5):
+
+* Chinese runs are segmented with ``jieba.lcut_for_search`` (search-engine mode: a long word is emitted
+  *and* its dictionary sub-words, so "电子邮件" yields 电子, 邮件, 电子邮件 and the query "发邮件" still meets
+  the tool "发送电子邮件"): 24/24, MRR 1.000. Plain ``lcut`` emits only the long word: 21/24, MRR 0.875
+  (misses "发邮件给张三", "明天北京天气怎么样", "把这段话翻译成英文").
+* Identifiers are split into their words (snake, kebab, dotted, camel and Pascal case); letters followed by
+  digits stay together ("V2" -> "v2", "utf8"). The whole identifier is *not* emitted as an extra token:
+  it changed nothing measurable (24/24 and MRR 1.000 either way) while inflating term frequencies and
+  document lengths; its parts already match.
+* A tiny plural stripper ("invoices" -> "invoice", "queries" -> "query", "batches" -> "batch") is applied
+  to documents and queries alike: 24/24 with it, 23/24 (MRR 0.979) without ("claim my travel expenses"
+  missed). It is deliberately not a full stemmer: verb forms stay as written.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import tempfile
+import threading
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+from toolrag.errors import ModelUnavailable
+from toolrag.text import CJK_RANGES
+
+__all__ = ["EN_STOPWORDS", "ZH_STOPWORDS", "tokenize"]
+
+logger = logging.getLogger(__name__)
+
+_CJK = CJK_RANGES
+# A CJK run, or a run of letters/digits (no underscore, no CJK): every other character separates tokens.
+_SEGMENT_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+# Split points inside a word: lower/digit -> Upper ("getWeather", "V2Api"), and the end of an acronym
+# ("HTTPServer" -> HTTP | Server). Letter -> digit is not a split point ("V2", "utf8").
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+# fmt: off
+# Dropped tokens: function words that say nothing about which tool fits ("'s" and "n't" leave s, t, ...).
+EN_STOPWORDS = frozenset(
+    {
+        "a", "an", "the", "of", "to", "for", "in", "on", "at", "by", "from", "with", "and", "or", "not",
+        "no", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "my", "me", "i",
+        "you", "your", "we", "our", "us", "it", "its", "this", "that", "these", "those", "there", "here",
+        "what", "which", "who", "how", "when", "where", "please", "can", "could", "would", "should", "will",
+        "shall", "may", "might", "must", "want", "need", "some", "any", "all", "just", "also", "s", "t",
+        "d", "ll", "re", "ve", "m",
+    }
+)
+ZH_STOPWORDS = frozenset(
+    {
+        "的", "了", "是", "我", "你", "他", "她", "它", "们", "我们", "你们",
+        "吗", "呢", "吧", "啊", "呀", "把", "给", "帮", "帮我", "一下", "这个",
+        "那个", "这", "那", "这张", "那张", "这些", "那些", "请", "请问", "麻烦",
+        "和", "与", "及", "或", "在", "也", "都", "就", "要", "我要", "想",
+        "我想", "能", "可以", "一个", "一张", "怎么", "怎么样", "什么", "如何",
+    }
+)
+# fmt: on
+
+_JIEBA_LOCK = threading.Lock()
+_JIEBA: Any = None
+
+
+def _cache_dir() -> Path:
+    """Writable folder for jieba's prefix-dictionary cache (``TOOLRAG_CACHE_DIR`` or the temp folder)."""
+    base = os.environ.get("TOOLRAG_CACHE_DIR")
+    folder = Path(base) if base else Path(tempfile.gettempdir()) / "toolrag"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        logger.warning("cannot create cache folder %s; jieba caches into the temp folder", folder)
+        return Path(tempfile.gettempdir())
+    return folder
+
+
+def _jieba() -> Any:
+    """The process-wide jieba tokenizer, initialised once (thread-safe; takes about 1-2 s the first time)."""
+    global _JIEBA
+    if _JIEBA is None:
+        with _JIEBA_LOCK:
+            if _JIEBA is None:
+                try:
+                    import jieba
+                except ImportError as exc:  # pragma: no cover - jieba is a hard dependency
+                    raise ModelUnavailable(
+                        "Chinese text needs the jieba segmenter: pip install jieba==0.42.1"
+                    ) from exc
+                jieba.setLogLevel(logging.WARNING)
+                segmenter = jieba.Tokenizer()
+                segmenter.tmp_dir = str(_cache_dir())
+                segmenter.initialize()
+                _JIEBA = segmenter
+    return _JIEBA
+
+
+def _singular(word: str) -> str:
+    """Strip an English plural ending from an ASCII word of 4+ letters (consistent, not linguistic)."""
+    if len(word) < 4 or not word.isascii() or not word.isalpha() or not word.endswith("s"):
+        return word
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"  # queries -> query
+    if word.endswith(("sses", "xes", "ches", "shes")):
+        return word[:-2]  # addresses -> address, taxes -> tax, batches -> batch
+    if word.endswith(("ss", "us", "is")):
+        return word  # address, status, analysis
+    return word[:-1]  # invoices -> invoice
+
+
+def _word_tokens(word: str) -> list[str]:
+    out = []
+    for part in _CAMEL_RE.split(word):
+        low = part.lower()
+        if low and low not in EN_STOPWORDS:
+            out.append(_singular(low))
+    return out
+
+
+def tokenize(text: str) -> list[str]:
+    """Split ``text`` into BM25 terms: identifier parts, lower-cased, Chinese segmented, stop words dropped.
+
+    Steps: NFKC (full-width letters/digits become ASCII); CJK runs go to ``jieba.lcut_for_search``; other
+    runs of letters/digits are split at case changes ("GetWeatherV2" -> get, weather, v2) while ``_ . -``
+    and all punctuation separate tokens; tokens are lower-cased, English plurals are stripped, and the
+    stop lists ``EN_STOPWORDS``/``ZH_STOPWORDS`` are dropped. Order follows the text; repeats are kept
+    (they are term frequencies).
+    """
+    text = unicodedata.normalize("NFKC", text)
+    tokens: list[str] = []
+    for match in _SEGMENT_RE.finditer(text):
+        cjk = match.group("cjk")
+        if cjk:
+            for piece in _jieba().lcut_for_search(cjk):
+                piece = piece.strip()
+                if piece and piece not in ZH_STOPWORDS:
+                    tokens.append(piece)
+        else:
+            tokens.extend(_word_tokens(match.group("word")))
+    return tokens

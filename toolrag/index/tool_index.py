@@ -1,0 +1,373 @@
+"""The tool index: profiles -> vectors (cached by content hash) in Chroma, plus the BM25 index.
+
+Chroma is the store of record for vectors (embedded folder or a server) and proposes candidates with its
+HNSW index under a permission/category filter. On open, every row's content hash and model fingerprint are
+compared with the catalog: only missing or changed profiles are encoded (a restart with an unchanged catalog
+encodes nothing; an edit re-encodes only that tool), rows of removed tools are deleted, and a collection
+built with another model is never reused (its name carries the model fingerprint). Rows are written batch by
+batch, each with its hash, so an interrupted build leaves at worst an incomplete cache: the next open
+re-encodes what is missing before the index is used, and the index is never served half-built.
+
+For exact re-scoring of candidates, the vectors are also held in memory as an immutable snapshot that an
+edit swaps atomically, so searches running in other threads always see a consistent index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.config import data_dir
+from toolrag.encode.models import ModelSet
+from toolrag.images import load_image
+from toolrag.index.bm25 import BM25Index
+from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.filters import allowed_perm_keys, build_where
+from toolrag.index.mirror import MirroredCollection
+from toolrag.index.snapshot import IndexSnapshot, perm_codes
+from toolrag.index.store import VectorCollection, collection_name
+from toolrag.progress import Progress, no_progress
+from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
+from toolrag.text import is_mostly_cjk
+
+__all__ = ["ToolIndex"]
+
+log = logging.getLogger(__name__)
+
+_BATCH = 64
+
+
+#: Filters keeping at least this share of the catalog are applied after an unfiltered nearest-neighbour query.
+_UNFILTERED_SHARE = 0.5
+
+
+#: Extra rows asked of Chroma on an unfiltered query, so that filtering afterwards still leaves ``k``.
+_OVERFETCH = 16
+
+
+class ToolIndex:
+    """A catalog indexed for retrieval. Construct it once per catalog and share it between searches."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        models: ModelSet,
+        *,
+        store: StoreConfig | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.models = models
+        self.store_config = store or StoreConfig(path=data_dir() / "chroma")
+        self._client = open_client(self.store_config)
+        self._lock = threading.RLock()
+        self._image_hashes: dict[tuple[str, float, int], str] = {}
+        self._english: dict[str, bool] = {}
+        self.encoded_last_sync = 0
+        self._bm25_texts: tuple[str, ...] = ()
+        key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
+        self._collections = self._open_collections(key)
+        self._snapshot = self._sync(catalog, progress or no_progress)
+
+    @property
+    def snapshot(self) -> IndexSnapshot:
+        return self._snapshot
+
+    @property
+    def catalog(self) -> Catalog:
+        return self._snapshot.catalog
+
+    def query_rows(
+        self, kind: str, vector: np.ndarray, *, k: int, mask: np.ndarray, permissions: Collection[str],
+        categories: Collection[str] | None, include_deprecated: bool,
+    ) -> np.ndarray:
+        """Snapshot rows of the permitted tools nearest to ``vector`` in one collection (at most ``k``).
+
+        When the filters keep at least half the catalog (``mask``), Chroma is asked without a where-clause for
+        a few more rows and the filter is applied here: Chroma's metadata filter costs ~100 ms at 10,000 rows
+        against ~5 ms for the plain search (docs/benchmarks.md). A selective filter goes to Chroma, which then
+        searches only permitted rows; so does an over-fetch that left fewer than ``k`` permitted rows.
+        """
+        collection = self._collections.get(kind)
+        if collection is None:
+            return np.zeros(0, dtype=np.int64)
+        snap = self._snapshot
+        share = float(mask.mean()) if len(mask) else 0.0
+        if share >= _UNFILTERED_SHARE:
+            fetch = min(len(mask) * 4, int(np.ceil(k / share)) + _OVERFETCH)
+            rows = self._rows(snap, collection.query(vector, k=fetch))
+            rows = rows[mask[rows]] if len(rows) else rows
+            if len(rows) >= k or share == 1.0:
+                return rows[:k]
+        keys = allowed_perm_keys(snap.perm_key_values or set(snap.perm_keys.tolist()), set(permissions))
+        where = build_where(allowed_perm_keys=keys, categories=categories, include_deprecated=include_deprecated)
+        rows = self._rows(snap, collection.query(vector, k=k, where=where))
+        return rows[mask[rows]] if len(rows) else rows
+
+    @staticmethod
+    def _rows(snap: IndexSnapshot, hits: Sequence[Any]) -> np.ndarray:
+        """Distinct snapshot rows of the hits' tools, best first (image rows are ``tool_id#image_hash``)."""
+        seen: dict[int, None] = {}
+        for hit in hits:
+            row = snap.row_of.get(hit.id.split("#", 1)[0])
+            if row is not None:
+                seen.setdefault(row, None)
+        return np.fromiter(seen, dtype=np.int64, count=len(seen))
+
+    def update(self, catalog: Catalog, progress: Progress | None = None) -> int:
+        """Bring the index in line with ``catalog`` (an edit, an addition, a removal); returns how many
+        texts and images were encoded. Only changed profiles are re-encoded."""
+        with self._lock:
+            self._snapshot = self._sync(catalog, progress or no_progress)
+            return self.encoded_last_sync
+
+    # ------------------------------------------------------------------------------------------- internals
+
+    def _open_collections(self, catalog_key: str) -> dict[str, MirroredCollection]:
+        """One collection per kind of :data:`toolrag.signals.COLLECTIONS` whose models are here; its name
+        carries the catalog and the model fingerprint, so vectors of two models are never mixed."""
+        out = {}
+        for spec in COLLECTIONS:
+            if not all(self.models.has(role) for role in (spec.model, *spec.requires)):
+                continue
+            model = getattr(self.models, spec.model.value)
+            fp = f"{catalog_key}|{spec.kind}|{model.fingerprint}"
+            name = collection_name(spec.kind.replace("_", "-"), fp)
+            out[spec.kind] = MirroredCollection(
+                VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint))
+        return out
+
+    def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
+        tools = catalog.tools
+        ids = tuple(t.id for t in tools)
+        self.encoded_last_sync = 0
+        vectors: dict[str, np.ndarray] = {}
+        previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
+        # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
+        # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
+        same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
+        for spec in COLLECTIONS:
+            if spec.rows == "tool" and spec.kind in self._collections:
+                progress(0.0, f"indexing tool texts ({spec.kind})")
+                model = getattr(self.models, spec.model.value)
+                vectors[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
+        image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
+        image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
+        image_vectors: dict[str, np.ndarray] = {}
+        for spec in COLLECTIONS:
+            if spec.rows == "image" and spec.kind in self._collections:
+                progress(0.0, f"indexing tool images ({spec.kind})")
+                image_vectors[spec.kind] = self._sync_images(spec, tools, image_rows, image_ids, progress)
+        progress(0.8, "reading text in tool images")
+        ocr_texts = self._sync_image_text(tools, image_rows, image_ids)
+        text_rows = [row for (row, _), iid in zip(image_rows, image_ids, strict=True) if ocr_texts.get(iid)]
+        text_ids = [iid for iid in image_ids if ocr_texts.get(iid)]
+        image_text = (self._collections["image_text"].matrix(text_ids)
+                      if "image_text" in self._collections else np.zeros((0, self.models.text.dim), np.float32))
+        extra: dict[str, list[str]] = {}
+        for (row, _), iid in zip(image_rows, image_ids, strict=True):
+            if ocr_texts.get(iid):
+                extra.setdefault(tools[row].id, []).append(ocr_texts[iid])
+        progress(0.9, "building the keyword index")
+        bm25 = self._build_bm25(tools, extra, same)
+        progress(1.0, "index ready")
+        return IndexSnapshot(
+            catalog=catalog,
+            ids=ids,
+            row_of=previous.row_of if previous is not None and previous.ids == ids else
+            {tool_id: i for i, tool_id in enumerate(ids)},
+            vectors=vectors,
+            image_owner=np.array([row for row, _ in image_rows], dtype=np.int64),
+            image_vectors=image_vectors,
+            image_text_owner=np.array(text_rows, dtype=np.int64),
+            image_text=image_text,
+            bm25=bm25,
+            bm25_texts=self._bm25_texts,
+            **self._tool_arrays(tools, previous, same),
+        )
+
+    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None, same: set[str]
+                     ) -> dict[str, Any]:
+        """Per-tool filter columns; after an edit (same ids, same order) only the changed rows are redone."""
+        ids = tuple(t.id for t in tools)
+        if previous is not None and previous.ids == ids and previous.perm_key_codes is not None:
+            changed = [row for row, t in enumerate(tools) if t.id not in same]
+            cols: dict[str, Any] = {"english": previous.english.copy(), "perm_keys": previous.perm_keys.copy(),
+                    "categories": previous.categories.copy(), "deprecated": previous.deprecated.copy(),
+                    "priority": previous.priority.copy()}
+            for row in changed:
+                t = tools[row]
+                cols["english"][row], cols["perm_keys"][row] = self._is_english(t), t.perm_key
+                cols["categories"][row], cols["deprecated"][row] = t.category, t.deprecated
+                cols["priority"][row] = t.priority
+            if any(previous.perm_keys[row] != cols["perm_keys"][row] for row in changed):
+                cols.update(perm_codes(list(cols["perm_keys"])))
+            else:
+                cols.update(perm_key_values=previous.perm_key_values, perm_key_codes=previous.perm_key_codes)
+            return cols
+        return {
+            "english": np.array([self._is_english(t) for t in tools], dtype=bool),
+            "perm_keys": np.array([t.perm_key for t in tools], dtype=object),
+            **perm_codes([t.perm_key for t in tools]),
+            "categories": np.array([t.category for t in tools], dtype=object),
+            "deprecated": np.array([t.deprecated for t in tools], dtype=bool),
+            "priority": np.array([t.priority for t in tools], dtype=np.int64),
+        }
+
+    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]], same: set[str]
+                    ) -> BM25Index:
+        """The keyword index in catalog row order (tool text plus the text read in its example images);
+        after an edit only changed texts are re-tokenised."""
+        def text(t: ToolProfile) -> str:
+            return "\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
+
+        previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
+        if previous is not None and same and len(previous.ids) == len(tools) and previous.bm25_texts and all(
+                t.id == i for t, i in zip(tools, previous.ids, strict=True)):
+            # An edit (same tools, same order): only profiles that are not the previous objects are compared.
+            texts_now = list(previous.bm25_texts)
+            edits: dict[str, str] = {}
+            for row, t in enumerate(tools):
+                if t.id not in same or t.id in extra:
+                    new = text(t)
+                    if new != texts_now[row]:
+                        texts_now[row], edits[t.id] = new, new
+            self._bm25_texts = tuple(texts_now)
+            return previous.bm25.update(edits, ()) if edits else previous.bm25
+        texts = {t.id: text(t) for t in tools}
+        if previous is not None:
+            old = dict(zip(previous.bm25.ids, previous.bm25_texts, strict=True))
+            changed = {i: s for i, s in texts.items() if (i not in same or i in extra) and old.get(i) != s}
+            removed = [i for i in previous.ids if i not in texts]
+            updated = previous.bm25.update(changed, removed) if (changed or removed) else previous.bm25
+            if list(updated.ids) == list(texts):
+                self._bm25_texts = tuple(texts.values())
+                return updated
+        self._bm25_texts = tuple(texts.values())
+        return BM25Index.build(list(texts), list(texts.values()))
+
+    def _sync_image_text(self, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
+                         image_ids: Sequence[str]) -> dict[str, str]:
+        """OCR text of every example image (read once per image, by content hash), encoded by the text model
+        so a query image's text can be matched with the text of the tools' example images."""
+        collection = self._collections.get("image_text")
+        if collection is None or not rows:
+            return {}
+        stored = collection.metadata()
+        known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
+        wanted = set(image_ids)
+        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
+        ocr = self.models.get_ocr() if todo else None
+        if todo and ocr is None:
+            return {i: t for i, t in known.items() if i in wanted}
+        gone = [i for i in stored if i not in wanted]
+        if gone:
+            collection.delete(gone)
+        owner = {iid: tools[row].id for (row, _), iid in zip(rows, image_ids, strict=True)}
+        # The same picture used by several tools is read and encoded once (ids are tool_id#content_hash).
+        by_hash = {iid.split("#", 1)[-1]: iid for iid in known}
+        for iid, path in todo:
+            image_hash = iid.split("#", 1)[-1]
+            source = by_hash.get(image_hash)
+            found, vec = collection.vectors([source]) if source is not None else ([], np.zeros((0, collection.dim)))
+            if source is not None and found:
+                text = known[source]
+            else:
+                text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
+                # Images without text get a row too (not read again) with the vector of a blank line.
+                vec = self.models.text.encode_passages([text or " "])
+                self.encoded_last_sync += 1
+            known[iid] = text
+            by_hash.setdefault(image_hash, iid)
+            collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
+        return {iid: known.get(iid, "") for iid in image_ids}
+
+    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
+                    progress: Progress) -> np.ndarray:
+        """Encode the texts that changed, re-label rows whose metadata changed, delete removed tools; return
+        the vectors in catalog order. ``same``: ids whose profile is unchanged since the last sync."""
+        collection = self._collections[kind]
+        stored = collection.metadata()
+        check = [t for t in tools if t.id not in same] if same else list(tools)
+        wanted = {t.id: _text_meta(t) for t in check}
+        stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
+        stale_ids = {t.id for t in stale}
+        moved = [t for t in check if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
+        present = {t.id for t in tools} if same else wanted
+        gone = [i for i in stored if i not in present]
+        if gone:
+            collection.delete(gone)
+        for start in range(0, len(stale), _BATCH):
+            batch = stale[start:start + _BATCH]
+            docs = [t.document_text() for t in batch]
+            # Text models embed documents with their passage prompt; CLIP has one text tower for both sides.
+            encode = getattr(model, "encode_passages", None) or model.encode_texts
+            vecs = encode(docs)
+            collection.upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
+            self.encoded_last_sync += len(batch)
+            progress((start + len(batch)) / max(len(stale), 1), f"encoded {start + len(batch)}/{len(stale)} "
+                                                                 f"tool texts ({kind})")
+        if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
+            got_ids, got = collection.vectors([t.id for t in moved])
+            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
+        return collection.matrix([t.id for t in tools])
+
+    def _sync_images(
+        self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
+        image_ids: Sequence[str], progress: Progress,
+    ) -> np.ndarray:
+        kind = spec.kind
+        collection = self._collections[kind]
+        stored = collection.metadata()
+        wanted = {iid: {**_text_meta(tools[row]), "tool_id": tools[row].id}
+                  for iid, (row, _) in zip(image_ids, rows, strict=True)}
+        for meta in wanted.values():
+            meta.pop("text_hash")
+        gone = [i for i in stored if i not in wanted]
+        if gone:
+            collection.delete(gone)
+        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in stored]
+        moved = [iid for iid in wanted if iid in stored and stored[iid] != wanted[iid]]
+        model: Any = getattr(self.models, spec.model.value)
+        for start in range(0, len(todo), 16):
+            batch = todo[start:start + 16]
+            images = [load_image(path) for _, path in batch]
+            vecs = model.features(images) if spec.model is ModelRole.IMAGE else model.encode_images(images)
+            collection.upsert([i for i, _ in batch], vecs, [wanted[i] for i, _ in batch])
+            self.encoded_last_sync += len(batch)
+            progress((start + len(batch)) / max(len(todo), 1), f"encoded {start + len(batch)}/{len(todo)} "
+                                                                f"tool images ({kind})")
+        if moved:
+            got_ids, got = collection.vectors(moved)
+            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
+        return collection.matrix(list(image_ids))
+
+    def _is_english(self, tool: ToolProfile) -> bool:
+        """Whether the English model may score this tool (cached by text hash: edits re-check one tool)."""
+        key = tool.text_hash()
+        if key not in self._english:
+            self._english[key] = not is_mostly_cjk(tool.document_text())
+        return self._english[key]
+
+    def _hash_image(self, path: Path) -> str:
+        stat = path.stat()
+        key = (str(path), stat.st_mtime, stat.st_size)
+        if key not in self._image_hashes:
+            self._image_hashes[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+        return self._image_hashes[key]
+
+
+def _text_meta(tool: ToolProfile) -> dict[str, Any]:
+    return {
+        "text_hash": tool.text_hash(),
+        "perm_key": tool.perm_key,
+        "category": tool.category,
+        "deprecated": tool.deprecated,
+        "mutation": tool.mutation,
+    }

@@ -1,0 +1,183 @@
+"""Query analysis: everything derived from one request (text, image, earlier turns), encoded once and cached,
+so re-ranking the same request with other weights encodes nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from toolrag.encode.models import ModelSet
+from toolrag.images import load_image
+from toolrag.settings import Settings
+from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
+from toolrag.text import is_mostly_cjk
+
+__all__ = ["MAX_QUERY_CHARS", "QueryAnalyzer", "QueryFeatures"]
+
+log = logging.getLogger(__name__)
+_IMAGE_ONLY = tuple(s.name for s in SIGNAL_SPECS if s.needs_image)
+
+MAX_QUERY_CHARS = 4000
+
+
+_WS = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    """Everything derived from one request; cached, so re-ranking with other weights encodes nothing."""
+
+    text: str
+    history: tuple[str, ...]
+    cjk: bool
+    vectors: dict[str, np.ndarray]
+    ocr_text: str = ""
+    concepts: tuple[tuple[str, float], ...] = ()
+    image_given: bool = False
+    absent: dict[str, str] = field(default_factory=dict)
+    timing_ms: dict[str, float] = field(default_factory=dict)
+
+
+class _LRU:
+    def __init__(self, size: int) -> None:
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            if key in self._data:
+                self._data.move_to_end(key)
+                return self._data[key]
+            return None
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self._size:
+                self._data.popitem(last=False)
+
+
+class QueryAnalyzer:
+    """Encodes queries with every available model, caching text vectors and image analyses."""
+
+    def __init__(self, models: ModelSet, *, cache_size: int = 512) -> None:
+        self.models = models
+        self._texts = _LRU(cache_size)
+        self._images = _LRU(64)
+        self._lock = threading.Lock()
+
+    def analyze(self, query: str, *, image: Any = None, history: Sequence[str] = (),
+                settings: Settings) -> QueryFeatures:
+        timing: dict[str, float] = {}
+        text = _WS.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+        turns = tuple(_WS.sub(" ", h).strip()[:MAX_QUERY_CHARS] for h in history if h and h.strip())[-3:]
+        absent: dict[str, str] = {}
+        vectors: dict[str, np.ndarray] = {}
+        cjk = is_mostly_cjk(" ".join((text, *turns)))
+        start = time.perf_counter()
+        if text or turns:
+            vectors["dense"] = self._text_vector("dense", self.models.text, text, turns, settings)
+            if self.models.english is None:
+                absent["dense_en"] = self.models.signal_reason("dense_en") or "English model turned off"
+            elif cjk:
+                absent["dense_en"] = "the English model does not read Chinese queries"
+            else:
+                vectors["dense_en"] = self._text_vector("dense_en", self.models.english, text, turns, settings)
+            if self.models.clip is not None:
+                vectors["clip_text"] = self._clip_text(text or " ".join(turns))
+        else:
+            for name in TEXT_SIGNALS:
+                absent[name] = "no query text given"
+        timing["encode_text"] = (time.perf_counter() - start) * 1000
+        ocr_text: str = ""
+        concepts: list[tuple[str, float]] = []
+        if image is not None:
+            start = time.perf_counter()
+            ocr_text, concepts, image_vectors = self._analyze_image(image, absent)
+            vectors.update(image_vectors)
+            timing["encode_image"] = (time.perf_counter() - start) * 1000
+        else:
+            for name in _IMAGE_ONLY:
+                absent[name] = "no image given"
+            if self.models.clip is None:
+                absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
+        if self.models.clip is None and "clip" not in absent:
+            absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
+        return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
+                             timing)
+
+    # ----------------------------------------------------------------------------------------- internals
+
+    def _text_vector(self, kind: str, model: Any, text: str, turns: tuple[str, ...],
+                     settings: Settings) -> np.ndarray:
+        own = self._encode(kind, model, text) if text else None
+        if not turns:
+            return own  # type: ignore[return-value]
+        past = self._encode(kind, model, " ".join(turns))
+        if own is None:
+            return past
+        mixed = (1.0 - settings.history_weight) * own + settings.history_weight * past
+        return (mixed / np.linalg.norm(mixed)).astype(np.float32)
+
+    def _encode(self, kind: str, model: Any, text: str) -> np.ndarray:
+        key = (kind, text)
+        vec = self._texts.get(key)
+        if vec is None:
+            vec = np.asarray(model.encode_queries([text])[0], dtype=np.float32)
+            self._texts.put(key, vec)
+        return vec
+
+    def _clip_text(self, text: str) -> np.ndarray:
+        key = ("clip", text)
+        vec = self._texts.get(key)
+        if vec is None:
+            vec = np.asarray(self.models.clip.encode_texts([text])[0], dtype=np.float32)  # type: ignore[union-attr]
+            self._texts.put(key, vec)
+        return vec
+
+    def _analyze_image(self, image: Any, absent: dict[str, str]) -> tuple[str, list[Any], dict[str, np.ndarray]]:
+        img = load_image(image)
+        key = hashlib.sha256(img.tobytes()).hexdigest() + str(img.size)
+        cached = self._images.get(key)
+        if cached is None:
+            ocr_text = ""
+            concepts: list[tuple[str, float]] = []
+            vecs: dict[str, np.ndarray] = {}
+            notes: dict[str, str] = {}
+            ocr = self.models.get_ocr()
+            if ocr is not None:
+                ocr_text = ocr.read(img).text.strip()
+                if ocr_text:
+                    vecs["ocr"] = self._encode("dense", self.models.text, ocr_text[:MAX_QUERY_CHARS])
+                else:
+                    notes["ocr"] = "no text found in the image"
+            else:
+                notes["ocr"] = self.models.unavailable.get(ModelRole.OCR.value, "OCR turned off")
+            if self.models.image is not None:
+                feature, concepts = self.models.image.analyze(img)
+                vecs["visual"] = np.asarray(feature, dtype=np.float32)
+                phrase = ", ".join(label for label, _ in concepts)
+                vecs["concepts"] = self._encode("dense", self.models.text, f"a photo of {phrase}")
+            else:
+                for name in ("visual", "concepts"):
+                    notes[name] = self.models.unavailable.get(ModelRole.IMAGE.value, "image model unavailable")
+            if self.models.clip is not None:
+                vecs["clip_image"] = np.asarray(self.models.clip.encode_images([img])[0], dtype=np.float32)
+            cached = (ocr_text, concepts, vecs, notes)
+            self._images.put(key, cached)
+        ocr_text, concepts, vecs, notes = cached
+        absent.update(notes)
+        if ocr_text:  # BM25 reads the text found in the image even when no query text was typed
+            absent.pop("bm25", None)
+        return ocr_text, list(concepts), dict(vecs)

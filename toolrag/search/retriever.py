@@ -1,0 +1,403 @@
+"""``ToolRetriever``: filter, score each signal, fuse, rerank, decide; returns an explained ``SearchResult``.
+
+One retriever per catalog, shared by every caller (CLI, app sessions, ``evaluate``). Models and the index
+are built once; query vectors are cached, so re-ranking the same query with other weights encodes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+
+from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog
+from toolrag.config import RERANK_ENV, is_off
+from toolrag.config import data_dir as default_data_dir
+from toolrag.encode.models import ModelSet, get_reranker, load_models
+from toolrag.encode.protocols import Reranker
+from toolrag.encode.rerank import default_rerank_setting
+from toolrag.errors import ModelUnavailable, QueryError
+from toolrag.index.client import StoreConfig
+from toolrag.index.snapshot import IndexSnapshot
+from toolrag.index.tool_index import ToolIndex
+from toolrag.progress import Progress
+from toolrag.search import adaptive, fusion
+from toolrag.search.decide import decide
+from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
+from toolrag.search.query import QueryAnalyzer, QueryFeatures
+from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
+from toolrag.search.scoring import RawScores, score_signals
+from toolrag.settings import Fusion, Normalization, Settings
+from toolrag.signals import SIGNAL_SPECS, SIGNALS
+
+__all__ = ["EXACT_LIMIT", "ToolRetriever"]
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+#: Below this many permitted tools every tool is scored exactly; above it Chroma and BM25 propose candidates.
+EXACT_LIMIT = 20_000
+#: An example image this similar to the query image vouches for its tool even without text evidence.
+VISUAL_MATCH = 0.85
+#: Signals that early fusion merges into ``dense``: their query vectors live in the multilingual text space.
+_EARLY_MERGED = ("ocr", "concepts")
+
+
+class _Explained:
+    """One signal's explanation of each candidate, built on access: only returned candidates are explained.
+
+    Ranks are the competition ranks of :func:`toolrag.search.fusion.competition_ranks` (1 + present candidates with a
+    strictly higher raw score); unless the fusion needed them all (RRF) they are counted for the returned
+    candidates only, which saves sorting every signal of a 10,000-tool catalog."""
+
+    def __init__(self, raw: np.ndarray, norm: np.ndarray, ranks: np.ndarray | None, eff: np.ndarray | None,
+                 contrib: np.ndarray | None, present: np.ndarray) -> None:
+        self._raw, self._norm, self._ranks = raw, norm, ranks
+        self._eff, self._contrib, self._present = eff, contrib, present
+
+    def __getitem__(self, i: int) -> SignalScore:
+        if not self._present[i]:
+            return SignalScore(float("nan"), 0.0, 0, 0.0, 0.0)
+        if self._ranks is not None:
+            rank = int(self._ranks[i])
+        else:
+            values = self._raw[self._present].astype(np.float64)
+            rank = 1 + int(np.count_nonzero(values > np.float64(self._raw[i])))
+        return SignalScore(float(self._raw[i]), float(self._norm[i]), rank,
+                           float(self._eff[i]) if self._eff is not None else 0.0,
+                           float(self._contrib[i]) if self._contrib is not None else 0.0)
+
+
+class ToolRetriever:
+    """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
+
+    def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
+                 reranker: Reranker | None = None, reranker_note: str | None = None,
+                 reranker_factory: Callable[[], Reranker] | None = None) -> None:
+        self.index = index
+        self.settings = settings or Settings()
+        self.analyzer = QueryAnalyzer(index.models)
+        self.reranker = reranker
+        self._reranker_factory = reranker_factory
+        self._reranker_lock = threading.Lock()
+        self.reranker_note = reranker_note or (
+            "no reranker configured" if reranker is None and reranker_factory is None else "")
+        self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
+
+    @classmethod
+    def from_catalog(
+        cls,
+        catalog: str | Path | Catalog,
+        *,
+        settings: Settings | None = None,
+        data_dir: str | Path | None = None,
+        chroma_url: str | None = None,
+        progress: Progress | None = None,
+        models: ModelSet | None = None,
+    ) -> ToolRetriever:
+        """Load and validate the catalog, load the models, sync the index (encoding only what changed)."""
+        settings = settings or Settings()
+        cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        models = models or load_models(settings, progress=progress)
+        folder = Path(data_dir) if data_dir else default_data_dir()
+        store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
+        index = ToolIndex(cat, models, store=store, progress=progress)
+        setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
+        if not is_off(setting):
+            # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
+            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting))
+        note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
+                "(or --rerank-model) to a cross-encoder path or Hub id")
+        return cls(index, settings=settings, reranker_note=note)
+
+    def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
+        """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
+        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot."""
+        return self.index.update(catalog, progress)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog the index serves now (it changes after :meth:`reload`)."""
+        return self.index.catalog
+
+    @property
+    def models(self) -> ModelSet:
+        return self.index.models
+
+    def signal_notes(self) -> dict[str, str]:
+        """Why each signal that cannot run here is off (signal -> reason), from the models' roles."""
+        notes = {s.name: reason for s in SIGNAL_SPECS if (reason := self.models.signal_reason(s.name))}
+        return notes
+
+    def tool_vectors(self) -> tuple[tuple[str, ...], np.ndarray]:
+        """The tools' ids and their multilingual text vectors (unit rows, catalog order): the tool map."""
+        snap = self.index.snapshot
+        return snap.ids, snap.vectors["dense"]
+
+    def request_vector(self, query: str, *, image: Any = None, settings: Settings | None = None
+                       ) -> np.ndarray | None:
+        """Where a request lands in the multilingual text space (the map's star): its text vector, else the
+        vector of the text read in its image, else of its image concepts; ``None`` when it has none."""
+        features = self.analyzer.analyze(query, image=image, settings=settings or self.settings)
+        return next((features.vectors[k] for k in ("dense", "ocr", "concepts") if k in features.vectors), None)
+
+    def rank_of(self, tool_id: str, query: str, *, image: Any = None, role: str | None = None,
+                settings: Settings | None = None) -> int | None:
+        """1-based rank of ``tool_id`` for a request over the whole permitted catalog, deprecated tools
+        included (``None`` when the caller cannot see it). Without a role every permission code is held, so
+        a tool author sees the rank of any tool."""
+        catalog = self.catalog
+        permissions = None if role else catalog.permission_codes
+        result = self.search(query, image=image, role=role, permissions=permissions, settings=settings,
+                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True)
+        ids = result.ids
+        return ids.index(tool_id) + 1 if tool_id in ids else None
+
+    # ---------------------------------------------------------------------------------------------- search
+
+    def search(
+        self,
+        query: str = "",
+        *,
+        image: Any = None,
+        history: Sequence[str] = (),
+        permissions: Collection[str] | None = None,
+        role: str | None = None,
+        categories: Collection[str] | None = None,
+        include_deprecated: bool = False,
+        top_k: int | None = None,
+        settings: Settings | None = None,
+    ) -> SearchResult:
+        """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+
+        ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
+        sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
+        """
+        t0 = time.perf_counter()
+        cfg = settings or self.settings
+        if top_k is not None:
+            cfg = cfg.with_overrides(top_k=top_k)
+        if not isinstance(query, str):
+            raise QueryError(f"query must be text, got {type(query).__name__}")
+        if not query.strip() and image is None and not any(h.strip() for h in history):
+            raise QueryError("empty query: type a request or give an image")
+        snap = self.index.snapshot
+        codes = set(permissions or ())
+        if role:
+            codes |= set(snap.catalog.role_codes(role))
+        if categories:
+            unknown = set(categories) - set(snap.catalog.categories)
+            if unknown:
+                raise QueryError(f"unknown category {sorted(unknown)[0]!r}; categories: "
+                                 f"{', '.join(snap.catalog.categories)}")
+        timing: dict[str, float] = {}
+        features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
+        timing.update(features.timing_ms)
+        t1 = time.perf_counter()
+        mask, filtered_out = snap.allowed(codes, categories=categories, include_deprecated=include_deprecated)
+        rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing)
+        t2 = time.perf_counter()
+        scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
+        timing["score"] = (time.perf_counter() - t2) * 1000
+        t3 = time.perf_counter()
+        fused, explained, absent = self._fuse(scores, features, cfg, snap, rows, mask)
+        order = _top(fused, rows, snap, cfg.top_k)
+        timing["fusion"] = (time.perf_counter() - t3) * 1000
+        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()})
+                      for i in order]
+        notes: list[str] = []
+        if cfg.rerank:
+            candidates = self._rerank(features, candidates, cfg, timing, notes)
+        confidence = self._confidence(scores, rows, order, features)
+        threshold = cfg.effective_no_tool_threshold()
+        outcome = decide(
+            scores=[c.rerank_score if c.rerank_score is not None else c.score for c in candidates],
+            names=[c.name for c in candidates],
+            summaries=[c.description for c in candidates],
+            confidence=confidence, no_tool_threshold=threshold, clarify_gap=cfg.clarify_gap, query=query,
+        )
+        result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
+                              confidence, timing, notes)
+        timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
+        timing["total"] = (time.perf_counter() - t0) * 1000
+        return result
+
+    def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
+        """Run an evaluator (e.g. :class:`toolrag.evaluation.Evaluator`) on this retriever: the manner of
+        sentence-transformers' ``model.evaluate(evaluator)``; evaluators call :meth:`search` like users do."""
+        return evaluator(self)
+
+    # ------------------------------------------------------------------------------------------ internals
+
+    def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings,
+                    codes: set[str], categories: Collection[str] | None, include_deprecated: bool,
+                    timing: dict[str, float]) -> np.ndarray:
+        """The rows to score exactly: every permitted tool up to ``EXACT_LIMIT`` (a matrix product over vectors
+        already in memory beats any index there), else the union of each signal's nearest neighbours."""
+        allowed = np.flatnonzero(mask)
+        if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
+            return allowed
+        start = time.perf_counter()
+        filters = {"permissions": codes, "categories": categories, "include_deprecated": include_deprecated}
+        found: list[np.ndarray] = []
+        for spec in SIGNAL_SPECS:
+            if cfg.weights.get(spec.name, 0.0) <= 0:
+                continue
+            for key, kind in spec.probes:
+                if key in q.vectors:
+                    found.append(self.index.query_rows(kind, q.vectors[key], k=cfg.candidates, mask=mask,
+                                                       **filters))  # type: ignore[arg-type]
+        timing["index_search"] = (time.perf_counter() - start) * 1000
+        start = time.perf_counter()
+        lexical = " ".join(t for t in (q.text, q.ocr_text, *q.history) if t)
+        if lexical:
+            found.append(np.array([snap.row_of[i] for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask)],
+                                  dtype=np.int64))
+        timing["bm25"] = (time.perf_counter() - start) * 1000
+        rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+        return rows[mask[rows]] if len(rows) else rows
+
+    def _fuse(self, scores: RawScores, q: QueryFeatures, cfg: Settings, snap: IndexSnapshot, rows: np.ndarray,
+              mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any], dict[str, str]]:
+        raw, present = dict(scores.raw), dict(scores.present)
+        weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
+        absent = dict(q.absent)
+        combined = None
+        if cfg.fusion is Fusion.EARLY and "dense" in raw:
+            # Early fusion: the query vectors that live in the multilingual space are combined first, so
+            # one cosine replaces the text, OCR and concept signals (their weights are added to it).
+            parts = {s: q.vectors[s] for s in ("dense", *_EARLY_MERGED) if s in q.vectors}
+            combined = fusion.early_fusion(parts, {s: weights[s] for s in parts})
+            raw["dense"] = np.asarray(snap.vectors["dense"][rows] @ combined, dtype=np.float32)
+            for s in _EARLY_MERGED:
+                if s in raw:
+                    weights["dense"] += weights[s]
+                    raw.pop(s)
+                    present.pop(s)
+                    absent[s] = "merged into dense by early fusion"
+        n = len(next(iter(raw.values()))) if raw else 0
+        for s in list(raw):
+            if weights[s] <= 0:
+                absent.setdefault(s, "weight is 0")
+        if cfg.normalization is Normalization.STANDARD:
+            # z-scores against each signal's distribution over the permitted catalog (a fixed sample of it
+            # when large), never over the candidate pool: see toolrag.search.adaptive.
+            ref_rows = adaptive.reference_rows(np.flatnonzero(mask))
+            pos = np.searchsorted(rows, ref_rows)
+            if len(rows) and pos.max(initial=0) < len(rows) and np.array_equal(rows[pos], ref_rows):
+                # Every reference row was scored already (the exact path): no second scoring pass.
+                ref_raw = {s: v[pos] for s, v in raw.items()}
+                ref_present = {s: v[pos] for s, v in present.items()}
+            else:
+                ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight)
+                ref_raw, ref_present = dict(ref.raw), dict(ref.present)
+                if combined is not None and "dense" in ref_raw:
+                    ref_raw["dense"] = np.asarray(snap.vectors["dense"][ref_rows] @ combined, dtype=np.float32)
+            norm = {s: adaptive.standardize(raw[s], present[s], reference=ref_raw[s],
+                                            reference_present=ref_present[s])
+                    if s in ref_raw else fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
+        else:
+            norm = {s: fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
+        ranks = {s: fusion.competition_ranks(raw[s], present[s]) for s in raw} if cfg.fusion is Fusion.RRF else {}
+        active = {s: w for s, w in weights.items() if s in raw and w > 0}
+        if not active:  # every weight is 0 (or no signal ran): nothing to fuse, all candidates tie
+            fused, contrib = np.zeros(n, dtype=np.float64), dict[str, np.ndarray]()
+        elif cfg.fusion is Fusion.RRF:
+            fused, contrib = fusion.rrf_fusion({s: ranks[s] for s in active}, active, k=cfg.rrf_k)
+        else:
+            fused, contrib = fusion.late_fusion({s: norm[s] for s in active},
+                                                {s: present[s] for s in active}, active)
+        eff = fusion.effective_weights({s: present[s] for s in active}, active) if active else {}
+        explained: dict[str, Any] = {
+            s: _Explained(raw[s], norm[s], ranks.get(s), eff.get(s), contrib.get(s), present[s]) for s in raw}
+        return fused, explained, absent
+
+    def _candidate(self, snap: IndexSnapshot, row: int, score: float,
+                   signals: dict[str, SignalScore]) -> Candidate:
+        tool = snap.catalog.tools[row]
+        kept = {k: v for k, v in signals.items() if v.rank > 0}
+        return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
+                         tool.deprecated, tool.replaced_by)
+
+    def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
+                timing: dict[str, float], notes: list[str]) -> list[Candidate]:
+        reranker = self._get_reranker()
+        if reranker is None:
+            notes.append(self.reranker_note)
+            return candidates
+        start = time.perf_counter()
+        head = candidates[: cfg.rerank_top_n]
+        snap = self.index.snapshot
+        docs = [snap.catalog.get(c.id).document_text() for c in head]  # type: ignore[union-attr]
+        logits = np.asarray(reranker.score(q.text or q.ocr_text, docs), dtype=np.float64)
+        probs = 1.0 / (1.0 + np.exp(-logits))
+        reranked = [Candidate(**{**c.__dict__, "rerank_score": float(p)}) for c, p in zip(head, probs, strict=True)]
+        reranked.sort(key=lambda c: (-(c.rerank_score or 0.0), c.id))
+        timing["rerank"] = (time.perf_counter() - start) * 1000
+        return reranked + candidates[cfg.rerank_top_n:]
+
+    def _get_reranker(self) -> Reranker | None:
+        with self._reranker_lock:
+            if self.reranker is None and self._reranker_factory is not None:
+                factory, self._reranker_factory = self._reranker_factory, None
+                try:
+                    self.reranker = factory()
+                except ModelUnavailable as exc:
+                    self.reranker_note = f"reranker off: {exc}"
+            return self.reranker
+
+    @staticmethod
+    def _confidence(scores: RawScores, rows: np.ndarray, order: np.ndarray, q: QueryFeatures) -> float:
+        """Best raw cosine in the multilingual space among the top candidates (an absolute measure)."""
+        best = -1.0
+        for s in ("dense", "ocr", "concepts"):
+            if s in scores.raw and len(order):
+                best = max(best, float(np.max(scores.raw[s][order])))
+        if "visual" in scores.raw and len(order):
+            vis = scores.raw["visual"][order][scores.present["visual"][order]]
+            if len(vis) and float(vis.max()) >= VISUAL_MATCH:
+                best = max(best, 1.0)
+        return best
+
+    def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
+        """Schema tokens of every tool, computed once per index snapshot (for the whole-catalog count)."""
+        cached = self._tokens_cache
+        if cached is None or cached[0] is not snap:
+            counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
+            cached = self._tokens_cache = (snap, counts)
+        return cached[1]
+
+    def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
+                outcome: Any, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
+                confidence: float, timing: dict[str, float], notes: list[str]) -> SearchResult:
+        selected = [] if outcome.decision is Decision.NO_TOOL else [snap.catalog.get(c.id) for c in candidates]
+        profiles = [p for p in selected if p is not None]
+        tools = openai_tools(profiles)
+        tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
+        if q.ocr_text:
+            notes.append(f"OCR read: {q.ocr_text[:200]}")
+        if q.concepts:
+            notes.append("image concepts: " + ", ".join(f"{label} {p:.2f}" for label, p in q.concepts))
+        return SearchResult(
+            query=query, decision=outcome.decision, clarification=outcome.clarification,
+            candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
+            timing_ms=timing, confidence=confidence, tools=tuple(tools),
+            prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
+        )
+
+
+def _top(fused: np.ndarray, rows: np.ndarray, snap: IndexSnapshot, k: int) -> np.ndarray:
+    """Positions of the ``k`` best candidates in :func:`toolrag.search.fusion.order`'s order. Only candidates scoring at
+    least the k-th best score are sorted (all of them, so ties are still broken by priority, then id)."""
+    keep = np.arange(len(fused))
+    if len(fused) > 4 * k:
+        kth = np.partition(fused, len(fused) - k)[len(fused) - k]
+        keep = np.flatnonzero(fused >= kth)
+    picked = rows[keep]
+    return keep[fusion.order(fused[keep], [snap.ids[r] for r in picked], snap.priority[picked])][:k]

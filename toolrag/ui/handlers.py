@@ -1,0 +1,228 @@
+"""Event handlers of the playground: each takes component values and returns component values.
+
+Handlers only translate between components and library calls; the views come from :mod:`toolrag.ui.format`.
+Every user-facing failure becomes ``gr.Error`` (a toast) and leaves the rest of the app working. They are
+tested directly (``tests/test_ui_handlers.py``) and through a real browser.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import gradio as gr
+
+from toolrag.catalog.editor import RankProbe
+from toolrag.catalog.lint import lint_profile
+from toolrag.errors import ImageError, QueryError, ToolragError
+from toolrag.evaluation import projection
+from toolrag.settings import Settings
+from toolrag.signals import IMAGE_SIGNALS, SIGNALS
+from toolrag.ui import format as fmt
+from toolrag.ui.backend import Backend
+
+__all__ = ["MAX_IMAGE_MB", "Handlers"]
+
+log = logging.getLogger(__name__)
+MAX_IMAGE_MB = 10
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _guard(fn: F) -> F:
+    """Turn toolrag errors into a toast with their message; unexpected ones are logged and shown briefly."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except gr.Error:
+            raise
+        except ToolragError as exc:
+            raise gr.Error(str(exc)) from None
+        except Exception as exc:
+            log.exception("handler %s failed", fn.__name__)
+            raise gr.Error(f"{fn.__name__} failed: {type(exc).__name__}: {exc}") from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+class Handlers:
+    """Event handlers; each takes component values and returns component values (tested directly)."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.b = backend
+
+    # ----------------------------------------------------------------------------------------------- search
+
+    def wait_ready(self, progress: gr.Progress = gr.Progress()) -> Iterator[tuple[Any, ...]]:  # noqa: B008
+        """On page load: stream the build progress (status line + bar) until the retriever is ready, then
+        the notes on signals that can't run here."""
+        keep = tuple(gr.skip() for _ in range(2 + len(SIGNALS)))
+        while not self.b.wait(0.5):
+            fraction, message = self.b.progress
+            progress(fraction, desc=message)
+            yield (self.b.status_html(), *keep)
+        notes = self.b.require().signal_notes() if self.b.ready else {}
+        sliders = [gr.update(info=fmt.signal_info(s, notes)) for s in SIGNALS]
+        image_off = [f"**{s}**: {fmt.signal_info(s, notes)}" for s in IMAGE_SIGNALS if s in notes]
+        note = ("Image signals: " + ("all on (OCR, visual, concepts)" if not image_off else "")
+                + "<br>".join(image_off)) if self.b.ready else ""
+        rerank_note = getattr(self.b.retriever, "reranker_note", "") if self.b.ready else ""
+        yield (self.b.status_html(), note, gr.update(info=rerank_note or "cross-encoder on the top-N"), *sliders)
+
+    @_guard
+    def search(self, query: str, image: str | None, role: str, categories: list[str] | None, top_k: float,
+               fusion: str, rerank: bool, clarify_gap: float, no_tool_threshold: float,
+               w_dense: float, w_dense_en: float, w_bm25: float, w_ocr: float, w_visual: float,
+               w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None,
+               normalization: str | None = None) -> tuple[Any, ...]:
+        """Rank the tools for a request; returns every view of the result plus the session's state."""
+        retriever = self.b.require()
+        query = query or ""
+        if not query.strip() and not image:
+            raise gr.Error("empty query: type a request (中文 or English) or upload an image")
+        if image and Path(image).stat().st_size > MAX_IMAGE_MB * 1_000_000:
+            raise gr.Error(f"the image is {Path(image).stat().st_size / 1e6:.1f} MB; the limit is {MAX_IMAGE_MB} MB")
+        weights = dict(zip(SIGNALS, (w_dense, w_dense_en, w_bm25, w_ocr, w_visual, w_concepts, w_clip),
+                           strict=True))
+        settings = fmt.build_settings(retriever.settings, fusion=fusion, top_k=top_k, rerank=rerank,
+                                      clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
+                                      weights=weights, normalization=normalization)
+        role_name = None if not role or role == fmt.GUEST else role
+        try:
+            result = retriever.search(query, image=image or None, role=role_name, categories=categories or None,
+                                      settings=settings)
+        except ImageError as exc:
+            raise gr.Error(f"cannot use this image: {exc}") from None
+        entry = fmt.history_entry(result, image=bool(image), role=role or fmt.GUEST, settings=settings)
+        history = [*(history or []), entry][-fmt.HISTORY_SIZE:]
+        last = {"query": query, "image": image, "role": role_name, "settings": settings.to_dict(),
+                "top": result.ids}
+        return (fmt.decision_banner(result), fmt.results_table(result), fmt.prompt_text(result),
+                fmt.tools_json(result), fmt.token_text(result), fmt.timings_text(result),
+                fmt.notes_text(result), result.to_json(), history, fmt.history_table(history), last)
+
+    def rerun(self, query: str, image: str | None, *rest: Any) -> tuple[Any, ...]:
+        """Re-rank after a control changed; nothing happens before the first query."""
+        if not (query or "").strip() and not image:
+            return tuple(gr.skip() for _ in range(11))
+        out: tuple[Any, ...] = self.search(query, image, *rest)
+        return out
+
+    # ------------------------------------------------------------------------------------------ tool space
+
+    @_guard
+    def tool_space(self, threshold: float, last: dict[str, Any] | None) -> tuple[Any, ...]:
+        """The map with the session's last query, and the look-alike pairs at ``threshold``."""
+        retriever = self.b.require()
+        ids, vectors = retriever.tool_vectors()
+        pairs = projection.lookalike_pairs(vectors, list(ids), threshold=float(threshold))
+        qvec, label, top = None, "query", []
+        if last and (last.get("query") or last.get("image")):
+            settings = Settings(**last["settings"]) if last.get("settings") else retriever.settings
+            try:
+                qvec = retriever.request_vector(last.get("query") or "", image=last.get("image"), settings=settings)
+            except (QueryError, ImageError) as exc:
+                log.info("query not drawn on the map: %s", exc)
+            label, top = last.get("query") or "(image)", list(last.get("top") or [])
+        method: Literal["auto", "pca"] = "auto" if projection.umap_ready() else "pca"
+        note = "" if method == "auto" else "UMAP is still compiling in the background: PCA shown"
+        fig = projection.tool_space_figure(retriever.catalog.tools, vectors, query_vector=qvec, query_label=label,
+                                           top_ids=top, pairs=pairs, method=method, note=note)
+        info = (f"{len(pairs)} look-alike pair(s) with cosine ≥ {float(threshold):.2f}. "
+                "Red lines join look-alikes; ◆ marks tools with example images; ★ is your last query.")
+        return fig, info, fmt.lookalike_table(pairs, retriever.catalog)
+
+    # -------------------------------------------------------------------------------------------- profiles
+
+    def _tool_choices(self) -> list[tuple[str, str]]:
+        return [(f"{t.id} — {t.name}", t.id) for t in self.b.require().catalog.tools]
+
+    def _probe(self, rank_query: str | None, last: dict[str, Any] | None) -> RankProbe | None:
+        last = last or {}
+        text = (rank_query or "").strip() or last.get("query") or ""
+        same = text == (last.get("query") or "")
+        image = last.get("image") if same else None
+        if not text.strip() and not image:
+            return None
+        settings = Settings(**last["settings"]) if same and last.get("settings") else None
+        return RankProbe(query=text, image=image, settings=settings)
+
+    def _after_change(self, message: str, tool_id: str | None) -> tuple[Any, ...]:
+        catalog = self.b.require().catalog
+        editor = self.b.require_editor()
+        text = editor.profile_yaml(tool_id) if tool_id and catalog.get(tool_id) else ""
+        return (message, text, gr.update(choices=self._tool_choices(), value=tool_id),
+                fmt.catalog_table(catalog), gr.update(choices=catalog.categories),
+                gr.update(choices=catalog.categories))
+
+    @_guard
+    def pick_tool(self, tool_id: str | None) -> tuple[Any, ...]:
+        """YAML, summary and image choices of the selected tool."""
+        if not tool_id:
+            return "", "", gr.update(choices=[], value=None)
+        editor = self.b.require_editor()
+        tool = editor.catalog.get(tool_id)
+        if tool is None:
+            raise gr.Error(f"no tool has id {tool_id!r}")
+        lint = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(tool)) or "\n- ✓ no lint warnings"
+        info = f"`{tool.id}` · {tool.source.name if tool.source else '?'}:{tool.line}{lint}"
+        images = [i.path for i in tool.images]
+        return editor.profile_yaml(tool_id), info, gr.update(choices=images, value=None)
+
+    @_guard
+    def validate_profile(self, tool_id: str | None, yaml_text: str) -> str:
+        profile = self.b.require_editor().validate(tool_id or None, yaml_text)
+        warnings = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(profile))
+        return f"✓ `{profile.id}` is valid; the catalog still loads.{warnings}"
+
+    @_guard
+    def save_profile(self, tool_id: str | None, yaml_text: str, rank_query: str | None = None,
+                     last: dict[str, Any] | None = None) -> tuple[Any, ...]:
+        """Save (or add, when no tool is selected) a profile; shows the rank before → after."""
+        outcome = self.b.require_editor().save(tool_id or None, yaml_text, probe=self._probe(rank_query, last))
+        return self._after_change("✓ " + outcome.message, outcome.tool_id)
+
+    @_guard
+    def new_tool(self, category: str | None) -> tuple[Any, ...]:
+        template = self.b.require_editor().new_tool_template(category or "general")
+        return template, gr.update(value=None), "New tool: edit the template, then Save (no tool selected = add)."
+
+    @_guard
+    def ask_delete(self, tool_id: str | None) -> tuple[Any, ...]:
+        if not tool_id:
+            raise gr.Error("pick a tool to delete first")
+        return gr.update(visible=True), f"Delete `{tool_id}`? Its file keeps a backup under `.history/`."
+
+    @_guard
+    def delete_profile(self, tool_id: str | None, rank_query: str | None = None,
+                       last: dict[str, Any] | None = None) -> tuple[Any, ...]:
+        if not tool_id:
+            raise gr.Error("pick a tool to delete first")
+        outcome = self.b.require_editor().delete(tool_id, probe=self._probe(rank_query, last))
+        return (*self._after_change("✓ " + outcome.message, None), gr.update(visible=False))
+
+    @_guard
+    def add_image(self, tool_id: str | None, image: str | None, caption: str, replace: str | None,
+                  rank_query: str | None = None, last: dict[str, Any] | None = None) -> tuple[Any, ...]:
+        if not tool_id:
+            raise gr.Error("pick a tool first")
+        if not image:
+            raise gr.Error("upload an image first")
+        if Path(image).stat().st_size > MAX_IMAGE_MB * 1_000_000:
+            raise gr.Error(f"the image is above {MAX_IMAGE_MB} MB")
+        outcome = self.b.require_editor().add_image(tool_id, image, caption or "", replace=replace or None,
+                                                    probe=self._probe(rank_query, last))
+        return self._after_change("✓ " + outcome.message, outcome.tool_id)
+
+    def catalog_views(self) -> tuple[Any, ...]:
+        """On page load: the tool list, catalog table and categories as they are now (others may have
+        edited the catalog since the app started)."""
+        if not self.b.ready:
+            return tuple(gr.skip() for _ in range(4))
+        catalog = self.b.require().catalog
+        return (gr.update(choices=self._tool_choices()), fmt.catalog_table(catalog),
+                gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))

@@ -1,0 +1,193 @@
+"""The playground's tabs: one builder per tab lays out its components and wires its own events.
+
+Each builder returns its components (a small dataclass) so :func:`toolrag.ui.app.create_app` can wire what
+crosses tabs (the page load, the last search feeding the Profiles tab's rank query).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from toolrag.evaluation import projection
+from toolrag.settings import Normalization
+from toolrag.signals import SIGNALS, signal
+from toolrag.ui import format as fmt
+from toolrag.ui.backend import Backend
+from toolrag.ui.handlers import Handlers
+
+__all__ = ["ProfilesTab", "SearchTab", "profiles_tab", "search_tab", "space_tab"]
+
+PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+#: Every search-like event shares one queue of 2 workers (the machine's cores), whoever triggers it.
+SHARED: dict[str, Any] = {"concurrency_id": "search", "concurrency_limit": 2}
+_EXAMPLES: list[tuple[str, str | None]] = [
+    ("帮我报销这张餐饮发票", "receipt_dinner.png"),
+    ("what will the weather be like in Tokyo this weekend", None),
+    ("把这张发票的税号和金额读出来", "vat_invoice_special.png"),
+    ("I can't log in, my account is locked", None),
+    ("把照片背景虚化", None),
+    ("tell me a joke about cats", None),
+]
+
+
+def _examples(backend: Backend) -> list[list[Any]]:
+    """Example requests; an example's image is used when the repository's ``assets/queries`` has it."""
+    folder = backend.catalog_path.resolve().parent / "assets" / "queries"
+    return [[q, str(folder / img) if img and (folder / img).is_file() else None] for q, img in _EXAMPLES]
+
+
+@dataclass
+class SearchTab:
+    """The Search tab's components that other tabs and the page load use."""
+
+    query: gr.Textbox
+    image_note: gr.Markdown
+    categories: gr.Dropdown
+    rerank: gr.Checkbox
+    weights: list[gr.Slider]
+    searched: list[Any]
+    """The events of a finished search (button, Enter): the Profiles tab's rank query follows them."""
+
+
+def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State) -> SearchTab:
+    """Request, image, caller role and every retrieval control; the ranked, explained result."""
+    catalog, base = backend.catalog, backend.settings
+    roles = fmt.role_choices(catalog)
+    with gr.Tab("Search", id="search", elem_id="tab-search"):
+        with gr.Row():
+            with gr.Column(scale=3):
+                query = gr.Textbox(label="Request (中文 or English)", lines=2, elem_id="query",
+                                   placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
+                with gr.Row():
+                    image = gr.Image(type="filepath", label="Image (optional)", elem_id="query-image",
+                                     height=210, sources=["upload", "clipboard"])
+                    with gr.Column():
+                        image_note = gr.Markdown(label="image signals", elem_id="image-note")
+                        role = gr.Dropdown(roles, value="employee" if "employee" in roles else fmt.GUEST,
+                                           label="Caller role (permission filter)", elem_id="role")
+                        categories = gr.Dropdown(catalog.categories, multiselect=True, value=[],
+                                                 allow_custom_value=True, label="Categories (empty = all)",
+                                                 elem_id="categories")
+                        search_btn = gr.Button("Search", variant="primary", elem_id="search-btn")
+                with gr.Accordion("Examples (click one to fill the request)", open=False):
+                    gr.Examples(_examples(backend), [query, image], label=None)
+            with gr.Column(scale=2):
+                with gr.Row():
+                    top_k = gr.Slider(1, 20, value=base.top_k, step=1, label="top-K", elem_id="top-k")
+                    fusion = gr.Radio(["late", "early", "rrf"], value=base.fusion.value, label="Fusion",
+                                      elem_id="fusion")
+                    normalization = gr.Dropdown(
+                        [n.value for n in Normalization], value=base.normalization.value,
+                        label="Normalisation", elem_id="normalization",
+                        info="standard: z-scores against the whole catalog (shipped)")
+                with gr.Row():
+                    clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
+                                        elem_id="clarify-gap")
+                    no_tool = gr.Slider(-1, 1, value=base.effective_no_tool_threshold(), step=0.01,
+                                        label="No-tool threshold", elem_id="no-tool")
+                rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
+                weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
+                                     info=signal(s).label, elem_id=f"w-{s}") for s in SIGNALS]
+        banner = gr.HTML(label="decision", elem_id="decision-banner")
+        table = gr.Dataframe(interactive=False, wrap=True, elem_id="results",
+                             column_widths=["3%", "14%", "17%", "6%", *["7.5%"] * len(SIGNALS), "7.5%"],
+                             label="Ranked tools (yellow = the signal that carried the tool)")
+        with gr.Row():
+            tokens = gr.Markdown(label="token saving", elem_id="tokens")
+            timings = gr.Markdown(label="timings", elem_id="timings")
+        notes = gr.Markdown(label="notes", elem_id="notes")
+        with gr.Accordion("Prompt block and OpenAI tools JSON to inject", open=False), gr.Row():
+            prompt = gr.Code(language="markdown", label="Prompt block", elem_id="prompt")
+            tools = gr.Code(language="json", label="tools", elem_id="tools-json")
+        with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
+            raw = gr.JSON(label="result", elem_id="result-json")
+        history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history")
+
+    inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history,
+              normalization]
+    outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last]
+    searched = [search_btn.click(h.search, inputs, outputs, api_name="search", **SHARED),
+                query.submit(h.search, inputs, outputs, **SHARED, **PRIVATE)]
+    for slider in (top_k, clarify, no_tool, *weights):
+        slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
+    for control in (fusion, normalization, rerank, role, categories):
+        control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
+    return SearchTab(query, image_note, categories, rerank, weights, searched)
+
+
+def space_tab(h: Handlers, last: gr.State) -> None:
+    """The map of the tool space with the last request on it, and the look-alike pairs."""
+    with gr.Tab("Tool space", id="space", elem_id="tab-space") as tab:
+        with gr.Row():
+            threshold = gr.Slider(0.8, 1.0, value=projection.LOOKALIKE_THRESHOLD, step=0.005,
+                                  label="Look-alike threshold (cosine)", elem_id="lookalike-threshold")
+            draw = gr.Button("Draw the map", elem_id="draw-map")
+        plot = gr.Plot(label="Tool map", elem_id="tool-map")
+        info = gr.Markdown(label="map info", elem_id="map-info")
+        pairs = gr.Dataframe(interactive=False, label="Look-alike pairs", elem_id="lookalikes")
+    outputs = [plot, info, pairs]
+    draw.click(h.tool_space, [threshold, last], outputs, api_name="tool_space")
+    tab.select(h.tool_space, [threshold, last], outputs, **PRIVATE)
+    threshold.release(h.tool_space, [threshold, last], outputs, **PRIVATE)
+
+
+@dataclass
+class ProfilesTab:
+    """The Profiles tab's components that the page load and the Search tab update."""
+
+    tool: gr.Dropdown
+    rank_query: gr.Textbox
+    catalog_df: gr.Dataframe
+    new_category: gr.Dropdown
+
+
+def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.Dropdown) -> ProfilesTab:
+    """Edit, validate, add and delete profiles and their example images; the rank of a probe request moves."""
+    catalog = backend.catalog
+    with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles"):
+        with gr.Row():
+            with gr.Column(scale=3):
+                tool = gr.Dropdown([(f"{t.id} — {t.name}", t.id) for t in catalog.tools], value=None,
+                                   allow_custom_value=True, label="Tool", elem_id="profile-tool")
+                code = gr.Code(language="yaml", label="Profile (YAML)", lines=22, wrap_lines=True,
+                               elem_id="profile-yaml")
+                with gr.Row():
+                    validate_btn = gr.Button("Validate", elem_id="validate-btn")
+                    save_btn = gr.Button("Save", variant="primary", elem_id="save-btn")
+                    delete_btn = gr.Button("Delete…", variant="stop", elem_id="delete-btn")
+                with gr.Row(visible=False) as confirm_row:
+                    confirm_text = gr.Markdown(label="confirm", elem_id="confirm-text")
+                    confirm_btn = gr.Button("Yes, delete", variant="stop", elem_id="confirm-delete")
+                    cancel_btn = gr.Button("Cancel", elem_id="cancel-delete")
+                status = gr.Markdown(label="status", elem_id="profile-status")
+            with gr.Column(scale=2):
+                rank_query = gr.Textbox(label="Query whose rank to show (defaults to your last search)",
+                                        elem_id="rank-query")
+                tool_info = gr.Markdown(label="tool info", elem_id="tool-info")
+                new_category = gr.Dropdown(catalog.categories, value=None, allow_custom_value=True,
+                                           label="Category of a new tool", elem_id="new-category")
+                new_btn = gr.Button("New tool from template", elem_id="new-tool")
+                with gr.Accordion("Add or replace an example image", open=False):
+                    new_image = gr.Image(type="filepath", label="Image", elem_id="profile-image", height=160)
+                    caption = gr.Textbox(label="Caption", elem_id="image-caption")
+                    replace = gr.Dropdown([], value=None, allow_custom_value=True, label="Replace (optional)",
+                                          elem_id="image-replace")
+                    add_image_btn = gr.Button("Add image", elem_id="add-image")
+        catalog_df = gr.Dataframe(fmt.catalog_table(catalog), interactive=False, wrap=True,
+                                  column_widths=["21%", "20%", "11%", "7%", "6%", "17%", "11%", "7%"],
+                                  label="Catalog", elem_id="catalog-table")
+
+    changed = [status, code, tool, catalog_df, categories, new_category]
+    tool.input(h.pick_tool, tool, [code, tool_info, replace], api_name="profile")
+    validate_btn.click(h.validate_profile, [tool, code], status, api_name="validate_profile")
+    save_btn.click(h.save_profile, [tool, code, rank_query, last], changed, api_name="save_profile")
+    new_btn.click(h.new_tool, new_category, [code, tool, status], api_name="new_tool")
+    delete_btn.click(h.ask_delete, tool, [confirm_row, confirm_text], **PRIVATE)
+    cancel_btn.click(lambda: gr.update(visible=False), None, confirm_row, **PRIVATE)
+    confirm_btn.click(h.delete_profile, [tool, rank_query, last], [*changed, confirm_row], api_name="delete_profile")
+    add_image_btn.click(h.add_image, [tool, new_image, caption, replace, rank_query, last], changed,
+                        api_name="add_image")
+    return ProfilesTab(tool, rank_query, catalog_df, new_category)
