@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs the test tools (and Debian's Chromium and a CJK font when missing),
 # then runs lint, type checks and the full test suite: real models, a real Chroma server, a real browser.
+# The suite sets its own environment (offline, telemetry off: tests/conftest.py, through toolrag.config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python -m pip install -q -r requirements-dev.txt
@@ -10,19 +11,6 @@ if ! command -v chromium >/dev/null 2>&1 || [ ! -f /usr/share/fonts/truetype/wqy
   else
     sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
   fi
-fi
-export GRADIO_ANALYTICS_ENABLED=False HF_HUB_DISABLE_TELEMETRY=1 ANONYMIZED_TELEMETRY=False
-export HF_HUB_OFFLINE="${HF_HUB_OFFLINE:-1}"
-# The public benchmark sets (never copied into the repository) live in shared/benchmarks beside the checkout;
-# the quality guard test reads them. A clone made elsewhere finds them in the workspace's shared folder.
-if [ -z "${TOOLRAG_BENCHMARKS:-}" ]; then
-  for candidate in ../shared/benchmarks /work/shared/benchmarks; do
-    if [ -d "$candidate/metatool" ]; then
-      TOOLRAG_BENCHMARKS="$(cd "$candidate" && pwd)"
-      export TOOLRAG_BENCHMARKS
-      break
-    fi
-  done
 fi
 python -m ruff check .
 python -m mypy
