@@ -228,6 +228,11 @@ class ToolRetriever:
         timing["total"] = (time.perf_counter() - t0) * 1000
         return result
 
+    def prepare(self, queries: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
+        """Encode many requests' texts at once (one pass per model) so the searches that follow encode
+        nothing; results are exactly those of searching without it. Returns how many vectors were encoded."""
+        return self.analyzer.prepare(queries, histories=histories)
+
     def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
         """Run an evaluator (e.g. :class:`toolrag.evaluation.Evaluator`) on this retriever: the manner of
         sentence-transformers' ``model.evaluate(evaluator)``; evaluators call :meth:`search` like users do."""
