@@ -291,6 +291,22 @@ def test_ocr_reads_rendered_chinese_and_english() -> None:
     assert elapsed < 60  # seconds: catches a download attempt or a hang, not a slow shared machine
 
 
+def test_ocr_max_lines_reads_the_most_prominent_lines_in_reading_order() -> None:
+    """A request image is read in its tallest lines only (a bounded cost); they keep their top-to-bottom order."""
+    img = Image.new("RGB", (900, 420), "white")
+    draw = ImageDraw.Draw(img)
+    for y, size, text in ((20, 24, "small print line one"), (80, 60, "INVOICE 2024"), (190, 24, "small print two"),
+                          (260, 60, "TOTAL 256.00"), (360, 24, "small print three")):
+        draw.text((40, y), text, font=ImageFont.truetype(CJK_FONT, size), fill=(20, 20, 20))
+    ocr = enc_models.get_ocr()
+    every = ocr.read(img)
+    assert len(every.lines) == 5, every.lines
+    two = ocr.read(img, max_lines=2)
+    assert [line.replace(" ", "") for line in two.lines] == ["INVOICE2024", "TOTAL256.00"], two.lines
+    with pytest.raises(ValueError, match="max_lines"):
+        ocr.read(img, max_lines=0)
+
+
 # --- CLIP -----------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def clip() -> enc_clip.ClipEncoder:
