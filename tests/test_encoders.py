@@ -17,7 +17,6 @@ from toolrag import config as cfg
 from toolrag import images
 from toolrag.encode import clip as enc_clip
 from toolrag.encode import common as enc_common
-from toolrag.encode import fingerprint as fpr
 from toolrag.encode import models as enc_models
 from toolrag.encode import ocr as enc_ocr
 from toolrag.encode import rerank as enc_rerank

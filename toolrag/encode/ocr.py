@@ -47,7 +47,7 @@ class OcrEngine:
         "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx"}
     model_id = "rapidocr-3.10/PP-OCRv6-small-ch"
 
-    def __init__(self, *, min_score: float = 0.5) -> None:
+    def __init__(self, *, min_score: float = 0.5, detector_side: int = DETECTOR_SIDE) -> None:
         rapidocr = require("rapidocr", "rapidocr==3.10.0 onnxruntime")
         folder = Path(rapidocr.__file__).parent / "models"
         paths = {stage: folder / name for stage, name in self.MODEL_FILES.items()}
@@ -58,7 +58,7 @@ class OcrEngine:
         logging.getLogger("RapidOCR").setLevel(logging.ERROR)  # "no text found" is not a warning
         params: dict[str, Any] = {
             "Global.log_level": "error", "Global.text_score": min_score, "Global.use_cls": False,
-            "Det.limit_type": "max", "Det.limit_side_len": DETECTOR_SIDE,
+            "Det.limit_type": "max", "Det.limit_side_len": detector_side,
             "EngineConfig.onnxruntime.intra_op_num_threads": default_threads(),
             "EngineConfig.onnxruntime.inter_op_num_threads": 1,
         }
@@ -66,16 +66,22 @@ class OcrEngine:
         self._engine = _capped(rapidocr.RapidOCR)(params=params)
         self._lock = threading.Lock()
         self.min_score = min_score
+        self.detector_side = detector_side
         self.fingerprint = fingerprint(self.model_id, dim=0, weights=list(paths.values()))
 
-    def read(self, image: ImageSource, *, max_lines: int | None = None) -> OcrResult:
+    def read(self, image: ImageSource, *, max_lines: int | None = None, detector_side: int | None = None
+             ) -> OcrResult:
         """Text lines found in the image, dropping lines scored below ``min_score``; with ``max_lines``, only
-        that many of the most prominent lines are recognised."""
+        that many of the most prominent lines are recognised; ``detector_side`` overrides the detector's
+        size for this call (lines are always recognised from the full-size image)."""
         if max_lines is not None and max_lines < 1:
             raise ValueError(f"max_lines must be at least 1, got {max_lines}")
+        if detector_side is not None and detector_side < 32:
+            raise ValueError(f"detector_side must be at least 32 pixels, got {detector_side}")
         rgb = load_image(image)
         with self._lock:  # RapidOCR keeps per-call parameters on the engine object
             self._engine.max_lines = max_lines
+            self._engine.detector_side = detector_side or self.detector_side
             out = self._engine(rgb)
         pairs = [(str(t).strip(), float(s)) for t, s in zip(out.txts or (), out.scores or (), strict=False)]
         kept = [(t, s) for t, s in pairs if t and s >= self.min_score]
@@ -84,12 +90,15 @@ class OcrEngine:
 
 
 def _capped(base: type) -> type:
-    """RapidOCR that recognises only the ``max_lines`` tallest detected lines (in their reading order)."""
+    """RapidOCR whose detector size is set per call and that recognises only the ``max_lines`` tallest
+    detected lines (in their reading order)."""
 
     class Capped(base):
         max_lines: int | None = None
+        detector_side: int = DETECTOR_SIDE
 
         def detect_and_crop(self, img: Any, op_record: Any) -> Any:
+            self._load_det_model().limit_side_len = self.detector_side  # read by each call's pre-processing
             crops, det = super().detect_and_crop(img, op_record)
             limit = self.max_lines
             if limit is not None and len(crops) > limit and det.boxes is not None and det.scores is not None:

@@ -15,6 +15,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from toolrag.encode.models import ModelSet
 from toolrag.errors import ToolragError
+from toolrag.search.query import QUERY_OCR_LINES, QUERY_OCR_SIDE
 
 __all__ = ["warm_up", "warm_up_in_background"]
 
@@ -37,7 +38,7 @@ def warm_up(models: ModelSet) -> list[str]:
     try:
         ocr = models.get_ocr()
         if ocr is not None:
-            ocr.read(image)
+            ocr.read(image, max_lines=QUERY_OCR_LINES, detector_side=QUERY_OCR_SIDE)
             warmed.append("ocr")
         if models.image is not None:
             models.image.analyze(image)
