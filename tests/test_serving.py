@@ -106,6 +106,40 @@ def test_a_stale_or_damaged_state_is_never_used(models: Any, small_catalog_dir: 
     again = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)  # saved anew by `damaged`
     assert again.index.restored
     _same_snapshot(again.index.snapshot, reverted.index.snapshot)
+    # A garbage pointer (a crash while it was written by another tool, a disk error) is ignored as well.
+    pointers = list((data / "serving").rglob("current.json"))
+    assert pointers
+    for pointer in pointers:
+        pointer.write_bytes(b"\x00{not json")
+    garbage = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not garbage.index.restored and garbage.index.encoded_last_sync == 0
+    _same_snapshot(garbage.index.snapshot, reverted.index.snapshot)
+
+
+def test_an_index_built_with_one_text_backend_is_never_read_with_another(models: Any, small_catalog_dir: Path,
+                                                                         tmp_path: Path) -> None:
+    """The default (ONNX int8) index and a sentence-transformers one live side by side: opening the data
+    folder with the other backend re-encodes every tool text with it (never reads the int8 vectors nor their
+    saved serving state), and switching back reuses the int8 index without encoding anything."""
+    import dataclasses
+
+    from toolrag.encode.models import get_text_encoder
+
+    data = tmp_path / "d"
+    int8 = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=models)
+    n_tools = len(int8.index.snapshot.ids)
+    torch_models = dataclasses.replace(models, text=get_text_encoder("e5", "torch"),
+                                       english=get_text_encoder("minilm", "torch"))
+    assert torch_models.text.fingerprint != models.text.fingerprint
+    with_torch = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=torch_models)
+    # every tool text by both text models (and the text read in images); the image vectors are reused
+    assert not with_torch.index.restored and with_torch.index.encoded_last_sync >= 2 * n_tools
+    texts = [with_torch.catalog.get(i).document_text() for i in with_torch.index.snapshot.ids]  # type: ignore[union-attr]
+    expected = torch_models.text.encode_passages(texts)
+    np.testing.assert_allclose(np.asarray(with_torch.index.snapshot.vectors["dense"]), expected, atol=1e-5)
+    back = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=models)
+    assert back.index.encoded_last_sync == 0
+    _same_snapshot(back.index.snapshot, int8.index.snapshot)
 
 
 def test_ann_lists_find_the_exact_neighbours_and_follow_edits() -> None:
