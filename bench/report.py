@@ -27,6 +27,8 @@ def write_section(name: str, body: str, doc: Path = DOC) -> None:
     """Replace the text between the markers of section ``name`` (appending the section when missing)."""
     text = doc.read_text(encoding="utf-8") if doc.is_file() else "# Benchmarks\n"
     begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    # A command's cache folder (--bench-dir) is a path of the machine that ran it: not for the docs.
+    body = re.sub(r" --bench-dir \S+", "", body)
     block = f"{begin}\n{body.rstrip()}\n{end}"
     if begin in text and end in text:
         text = re.sub(re.escape(begin) + r".*?" + re.escape(end), lambda _: block, text, flags=re.S)
@@ -214,10 +216,11 @@ def latency_tables(root: Path) -> str:
                   "warm-up ms |", "|---|---|---|---|---|---|---|---|"]
         for r in real:
             v, e = r.get("vs_minilm", {}), r.get("evaluation", {})
+            backend = str(v.get("text_backend", "-")).removeprefix("TextBackend.").lower().replace("_", "-")
+            versus = (f"{v['search_p50_ms']:.1f} ({v['encode_text_p50_ms']:.1f}) | {v['plain_minilm_p50_ms']:.1f} | "
+                      f"{v['ratio']:.2f}") if v else "- | - | -"
             lines.append(
-                f"| {r['tools']:,} | {r['models']} | {v.get('text_backend', '')} | {v.get('search_p50_ms', nan):.1f} "
-                f"({v.get('encode_text_p50_ms', nan):.1f}) | {v.get('plain_minilm_p50_ms', nan):.1f} | "
-                f"{v.get('ratio', nan):.2f} | {e.get('requests_per_s', nan):.1f} "
+                f"| {r['tools']:,} | {r['models']} | {backend} | {versus} | {e.get('requests_per_s', nan):.1f} "
                 f"({100 * e.get('identical_to_one_at_a_time', nan):.0f}% of {e.get('checked', 0)}) | "
                 f"{r.get('first_image_query_ms', nan):.0f} |")
     lines += ["", "Targets (ratios and counts survive a noisy machine better than milliseconds):", "",
