@@ -105,15 +105,16 @@ class FileLock:
             self._guard.release()
             raise self.error(f"cannot create the lock file {self.path}: {exc}; {self.what} must be in a "
                              "writable folder to be edited") from exc
-        while True:
-            if _try_lock(fd):
-                self._fd = fd
-                return True
-            if time.monotonic() >= deadline:
-                os.close(fd)
-                self._guard.release()
-                return False
-            time.sleep(0.05)
+        if _try_lock(fd):
+            self._fd = fd
+            return True
+        if wait > 0 and _wait_lock(fd, deadline - time.monotonic()):
+            self._fd = fd
+            return True
+        if wait <= 0:
+            os.close(fd)  # after a timed-out wait, _wait_lock has closed (or will close) fd itself
+        self._guard.release()
+        return False
 
     def release(self) -> None:
         if self._fd is not None:
@@ -135,6 +136,15 @@ class FileLock:
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
+
+    def _wait_lock(fd: int, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            if _try_lock(fd):
+                return True
+        os.close(fd)
+        return False
 
     def _try_lock(fd: int) -> bool:
         try:
@@ -158,3 +168,31 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _wait_lock(fd: int, timeout: float) -> bool:
+        """Wait for the lock in a blocking ``flock`` (in a helper thread, for the timeout): the kernel wakes
+        the waiter as soon as the holder releases, so a process that edits in a loop cannot starve it the
+        way polling can. ``False`` after a timeout: ``fd`` then belongs to the thread, still waiting, which
+        unlocks and closes it once it gets the lock (so its number cannot be reused meanwhile)."""
+        state = {"outcome": "waiting"}
+        settled = threading.Lock()
+        got = threading.Event()
+
+        def block() -> None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with settled:
+                if state["outcome"] == "abandoned":
+                    fcntl.flock(fd, fcntl.LOCK_UN)
+                    os.close(fd)
+                    return
+                state["outcome"] = "locked"
+            got.set()
+
+        threading.Thread(target=block, name="toolrag-file-lock", daemon=True).start()
+        if got.wait(max(timeout, 0.0)):
+            return True
+        with settled:
+            if state["outcome"] == "locked":
+                return True
+            state["outcome"] = "abandoned"
+        return False
