@@ -26,7 +26,7 @@ from toolrag.signals import IMAGE_SIGNALS, SIGNALS
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import Backend
 
-__all__ = ["MAX_IMAGE_MB", "CheckedImage", "Handlers"]
+__all__ = ["MAX_IMAGE_MB", "Handlers", "checked_image"]
 
 log = logging.getLogger(__name__)
 MAX_IMAGE_MB = 10
@@ -275,15 +275,17 @@ class Handlers:
                 gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))
 
 
-class CheckedImage(gr.Image):
-    """``gr.Image`` whose upload check says what is wrong with a file that is not a usable image (toolrag's
-    message, as for a path given to the library), instead of Gradio's generic error."""
+def checked_image(**kwargs: Any) -> gr.Image:
+    """A ``gr.Image`` (filepath) whose upload check says what is wrong with a file that is not a usable
+    image (toolrag's message, as for a path given to the library) instead of Gradio's generic error. The
+    check wraps the component's ``preprocess``: a subclass of a Gradio component would make Gradio write a
+    ``.pyi`` stub next to this module at import."""
+    image = gr.Image(type="filepath", **kwargs)
+    original = image.preprocess
 
-    is_template = True  # rendered by Gradio's own Image component
-
-    def preprocess(self, payload: Any) -> Any:
+    def preprocess(payload: Any) -> Any:
         try:
-            return super().preprocess(payload)
+            return original(payload)
         except gr.Error:
             raise
         except Exception as exc:
@@ -293,3 +295,6 @@ class CheckedImage(gr.Image):
             except ImageError as error:
                 raise gr.Error(f"cannot use this image: {error}") from None
             raise gr.Error(f"cannot use this upload as an image: {type(exc).__name__}: {exc}") from None
+
+    setattr(image, "preprocess", preprocess)  # noqa: B010 - an instance attribute, on purpose
+    return image

@@ -6,6 +6,7 @@ crosses tabs (the page load, the last search feeding the Profiles tab's rank que
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,7 @@ from toolrag.settings import Normalization
 from toolrag.signals import SIGNALS, signal
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import Backend
-from toolrag.ui.handlers import CheckedImage, Handlers
+from toolrag.ui.handlers import Handlers, checked_image
 
 __all__ = ["ProfilesTab", "SearchTab", "profiles_tab", "search_tab", "space_tab"]
 
@@ -62,8 +63,8 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                 query = gr.Textbox(label="Request (中文 or English)", lines=2, elem_id="query",
                                    placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
                 with gr.Row():
-                    image = CheckedImage(type="filepath", label="Image (optional)", elem_id="query-image",
-                                         height=210, sources=["upload", "clipboard"])
+                    image = checked_image(label="Image (optional)", elem_id="query-image", height=210,
+                                          sources=["upload", "clipboard"])
                     with gr.Column():
                         image_note = gr.Markdown(label="image signals", elem_id="image-note")
                         role = gr.Dropdown(roles, value="employee" if "employee" in roles else fmt.GUEST,
@@ -158,8 +159,8 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
         if not editing:
             gr.Markdown(f"**Read-only** — {backend.access.reason}. Tools that need permissions are not listed.",
                         elem_id="profiles-readonly")
-        elif backend.access.editors and not backend.access.auth:
-            gr.LoginButton(elem_id="login")
+        elif backend.access.editors and not backend.access.auth and os.environ.get("SPACE_ID"):
+            gr.LoginButton(elem_id="login")  # Hugging Face sign-in exists on a Space only
         with gr.Row():
             with gr.Column(scale=3):
                 tool = gr.Dropdown([(f"{t.id} — {t.name}", t.id) for t in catalog.tools], value=None,
@@ -189,8 +190,7 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
                                                label="Category of a new tool", elem_id="new-category")
                     new_btn = gr.Button("New tool from template", elem_id="new-tool")
                     with gr.Accordion("Add or replace an example image", open=False):
-                        new_image = CheckedImage(type="filepath", label="Image", elem_id="profile-image",
-                                                 height=160)
+                        new_image = checked_image(label="Image", elem_id="profile-image", height=160)
                         caption = gr.Textbox(label="Caption", elem_id="image-caption")
                         replace.render()
                         add_image_btn = gr.Button("Add image", elem_id="add-image")
