@@ -211,12 +211,11 @@ def test_an_upload_that_is_not_an_image_gets_toolrags_message(client: Any, tmp_p
         client.predict(query="报销", image=handle_file(str(fake)), api_name="/search")
 
 
-@pytest.mark.parametrize("size", [(1, 5000), (5000, 1)])
-def test_a_degenerate_upload_is_searched(client: Any, tmp_path: Path, size: tuple[int, int]) -> None:
+def test_a_degenerate_upload_is_searched(client: Any, tmp_path: Path) -> None:
     from gradio_client import handle_file
 
-    strip = tmp_path / "strip.png"
-    Image.new("RGB", size, (250, 250, 250)).save(strip)
+    strip = tmp_path / "strip.png"  # both orientations are searched through the library in test_bad_inputs
+    Image.new("RGB", (1, 5000), (250, 250, 250)).save(strip)
     out = client.predict(query="报销", image=handle_file(str(strip)), api_name="/search")
     assert out[7]["candidates"]
 
