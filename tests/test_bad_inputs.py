@@ -160,6 +160,18 @@ def test_bad_input_is_one_line_before_any_model_and_writes_nothing(
     assert not (tmp_path / "d").exists()  # no index folder, no Chroma file
 
 
+def test_a_closed_chroma_port_is_reported_before_the_models_load(no_models: None, small_catalog_dir: Path) -> None:
+    from toolrag.errors import StoreError
+    from toolrag.ui import Backend
+
+    url = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(StoreError, match=f"cannot reach a Chroma server at {url}"):
+        ToolRetriever.from_catalog(small_catalog_dir, chroma_url=url)
+    backend = Backend(small_catalog_dir, chroma_url=url)  # the app's build: the status line says why
+    backend.build()
+    assert not backend.ready and backend.error is not None and "cannot reach a Chroma server" in backend.error
+
+
 def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: Path) -> None:
     """The bytes a terminal in another encoding sends: refused with a message when nothing readable is left."""
     done = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
