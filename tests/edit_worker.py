@@ -1,10 +1,10 @@
 """A second process editing a catalog, for the multi-process editing tests (``tests/test_edit_processes.py``).
 
 ``python tests/edit_worker.py edit CATALOG DATA_DIR NAME SHARED_ID OWN_ID ROUNDS GO_FILE``: builds a real
-retriever (the packaged models) and a :class:`CatalogEditor` on the catalog, writes ``ready`` to stdout,
-waits for ``GO_FILE`` to exist, then ROUNDS times adds an example ``NAME edit N`` to the shared tool and to
-its own tool (read, change, save with the version read; a save refused because the other process saved first
-is read again and retried). Prints one JSON line: saves and refused saves.
+retriever (the packaged multilingual text and image models) and a :class:`CatalogEditor` on the catalog,
+writes ``ready`` to stdout, waits for ``GO_FILE`` to exist, then ROUNDS times adds an example ``NAME edit N``
+to the shared tool and to its own tool (read, change, save with the version read; a save refused because the
+other process saved first is read again and retried). Prints one JSON line: saves and refused saves.
 
 ``python tests/edit_worker.py hang-in-write|hang-in-check CATALOG``: starts a save that hangs after writing
 its temp file (before the rename) or while validating its copy of the catalog, so the test can kill -9 it
@@ -53,8 +53,10 @@ def add_example(editor: CatalogEditor, tool_id: str, query: str) -> int:
 
 def edit(catalog: str, data_dir: str, name: str, shared: str, own: str, rounds: int, go: str) -> None:
     from toolrag.search.retriever import ToolRetriever
+    from toolrag.settings import Settings
 
-    retriever = ToolRetriever.from_catalog(catalog, data_dir=data_dir)
+    # The real packaged models, without the English one: this process's index only has to stay in step.
+    retriever = ToolRetriever.from_catalog(catalog, data_dir=data_dir, settings=Settings(english_model=None))
     editor = CatalogEditor(retriever)
     print("ready", flush=True)
     while not Path(go).exists():
