@@ -6,9 +6,9 @@ import argparse
 import json
 from typing import Any
 
-from toolrag.catalog.lint import lint_catalog
+from toolrag.catalog.lint import image_problems, lint_catalog
 from toolrag.catalog.loader import load_catalog
-from toolrag.cli.common import open_retriever, settings_from_args
+from toolrag.cli.common import load_inputs, open_retriever
 from toolrag.errors import ProfileError
 
 __all__ = ["register"]
@@ -22,7 +22,8 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 
 def run_index(args: argparse.Namespace) -> int:
-    retriever = open_retriever(args, settings_from_args(args))
+    catalog, settings = load_inputs(args)
+    retriever = open_retriever(args, settings, catalog)
     print(f"indexed {len(retriever.catalog)} tools from {args.catalog} "
           f"({retriever.index.encoded_last_sync} texts/images encoded, the rest unchanged)")
     return 0
@@ -31,6 +32,10 @@ def run_index(args: argparse.Namespace) -> int:
 def run_lint(args: argparse.Namespace) -> int:
     try:
         catalog = load_catalog(args.catalog)
+        problems = image_problems(catalog)  # what the index would refuse, too
+        if problems:
+            raise ProfileError(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+                               problems)
     except ProfileError as exc:
         for problem in exc.problems:
             print(problem)

@@ -1,18 +1,25 @@
-"""What the commands share: the catalog/model/store options, settings from flags, opening a retriever."""
+"""What the commands share: the catalog/model/store options, settings from flags, opening a retriever.
+
+Every command checks what it can without a model first (settings, the catalog, the request, the labelled
+queries), so a mistake is reported in well under a second and nothing is opened or written for it."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import sys
+from collections.abc import Iterable
 
+from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog
 from toolrag.config import CHROMA_URL_ENV
 from toolrag.errors import SettingsError
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
-__all__ = ["catalog_options", "codes", "open_retriever", "query_options", "settings_from_args"]
+__all__ = ["catalog_options", "codes", "load_inputs", "open_retriever", "query_options", "settings_from_args", "warn"]
 
 log = logging.getLogger("toolrag.cli")
 
@@ -76,14 +83,26 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})
 
 
-def open_retriever(args: argparse.Namespace, settings: Settings) -> ToolRetriever:
+def load_inputs(args: argparse.Namespace) -> tuple[Catalog, Settings]:
+    """The settings and the catalog, checked before any model loads (a mistake in either costs no wait)."""
+    settings = settings_from_args(args)
+    return load_catalog(args.catalog), settings
+
+
+def warn(notes: Iterable[str]) -> None:
+    """Notes on a request (cleaned text, a cut query, an unknown permission code) as warnings on stderr."""
+    for note in notes:
+        print(f"toolrag: warning: {note}", file=sys.stderr)
+
+
+def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalog | None = None) -> ToolRetriever:
     """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``."""
 
     def progress(fraction: float, message: str) -> None:
         log.info("%3.0f%% %s", fraction * 100, message)
 
     return ToolRetriever.from_catalog(
-        args.catalog, settings=settings, data_dir=args.data_dir,
+        catalog if catalog is not None else args.catalog, settings=settings, data_dir=args.data_dir,
         chroma_url=args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None, progress=progress,
     )
 

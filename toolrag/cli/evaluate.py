@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolrag.cli.common import codes, open_retriever, settings_from_args
+from toolrag.cli.common import codes, load_inputs, open_retriever
 from toolrag.errors import SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import DECISION_ACCURACY, METRIC_NAMES, metric
@@ -37,9 +37,11 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 def run_eval(args: argparse.Namespace) -> int:
     gates = [parse_gate(item) for item in args.fail_under]
+    catalog, settings = load_inputs(args)
     evaluator = Evaluator(load_queries(Path(args.queries)), permissions=codes(args.permissions) or None,
                           role=args.role)
-    retriever = open_retriever(args, settings_from_args(args))
+    evaluator.check(catalog)  # unknown gold ids, roles or permission codes: refused before the models load
+    retriever = open_retriever(args, settings, catalog)
     report = retriever.evaluate(evaluator)
     if args.json:
         print(json.dumps(report.to_json(n_tools=len(retriever.catalog)), ensure_ascii=False, indent=2))
@@ -53,8 +55,10 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_tune(args: argparse.Namespace) -> int:
+    catalog, settings = load_inputs(args)
     rows = load_queries(Path(args.queries))
-    retriever = open_retriever(args, settings_from_args(args))
+    Evaluator(rows).check(catalog)
+    retriever = open_retriever(args, settings, catalog)
     result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
     no_tool = None
     kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}

@@ -6,6 +6,7 @@ are built once; query vectors are cached, so re-ranking the same query with othe
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -22,8 +23,8 @@ from toolrag.config import data_dir as default_data_dir
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
-from toolrag.errors import ModelUnavailable, QueryError
-from toolrag.index.client import StoreConfig
+from toolrag.errors import ModelUnavailable
+from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
@@ -31,6 +32,7 @@ from toolrag.search import adaptive, fusion
 from toolrag.search.decide import decide
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.search.query import QueryAnalyzer, QueryFeatures
+from toolrag.search.request import prepare_request, visible_successor
 from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
 from toolrag.search.scoring import RawScores, score_signals
 from toolrag.settings import Fusion, Normalization, Settings
@@ -101,9 +103,14 @@ class ToolRetriever:
         progress: Progress | None = None,
         models: ModelSet | None = None,
     ) -> ToolRetriever:
-        """Load and validate the catalog, load the models, sync the index (encoding only what changed)."""
+        """Load and validate the catalog, load the models, sync the index (encoding only what changed).
+
+        What can be checked without a model is checked first (the catalog, a Chroma server's heartbeat), so a
+        mistake there is reported in well under a second, before the models load."""
         settings = settings or Settings()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        if chroma_url:
+            open_client(StoreConfig(url=chroma_url))  # a closed port fails here, not after the models load
         models = models or load_models(settings, progress=progress)
         folder = Path(data_dir) if data_dir else default_data_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
@@ -183,19 +190,10 @@ class ToolRetriever:
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
-        if not isinstance(query, str):
-            raise QueryError(f"query must be text, got {type(query).__name__}")
-        if not query.strip() and image is None and not any(h.strip() for h in history):
-            raise QueryError("empty query: type a request or give an image")
         snap = self.index.snapshot
-        codes = set(permissions or ())
-        if role:
-            codes |= set(snap.catalog.role_codes(role))
-        if categories:
-            unknown = set(categories) - set(snap.catalog.categories)
-            if unknown:
-                raise QueryError(f"unknown category {sorted(unknown)[0]!r}; categories: "
-                                 f"{', '.join(snap.catalog.categories)}")
+        request = prepare_request(snap.catalog, query, image=image, history=history, permissions=permissions,
+                                  role=role, categories=categories)
+        query, history, codes = request.query, request.history, set(request.codes)
         timing: dict[str, float] = {}
         features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
         timing.update(features.timing_ms)
@@ -209,9 +207,9 @@ class ToolRetriever:
         fused, explained, absent = self._fuse(scores, features, cfg, snap, rows, mask)
         order = _top(fused, rows, snap, cfg.top_k)
         timing["fusion"] = (time.perf_counter() - t3) * 1000
-        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()})
-                      for i in order]
-        notes: list[str] = []
+        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
+                                      codes) for i in order]
+        notes = list(request.notes)
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
         confidence = self._confidence(scores, rows, order, features)
@@ -223,7 +221,7 @@ class ToolRetriever:
             confidence=confidence, no_tool_threshold=threshold, clarify_gap=cfg.clarify_gap, query=query,
         )
         result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
-                              confidence, timing, notes)
+                              confidence, timing, notes, codes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
         timing["total"] = (time.perf_counter() - t0) * 1000
         return result
@@ -319,11 +317,11 @@ class ToolRetriever:
         return fused, explained, absent
 
     def _candidate(self, snap: IndexSnapshot, row: int, score: float,
-                   signals: dict[str, SignalScore]) -> Candidate:
+                   signals: dict[str, SignalScore], codes: Collection[str]) -> Candidate:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, tool.replaced_by)
+                         tool.deprecated, visible_successor(snap.catalog, tool, codes))
 
     def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
@@ -375,9 +373,12 @@ class ToolRetriever:
 
     def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
                 outcome: Any, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
-                confidence: float, timing: dict[str, float], notes: list[str]) -> SearchResult:
+                confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str]
+                ) -> SearchResult:
         selected = [] if outcome.decision is Decision.NO_TOOL else [snap.catalog.get(c.id) for c in candidates]
-        profiles = [p for p in selected if p is not None]
+        # A successor the caller may not see is not named in the prompt either.
+        profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
+                    if p.replaced_by else p for p in selected if p is not None]
         tools = openai_tools(profiles)
         tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
         if q.ocr_text:
