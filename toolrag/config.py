@@ -18,6 +18,8 @@ from pathlib import Path
 from toolrag.errors import SettingsError
 
 __all__ = [
+    "AUDIT_LOG_ENV",
+    "AUDIT_REQUESTS_ENV",
     "CHROMA_URL_ENV",
     "CLIP_ENV",
     "DATA_DIR_ENV",
@@ -43,6 +45,10 @@ ENGLISH_MODEL_ENV = "TOOLRAG_ENGLISH_MODEL"
 CLIP_ENV = "TOOLRAG_CLIP_MODEL"
 RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
+#: The audit log file (JSON Lines) every search and forwarded call is appended to; unset = no audit log.
+AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
+#: ``text`` (default) keeps each request's text in the audit log, ``hash`` only its SHA-256.
+AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})

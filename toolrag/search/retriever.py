@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from toolrag.audit import AuditLog
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
@@ -28,6 +29,7 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search import adaptive, fusion
+from toolrag.search.auditing import search_record
 from toolrag.search.decide import decide
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.search.query import QueryAnalyzer, QueryFeatures
@@ -79,8 +81,10 @@ class ToolRetriever:
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
-                 reranker_factory: Callable[[], Reranker] | None = None) -> None:
+                 reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None) -> None:
         self.index = index
+        self.audit = audit
+        """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
         self.settings = settings or Settings()
         self.analyzer = QueryAnalyzer(index.models)
         self.reranker = reranker
@@ -100,9 +104,12 @@ class ToolRetriever:
         chroma_url: str | None = None,
         progress: Progress | None = None,
         models: ModelSet | None = None,
+        audit: AuditLog | None = None,
     ) -> ToolRetriever:
-        """Load and validate the catalog, load the models, sync the index (encoding only what changed)."""
+        """Load and validate the catalog, load the models, sync the index (encoding only what changed).
+        ``audit`` records every search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
         settings = settings or Settings()
+        audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         models = models or load_models(settings, progress=progress)
         folder = Path(data_dir) if data_dir else default_data_dir()
@@ -111,10 +118,10 @@ class ToolRetriever:
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
-            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting))
+            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting), audit=audit)
         note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
                 "(or --rerank-model) to a cross-encoder path or Hub id")
-        return cls(index, settings=settings, reranker_note=note)
+        return cls(index, settings=settings, reranker_note=note, audit=audit)
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
@@ -226,6 +233,9 @@ class ToolRetriever:
                               confidence, timing, notes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
         timing["total"] = (time.perf_counter() - t0) * 1000
+        if self.audit is not None:
+            self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
+                                           n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
 
     def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
@@ -323,7 +333,7 @@ class ToolRetriever:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, tool.replaced_by)
+                         tool.deprecated, tool.replaced_by, function_name=snap.catalog.function_name(tool.id))
 
     def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
@@ -378,7 +388,8 @@ class ToolRetriever:
                 confidence: float, timing: dict[str, float], notes: list[str]) -> SearchResult:
         selected = [] if outcome.decision is Decision.NO_TOOL else [snap.catalog.get(c.id) for c in candidates]
         profiles = [p for p in selected if p is not None]
-        tools = openai_tools(profiles)
+        names = [snap.catalog.function_name(p.id) for p in profiles]
+        tools = openai_tools(profiles, names=names)
         tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
         if q.ocr_text:
             notes.append(f"OCR read: {q.ocr_text[:200]}")
@@ -388,7 +399,7 @@ class ToolRetriever:
             query=query, decision=outcome.decision, clarification=outcome.clarification,
             candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
             timing_ms=timing, confidence=confidence, tools=tuple(tools),
-            prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
+            prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
         )
 
 
