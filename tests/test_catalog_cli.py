@@ -66,7 +66,7 @@ def test_search_reports_counts_and_maps_function_names_back(capsys: pytest.Captu
     top = payload["candidates"][0]
     assert top["id"] == top["name"] == "getPM2.5Level"  # the original name, what tools/call needs
     assert FUNCTION_NAME.match(top["function_name"]) and top["function_name"] != top["name"]
-    assert [t["function"]["name"] for t in payload["tools"]][0] == top["function_name"]
+    assert payload["tools"][0]["function"]["name"] == top["function_name"]
     assert all(FUNCTION_NAME.match(t["function"]["name"]) for t in payload["tools"])
 
 

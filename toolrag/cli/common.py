@@ -26,10 +26,13 @@ _WARNINGS_SHOWN = 3
 log = logging.getLogger("toolrag.cli")
 
 
-def catalog_options() -> argparse.ArgumentParser:
-    """Options of every command that opens a catalog: where it is, where the index lives, which models."""
+def catalog_options(*, catalog: bool | None = True) -> argparse.ArgumentParser:
+    """Options of every command that opens a catalog: where it is (``catalog``: True required, None optional,
+    False no such option), where the index lives, which models."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--catalog", required=True, help="catalog folder or file (YAML, JSONL, OpenAI, MCP)")
+    if catalog is not False:
+        common.add_argument("--catalog", required=bool(catalog),
+                            help="catalog folder or file (YAML, JSONL, OpenAI, MCP)")
     common.add_argument("--data-dir", help="index folder (default: TOOLRAG_DATA_DIR or ~/.cache/toolrag)")
     common.add_argument("--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 "
                                              f"(default: {CHROMA_URL_ENV}, else an embedded index)")
