@@ -36,7 +36,8 @@ def test_a_good_config(tmp_path: Path) -> None:
     assert files.command == "python" and files.args == ("server.py", "--name", "files")
     assert files.cwd == str(tmp_path.resolve())  # relative commands run beside the config file
     assert files.tool_permissions == {"fs.delete_file": ("files.admin",)} and files.permissions == ("files.read",)
-    assert web.url == "http://127.0.0.1:9000/mcp" and web.timeout == 5.0 and web.headers == {"Authorization": "Bearer x"}
+    assert web.url == "http://127.0.0.1:9000/mcp" and web.timeout == 5.0
+    assert web.headers == {"Authorization": "Bearer x"}
     assert config.role == "reader" and config.tokens == {"s3cret": "admin"}
     assert config.roles["admin"] == ("files.read", "files.admin")
 
