@@ -113,3 +113,21 @@ def test_audit_log_from_the_cli_and_its_summary(capsys: pytest.CaptureFixture[st
     assert code == 0 and out.startswith("2 searches (") and out.count("\n") == 1
     code, _, err = run(capsys, "audit", "--log", str(tmp_path / "missing.jsonl"))
     assert code == 2 and "no audit log at" in err
+
+
+def test_the_app_status_line_shows_skipped_and_degraded(imported: Path, tmp_path: Path, models: object) -> None:
+    from toolrag.ui import Backend
+
+    backend = Backend(imported, data_dir=tmp_path / "d", models=models)
+    backend.build()
+    status = backend.status_html()
+    assert "ready: 2 tools indexed" in status and "(1 skipped, 1 degraded)" in status
+
+
+def test_serve_needs_a_catalog_or_a_gateway(capsys: pytest.CaptureFixture[str], imported: Path) -> None:
+    code, _, err = run(capsys, "serve")
+    assert code == 2 and "serve what? give --catalog FOLDER" in err
+    code, _, err = run(capsys, "serve", "--catalog", str(imported), "--gateway", "g.yaml")
+    assert code == 2 and "not both" in err
+    code, _, err = run(capsys, "serve", "--gateway", str(imported / "missing.yaml"))
+    assert code == 2 and "cannot read gateway config" in err

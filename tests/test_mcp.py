@@ -1,4 +1,4 @@
-"""MCP with real parts: the SDK-written demo server (42 tools, dotted names, draft-4 schemas) launched over stdio
+"""MCP with real parts: the SDK-written demo server (41 tools, dotted names, draft-4 schemas) launched over stdio
 and over streamable HTTP and imported; a misbehaving server's malformed pages; ``toolrag serve --gateway``
 launched as a process and driven by the SDK's client (search, a forwarded call, a refused call to a hidden
 tool, an upstream that dies mid-session, upstreams that fail or time out); roles from bearer tokens and
@@ -84,11 +84,11 @@ def test_import_over_stdio_keeps_names_and_schemas_and_reimport_shows_the_diff(
     code, stdout, stderr = run_cli(capsys, "import", "mcp", "--out", str(out), "--data-dir", data, *DEMO,
                                    "--name", "files")
     assert code == 0, stderr
-    assert "imported files 1.1.0: 42 tools in 3 page(s); 42 added" in stdout
-    first = int(re.search(r"indexed 42 tools \((\d+) texts", stdout).group(1))  # type: ignore[union-attr]
-    assert first >= 42 and "catalog files: 42 tools loaded, 0 skipped, 0 degraded" in stderr
+    assert "imported files 1.1.0: 41 tools in 3 page(s); 41 added" in stdout
+    first = int(re.search(r"indexed 41 tools \((\d+) texts", stdout).group(1))  # type: ignore[union-attr]
+    assert first >= 41 and "catalog files: 41 tools loaded, 0 skipped, 0 degraded" in stderr
     catalog = load_catalog(out)
-    assert len(catalog) == 42 and catalog.report.clean
+    assert len(catalog) == 41 and catalog.report.clean
     for name in ("fs.read_file", "github/create_issue", "getPM2.5Level", "get_rates.", "Sales_Excl._Tax",
                  "___internal_ping", LONG_NAME):
         tool = catalog.get(name)
@@ -103,16 +103,16 @@ def test_import_over_stdio_keeps_names_and_schemas_and_reimport_shows_the_diff(
     code, stdout, _ = run_cli(capsys, "import", "mcp", "--out", str(out), "--data-dir", data, *DEMO,
                               "--name", "files", "--variant", "2")
     assert code == 0
-    assert "1 added, 1 removed, 1 changed, 40 unchanged" in stdout
+    assert "1 added, 1 removed, 1 changed, 39 unchanged" in stdout
     assert "added: fs.move_file" in stdout and "removed: stocks.quote" in stdout and "changed: fs.read_file" in stdout
-    again = int(re.search(r"indexed 42 tools \((\d+) texts", stdout).group(1))  # type: ignore[union-attr]
+    again = int(re.search(r"indexed 41 tools \((\d+) texts", stdout).group(1))  # type: ignore[union-attr]
     assert 0 < again <= 2 * 2  # the changed and the added tool, once per text model; nothing else
 
 
 def test_import_over_streamable_http(tmp_path: Path) -> None:
     with http_demo("web") as url:
         result = import_server(ServerSpec.from_target([url]), tmp_path / "web")
-    assert result.listing.server_name == "web" and len(result.catalog) == 42
+    assert result.listing.server_name == "web" and len(result.catalog) == 41
     provenance = json.loads((tmp_path / "web" / PROVENANCE_FILE).read_text(encoding="utf-8"))
     assert provenance["source"] == {"transport": "streamable-http", "url": url}
 

@@ -1,4 +1,4 @@
-"""A small MCP server written with the official SDK, for toolrag's tests: 42 tools with the names and schemas
+"""A small MCP server written with the official SDK, for toolrag's tests: 41 tools with the names and schemas
 real servers publish (dotted and slashed names, leading underscores, a name of 200 characters, draft-4
 ``exclusiveMinimum: true`` without ``$schema``), listed in pages of 15.
 
@@ -7,7 +7,7 @@ real servers publish (dotted and slashed names, leading underscores, a name of 2
     python tests/mcp_servers/demo_server.py --name files --variant 2    # a later version of the server
 
 A call answers ``<server>:<tool> <arguments as JSON>``; ``debug.crash`` ends the process (an upstream that
-dies mid-session); ``slow.wait`` sleeps for ``seconds``. ``--variant 2`` changes one description, drops one
+dies mid-session). ``--variant 2`` changes one description, drops one
 tool and adds one (what a re-import must report).
 """
 
@@ -118,7 +118,6 @@ TOOLS: list[tuple[str, str, dict[str, Any]]] = [
     (LONG_NAME, "Quarterly sales report broken down by region, with totals per product line.", _schema(
         {"quarter": _text("such as 2026-Q3")}, ["quarter"])),
     ("debug.crash", "Crash the server process (for testing an upstream that dies).", _schema({})),
-    ("slow.wait", "Wait a number of seconds before answering.", _schema({"seconds": {"type": "number"}})),
 ]
 DESTRUCTIVE = {"fs.delete_file", "db.drop_table", "calendar.cancel_event"}
 
@@ -150,8 +149,6 @@ def build(name: str, variant: int, page_size: int) -> Server[Any]:
                                         is_error=True)
         if params.name == "debug.crash":
             os._exit(3)
-        if params.name == "slow.wait":
-            await anyio.sleep(float((params.arguments or {}).get("seconds", 1)))
         text = f"{name}:{params.name} {json.dumps(params.arguments or {}, sort_keys=True)}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 

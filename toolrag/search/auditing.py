@@ -24,10 +24,18 @@ def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, im
         **audit.request_fields(result.query),
         "image": image,
         "decision": result.decision.value,
-        "reason": getattr(result, "decision_reason", None),
+        "reason": _reason(getattr(result, "decision_reason", None)),
         "clarification": result.clarification,
         "confidence": round(float(result.confidence), 4),
         "returned": [{"id": c.id, "score": round(float(c.score), 4)} for c in result.candidates],
         "filtered": n_tools - n_permitted,
         "latency_ms": round(float(result.timing_ms.get("total", 0.0)), 2),
     }
+
+
+def _reason(reason: Any) -> Any:
+    """The decision's reason as JSON: text, a mapping, an object's ``to_json()``; ``None`` when there is none."""
+    if reason is None or isinstance(reason, str | int | float | dict | list):
+        return reason
+    to_json = getattr(reason, "to_json", None)
+    return to_json() if callable(to_json) else str(reason)

@@ -106,8 +106,8 @@ class Upstream:
                                 f"{self.spec.timeout:g} s") from None
         except MCPError as exc:
             if exc.code != _CONNECTION_CLOSED:
-                raise UpstreamError(f"upstream server {self.name!r} refused {name!r}: {exc.error.message}"
-                                    ) from None
+                raise UpstreamError(f"upstream server {self.name!r} answered {name!r} with an error: "
+                                    f"{exc.error.message}") from None
             self._lost(f"connection closed ({exc.error.message})")
         except Exception as exc:  # the transport broke (the process died, the connection dropped)
             self._lost(describe_error(exc))

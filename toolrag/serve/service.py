@@ -72,7 +72,7 @@ class ToolService:
             tools.append(self._tool(profile, candidate.function_name, candidate.score))
         answer: dict[str, Any] = {
             "decision": result.decision.value,
-            "reason": getattr(result, "decision_reason", None),
+            "reason": _plain_reason(getattr(result, "decision_reason", None)),
             "clarification": result.clarification,
             "confidence": round(float(result.confidence), 4),
             "tools": tools,
@@ -153,6 +153,15 @@ class ToolService:
             record["latency_ms"] = round((time.perf_counter() - start) * 1000, 2)
             if self.retriever.audit is not None:
                 self.retriever.audit.write(record)
+
+
+def _plain_reason(reason: Any) -> Any:
+    """The result's decision reason as JSON (text, a mapping, or an object's ``to_json()``); ``None`` when the
+    result has none."""
+    if reason is None or isinstance(reason, str | int | float | dict | list):
+        return reason
+    to_json = getattr(reason, "to_json", None)
+    return to_json() if callable(to_json) else str(reason)
 
 
 def _image_bytes(image: str | None) -> bytes | None:
