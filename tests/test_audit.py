@@ -20,6 +20,7 @@ def test_every_search_is_recorded_without_names_of_hidden_tools(small_retriever:
     retriever = ToolRetriever(small_retriever.index, audit=audit)  # the same index, with an audit log
     result = retriever.search("approve this month's payroll", role="employee", top_k=3)
     retriever.search("will it rain tomorrow in Berlin", top_k=2)
+    assert retriever.rank_of("weather.forecast", "rain tomorrow") is not None  # an internal probe: not audited
     assert audit.flush()
     first, second = list(read_audit(audit.path))
     assert first["kind"] == "search" and first["role"] == "employee"

@@ -162,7 +162,7 @@ class ToolRetriever:
         catalog = self.catalog
         permissions = None if role else catalog.permission_codes
         result = self.search(query, image=image, role=role, permissions=permissions, settings=settings,
-                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True)
+                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True, audited=False)
         ids = result.ids
         return ids.index(tool_id) + 1 if tool_id in ids else None
 
@@ -180,8 +180,10 @@ class ToolRetriever:
         include_deprecated: bool = False,
         top_k: int | None = None,
         settings: Settings | None = None,
+        audited: bool = True,
     ) -> SearchResult:
         """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+        ``audited=False`` keeps an internal probe (:meth:`rank_of`) out of the audit log.
 
         ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
         sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
@@ -233,7 +235,7 @@ class ToolRetriever:
                               confidence, timing, notes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
         timing["total"] = (time.perf_counter() - t0) * 1000
-        if self.audit is not None:
+        if self.audit is not None and audited:
             self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
                                            n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
