@@ -108,6 +108,9 @@ def quiet_library_defaults() -> None:
     # Model loading progress bars would garble the CLI's output and JSON; toolrag reports progress itself.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # numba (under UMAP) otherwise wraps and later restores sys.stdout/sys.stderr with colorama from whatever
+    # thread compiles, e.g. the app's map warm-up: output of the main thread then goes to a stale stream.
+    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
 
 def configure_environment(*, offline: bool | None = None) -> None:
