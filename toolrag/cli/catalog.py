@@ -8,7 +8,7 @@ from typing import Any
 
 from toolrag.catalog.lint import image_problems, lint_catalog
 from toolrag.catalog.loader import load_catalog
-from toolrag.cli.common import load_inputs, open_retriever
+from toolrag.cli.common import load_inputs, load_mode, open_retriever
 from toolrag.errors import ProfileError
 
 __all__ = ["register"]
@@ -16,7 +16,8 @@ __all__ = ["register"]
 
 def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
     sub.add_parser("index", parents=[common], help="build or refresh the index").set_defaults(handler=run_index)
-    lint = sub.add_parser("lint", parents=[common], help="validate the catalog and print quality warnings")
+    lint = sub.add_parser("lint", parents=[common], help="validate the catalog (every problem; exit 2 on any in "
+                                                         "strict mode) and print quality warnings")
     lint.add_argument("--json", action="store_true")
     lint.set_defaults(handler=run_lint)
 
@@ -30,8 +31,10 @@ def run_index(args: argparse.Namespace) -> int:
 
 
 def run_lint(args: argparse.Namespace) -> int:
+    """Every problem of the catalog: strict ones refuse it (listed, exit 2), lenient ones were dropped or
+    skipped (listed as warnings), then the quality warnings of the tools that loaded."""
     try:
-        catalog = load_catalog(args.catalog)
+        catalog = load_catalog(args.catalog, mode=load_mode(args))
         problems = image_problems(catalog)  # what the index would refuse, too
         if problems:
             raise ProfileError(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
@@ -40,12 +43,15 @@ def run_lint(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             print(problem)
         raise
+    report = catalog.report
     warnings = lint_catalog(catalog)
     if args.json:
-        print(json.dumps({"n_tools": len(catalog), "warnings": [w.to_json() for w in warnings]},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps({"n_tools": len(catalog), "load": report.to_json(),
+                          "warnings": [w.to_json() for w in warnings]}, ensure_ascii=False, indent=2))
     else:
+        for problem in report.warnings:
+            print(problem)
         for w in warnings:
             print(f"{w.tool_id}: {w.message}")
-        print(f"{len(catalog)} tools, {len(warnings)} warnings")
+        print(f"{report.summary()}; {len(warnings)} quality warnings")
     return 0

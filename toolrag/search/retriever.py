@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from toolrag.audit import AuditLog
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
@@ -29,6 +30,7 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search import adaptive, fusion
+from toolrag.search.auditing import search_record
 from toolrag.search.decide import decide
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.search.query import QueryAnalyzer, QueryFeatures
@@ -81,8 +83,10 @@ class ToolRetriever:
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
-                 reranker_factory: Callable[[], Reranker] | None = None) -> None:
+                 reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None) -> None:
         self.index = index
+        self.audit = audit
+        """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
         self.settings = settings or Settings()
         self.analyzer = QueryAnalyzer(index.models)
         self.reranker = reranker
@@ -102,12 +106,15 @@ class ToolRetriever:
         chroma_url: str | None = None,
         progress: Progress | None = None,
         models: ModelSet | None = None,
+        audit: AuditLog | None = None,
     ) -> ToolRetriever:
         """Load and validate the catalog, load the models, sync the index (encoding only what changed).
 
         What can be checked without a model is checked first (the catalog, a Chroma server's heartbeat), so a
-        mistake there is reported in well under a second, before the models load."""
+        mistake there is reported in well under a second, before the models load. ``audit`` records every
+        search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
         settings = settings or Settings()
+        audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         if chroma_url:
             open_client(StoreConfig(url=chroma_url))  # a closed port fails here, not after the models load
@@ -118,10 +125,10 @@ class ToolRetriever:
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
-            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting))
+            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting), audit=audit)
         note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
                 "(or --rerank-model) to a cross-encoder path or Hub id")
-        return cls(index, settings=settings, reranker_note=note)
+        return cls(index, settings=settings, reranker_note=note, audit=audit)
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
@@ -162,7 +169,7 @@ class ToolRetriever:
         catalog = self.catalog
         permissions = None if role else catalog.permission_codes
         result = self.search(query, image=image, role=role, permissions=permissions, settings=settings,
-                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True)
+                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True, audited=False)
         ids = result.ids
         return ids.index(tool_id) + 1 if tool_id in ids else None
 
@@ -180,8 +187,10 @@ class ToolRetriever:
         include_deprecated: bool = False,
         top_k: int | None = None,
         settings: Settings | None = None,
+        audited: bool = True,
     ) -> SearchResult:
         """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+        ``audited=False`` keeps an internal probe (:meth:`rank_of`) out of the audit log.
 
         ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
         sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
@@ -224,6 +233,9 @@ class ToolRetriever:
                               confidence, timing, notes, codes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
         timing["total"] = (time.perf_counter() - t0) * 1000
+        if self.audit is not None and audited:
+            self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
+                                           n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
 
     def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
@@ -321,7 +333,8 @@ class ToolRetriever:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, visible_successor(snap.catalog, tool, codes))
+                         tool.deprecated, visible_successor(snap.catalog, tool, codes),
+                         function_name=snap.catalog.function_name(tool.id))
 
     def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
@@ -379,7 +392,8 @@ class ToolRetriever:
         # A successor the caller may not see is not named in the prompt either.
         profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
                     if p.replaced_by else p for p in selected if p is not None]
-        tools = openai_tools(profiles)
+        names = [snap.catalog.function_name(p.id) for p in profiles]
+        tools = openai_tools(profiles, names=names)
         tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
         if q.ocr_text:
             notes.append(f"OCR read: {q.ocr_text[:200]}")
@@ -389,7 +403,7 @@ class ToolRetriever:
             query=query, decision=outcome.decision, clarification=outcome.clarification,
             candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
             timing_ms=timing, confidence=confidence, tools=tuple(tools),
-            prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
+            prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
         )
 
 

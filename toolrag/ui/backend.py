@@ -202,8 +202,10 @@ class Backend:
         retriever = self.require()
         off = ", ".join(sorted(retriever.signal_notes()))
         extra = f" · off here: {off} (see the notes by the sliders)" if off else " · all signals on"
+        report = retriever.catalog.report  # imported catalogs may have skipped or degraded tools
         return (f'<div class="toolrag-status ready">● ready: {len(retriever.catalog)} tools indexed from '
-                f"<code>{html.escape(self.catalog_path.name)}</code>{extra}</div>")
+                f"<code>{html.escape(self.catalog_path.name)}</code> ({report.skipped} skipped, "
+                f"{report.degraded} degraded){extra}</div>")
 
     def require(self) -> ToolRetriever:
         """The retriever, or a ``ToolragError`` while it is still being built (or if the build failed)."""
