@@ -22,13 +22,13 @@ __all__ = ["parse_gate", "register"]
 
 def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("eval", parents=[common, query], help="measure retrieval on labelled queries")
-    ev.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    ev.add_argument("--queries", required=True, help="YAML, JSON Lines or CSV of {query, gold, ...}")
     ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
                     help="exit 1 when METRIC (e.g. recall@5) is below VALUE (a fraction or a percentage)")
     ev.set_defaults(handler=run_eval)
     tune = sub.add_parser("tune", parents=[common, query],
                           help="choose the text-signal weights from labelled queries of this catalog")
-    tune.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    tune.add_argument("--queries", required=True, help="YAML, JSON Lines or CSV of {query, gold, ...}")
     tune.add_argument("--metric", default="ndcg@10", help="what to maximise (default ndcg@10)")
     tune.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
     tune.add_argument("--out", help="write the chosen weights into this settings YAML (read it with --settings)")
