@@ -14,8 +14,8 @@ from toolrag.errors import SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import DECISION_ACCURACY, METRIC_NAMES, metric
 from toolrag.evaluation.queries import load_queries
-from toolrag.evaluation.tune import calibrate_no_tool, save_settings, tune_weights
-from toolrag.search.results import Decision
+from toolrag.evaluation.report import tune_with_threshold
+from toolrag.evaluation.tune import save_settings
 
 __all__ = ["parse_gate", "register"]
 
@@ -55,11 +55,8 @@ def run_eval(args: argparse.Namespace) -> int:
 def run_tune(args: argparse.Namespace) -> int:
     rows = load_queries(Path(args.queries))
     retriever = open_retriever(args, settings_from_args(args))
-    result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
-    no_tool = None
-    kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}
-    if kinds == {True, False}:  # rows that need no tool and rows that need one: calibrate the threshold too
-        no_tool = calibrate_no_tool(retriever, rows, base=result.settings)
+    # The threshold is calibrated too when the rows hold both kinds (rows that need no tool, rows that need one).
+    result, no_tool = tune_with_threshold(retriever, rows, step=args.step, metric=args.metric)
     if args.json:
         print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
                           "base_score": result.base_score, "best_score": result.best_score,

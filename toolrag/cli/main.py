@@ -11,14 +11,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from toolrag.cli import catalog, evaluate, search
+from toolrag.cli import catalog, evaluate, report, search
 from toolrag.cli.common import catalog_options, query_options
 from toolrag.config import configure_environment
 from toolrag.errors import ToolragError
 
 __all__ = ["main", "parser"]
 
-_COMMANDS = (search, evaluate, catalog)
+_COMMANDS = (search, evaluate, catalog, report)
 
 
 def parser() -> argparse.ArgumentParser:
