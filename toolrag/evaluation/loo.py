@@ -216,6 +216,11 @@ class RetrievabilityChecker:
             say(1.0, f"retrievability: {len(items)} example(s) searched")
             return report
 
+    @property
+    def last_settings(self) -> Settings | None:
+        """The settings of the remembered report (an update after an edit reuses it only under them)."""
+        return self._last[1] if self._last is not None else None
+
     # ------------------------------------------------------------------------------------------- internals
 
     def _summarize(self, base: IndexSnapshot, outcomes: dict[tuple[str, int], ExampleOutcome], *, searched: int,

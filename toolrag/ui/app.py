@@ -15,7 +15,10 @@ configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before g
 import gradio as gr  # noqa: E402
 
 from toolrag.ui.backend import Backend  # noqa: E402
+from toolrag.ui.evaluate_handlers import StudioHandlers  # noqa: E402
+from toolrag.ui.evaluate_tab import evaluate_tab, wire_links  # noqa: E402
 from toolrag.ui.handlers import MAX_IMAGE_MB, Handlers  # noqa: E402
+from toolrag.ui.studio import Studio  # noqa: E402
 from toolrag.ui.tabs import PRIVATE, profiles_tab, search_tab, space_tab  # noqa: E402
 
 __all__ = ["CSS", "create_app", "launch"]
@@ -34,16 +37,19 @@ def create_app(backend: Backend) -> gr.Blocks:
         gr.Markdown("## toolrag playground — find the few tools a request needs, with every score explained")
         status = gr.HTML(backend.status_html(), label="status", elem_id="status")
         history, last = gr.State([]), gr.State({})
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tabs:
             search = search_tab(h, backend, history, last)
             space_tab(h, last)
             profiles = profiles_tab(h, backend, last, search.categories)
+            studio = StudioHandlers(h, Studio(backend))
+            evaluate = evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs)
         for event in search.searched:
             event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
-        demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
-                  show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
+        ready = demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
+                          show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
             h.catalog_views, None, [profiles.tool, profiles.catalog_df, search.categories, profiles.new_category],
             **PRIVATE)
+        wire_links(studio, ready, search, evaluate.link)
     demo.queue(default_concurrency_limit=1)
     return demo
 
