@@ -267,13 +267,18 @@ class RetrievabilityChecker:
         for start in range(0, len(items), _CHUNK):
             chunk = items[start:start + _CHUNK]
             say(start / max(len(items), 1), f"encoding leave-one-out documents {start + len(chunk)}/{len(items)}")
+            vectors = self._query_vectors(retriever, [i.query for i in chunk])
+            # A leave-one-out vector is encoded only where the search reads it: a signal with a weight, a
+            # request that has a vector of that kind (the English model skips Chinese requests) and, for the
+            # English model, a tool document it scores (not mostly Chinese).
+            needed = {kind: [i for i in chunk if cfg.weights.get(kind, 0.0) > 0 and (kind, i.query) in vectors
+                             and (kind != "dense_en" or not is_mostly_cjk(i.doc))] for kind, _ in kinds}
             docs: dict[str, dict[str, np.ndarray]] = {}
             for kind, model in kinds:
-                docs[kind], n = self._cache.passages(model, [i.doc for i in chunk])
+                docs[kind], n = self._cache.passages(model, [i.doc for i in needed[kind]])
                 encoded += n
-            vectors = self._query_vectors(retriever, [i.query for i in chunk])
             for n, item in enumerate(chunk):
-                loo = {kind: docs[kind][item.doc] for kind, _ in kinds}
+                loo = {kind: docs[kind][item.doc] for kind, _ in kinds if item.doc in docs[kind]}
                 view = _leave_one_out(base, item, loo)
                 result = retriever.search(item.query, permissions=codes, top_k=self.depth, settings=cfg,
                                           snapshot=view)

@@ -222,7 +222,7 @@ def summarize(outcomes: Sequence[ExampleOutcome], catalog: Catalog, *, cosine: M
     confusions = [ConfusionPair(a, b, len(qs), tuple(qs), float(cosine.get((a, b), float("nan"))),
                                 bool(cosine.get((a, b), -1.0) >= threshold)) for (a, b), qs in pairs.items()]
     confusions.sort(key=lambda c: (-c.count, c.expected, c.winner))
-    counted = [o for t in tools for o in by_tool.get(t.tool_id, [])]
+    counted = [o for t in tools for o in sorted(by_tool.get(t.tool_id, []), key=lambda o: o.position)]
     with_examples = [t for t in tools if t.ranks]
     n = len(counted)
     health = Health(

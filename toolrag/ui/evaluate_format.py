@@ -19,11 +19,11 @@ from toolrag.evaluation.html_report import EVAL_CARDS, HEALTH_CARDS
 from toolrag.evaluation.retrievability import RetrievabilityReport, ToolSummary
 from toolrag.ui.studio import EditEffect
 
-__all__ = ["WHY", "confusion_table", "effect_table", "effect_text", "failing_table", "health_cards",
+__all__ = ["WHY", "confusion_table", "effect_frame", "effect_text", "failing_table", "health_cards",
            "metric_cards", "tools_table"]
 
 #: The text of the failing table's last column: a click there explains the request instead of opening it.
-WHY = "🔍 why"
+WHY = "why?"
 _CARD = ("display:inline-block;border:1px solid #ddd;border-radius:8px;padding:8px 12px;margin:0 8px 8px 0;"
          "min-width:130px;background:#fafafa;vertical-align:top")
 _STATUS_ORDER = {"at risk": 0, "weak": 1, "no examples": 2, "ok": 3}
@@ -56,11 +56,12 @@ def health_cards(report: RetrievabilityReport, previous: Mapping[str, float] | N
     return _cards(HEALTH_CARDS, report.health.figures(), previous, "retr-cards")
 
 
-def failing_table(report: EvalReport) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def failing_table(report: EvalReport | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """The failing requests and, per row, what a click needs: the request, its context and the tool to open
-    (its first expected tool; for a request that needs no tool, the tool that wrongly came first)."""
+    (its first expected tool; for a request that needs no tool, the tool that wrongly came first). ``None``:
+    the empty table."""
     rows, records = [], []
-    for o in failing(report):
+    for o in failing(report) if report is not None else []:
         rank = gold_rank(o)
         expect = f" (expected {o.row.expect.value})" if o.row.expect and o.row.expect != o.decision else ""
         rows.append([o.row.query + (" 🖼" if o.row.image else ""), ", ".join(o.row.gold) or "(no tool)",
@@ -78,10 +79,10 @@ def _ranks(summary: ToolSummary) -> str:
     return " ".join(f"#{r}" if r else ">10" for r in summary.ranks) or "–"
 
 
-def tools_table(report: RetrievabilityReport) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+def tools_table(report: RetrievabilityReport | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
     """Every checked tool, hardest first, with what a click needs (the tool and its worst example)."""
-    tools = sorted(report.tools, key=lambda t: (_STATUS_ORDER.get(t.status, 9), t.first / max(t.n_examples, 1),
-                                                t.tool_id))
+    tools = sorted(report.tools if report is not None else (),
+                   key=lambda t: (_STATUS_ORDER.get(t.status, 9), t.first / max(t.n_examples, 1), t.tool_id))
     rows, records = [], []
     for t in tools:
         rows.append([t.tool_id, t.status, f"{t.first}/{t.n_examples}", _ranks(t),
@@ -93,10 +94,11 @@ def tools_table(report: RetrievabilityReport) -> tuple[pd.DataFrame, list[dict[s
     return frame, records
 
 
-def confusion_table(report: RetrievabilityReport) -> pd.DataFrame:
+def confusion_table(report: RetrievabilityReport | None) -> pd.DataFrame:
     """Confusion pairs: which tool wins the examples of which, with their text cosine."""
+    pairs = report.confusions if report is not None else ()
     return pd.DataFrame([[c.expected, c.winner, c.count, round(c.cosine, 3), "yes" if c.lookalike else "",
-                          " · ".join(c.queries)] for c in report.confusions],
+                          " · ".join(c.queries)] for c in pairs],
                         columns=["expected", "won instead", "examples", "text cosine", "look-alike", "requests"])
 
 
@@ -129,11 +131,11 @@ def effect_text(effect: EditEffect) -> str:
     return "\n\n".join(lines)
 
 
-def effect_table(effect: EditEffect) -> pd.DataFrame:
-    """The requests the edit moved: regressions first, then improvements."""
+def effect_frame(effect: EditEffect | None = None) -> pd.DataFrame:
+    """The requests the edit moved: regressions first, then improvements (``None``: the empty table)."""
     rows = []
     for verdict in ("regressed", "improved"):
-        for c in effect.changes.of(verdict):
+        for c in effect.changes.of(verdict) if effect is not None else ():
             rows.append([verdict, c.query, ", ".join(c.after.row.gold) or "(no tool)",
                          f"{_rank(gold_rank(c.before))} → {_rank(gold_rank(c.after))}",
                          f"{c.before.decision.value} → {c.after.decision.value}"])

@@ -180,9 +180,15 @@ class StudioHandlers:
         tuned = (state or {}).get("tuned")
         if not tuned:
             raise gr.Error("tune first: the sliders move to the weights tuning chose")
-        weights = [gr.update(value=tuned["weights"].get(s)) if s in tuned["weights"] else gr.skip() for s in SIGNALS]
+        # Fusion is a weighted mean (RRF a weighted sum): scaling every weight alike changes no ranking and no
+        # decision, so weights above the sliders' maximum of 1 are all divided by the largest one.
+        top = max(tuned["weights"].values(), default=1.0)
+        scale = 1.0 / top if top > 1.0 else 1.0
+        weights = [gr.update(value=round(tuned["weights"][s] * scale, 4)) if s in tuned["weights"] else gr.skip()
+                   for s in SIGNALS]
         threshold = gr.update(value=tuned["no_tool_threshold"]) if "no_tool_threshold" in tuned else gr.skip()
-        return (*weights, threshold, "✓ The Search sliders now hold the tuned weights: search or run the "
+        note = f" (all divided by {top:.4g} to fit the sliders: the same ranking)" if scale < 1.0 else ""
+        return (*weights, threshold, f"✓ The Search sliders now hold the tuned weights{note}: search or run the "
                                      "evaluation again to see them at work.")
 
     @_guard
@@ -209,12 +215,12 @@ class StudioHandlers:
             rows = []  # no labelled requests here: the effect covers the tool's own examples only
         effect = self.studio.effect(rows, settings, tool_id or None, progress=lambda f, m: progress(f, desc=m))
         if not rows:
-            return views.effect_text(effect), views.effect_table(effect), *(gr.skip() for _ in range(3)), state
+            return views.effect_text(effect), views.effect_frame(effect), *(gr.skip() for _ in range(3)), state
         frame, records = views.failing_table(effect.after_report)
         previous = state.get("metrics")
         state.update(metrics=dict(effect.after_report.metrics), failing=records)
         summary = (f"{effect.after_report.n_queries} labelled requests after your edit · **{len(records)} failing**")
-        return (views.effect_text(effect), views.effect_table(effect),
+        return (views.effect_text(effect), views.effect_frame(effect),
                 views.metric_cards(effect.after_report.metrics, previous), summary, frame, state)
 
     # -------------------------------------------------------------------------------------------- links

@@ -10,12 +10,15 @@ every tool's retrievability from its own examples (no labels needed), exports th
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from toolrag.signals import SIGNALS
+from toolrag.ui import evaluate_format as views
 from toolrag.ui.backend import Backend
 from toolrag.ui.deeplink import LINK_CONTROLS
 from toolrag.ui.evaluate_handlers import ALL_TOOLS, SETTING_CONTROLS, StudioHandlers
@@ -44,8 +47,8 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
     """Lay out the Evaluate tab, the edit-effect panel of the Profiles tab and the share link of the Search tab."""
     settings = [search.controls[name] for name in SETTING_CONTROLS]
     default = eh.studio.default_queries()
-    state = gr.State({})
     with gr.Tab("Evaluate", id="evaluate", elem_id="tab-evaluate"):
+        state = gr.State({})
         gr.Markdown("### Labelled requests: does each request find the tools it needs?")
         with gr.Row():
             file = gr.File(label="Labelled requests (YAML, JSON Lines or CSV with query,gold)", type="filepath",
@@ -56,13 +59,13 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
                 run = gr.Button("Run evaluation", variant="primary", elem_id="eval-run")
         cards = gr.HTML(elem_id="eval-cards")
         summary = gr.Markdown(elem_id="eval-summary")
-        failing = gr.Dataframe(interactive=False, wrap=True, elem_id="eval-failing",
+        failing = gr.Dataframe(views.failing_table(None)[0], interactive=False, wrap=True, elem_id="eval-failing",
                                column_widths=["34%", "16%", "22%", "8%", "12%", "8%"],
                                label="Failing requests: click one to edit its expected tool in Profiles "
-                                     "(with the request as rank query); click “🔍 why” for every signal's score")
+                                     "(with the request as rank query); click “why?” for every signal's score")
         with gr.Accordion("Why? The request's ranking with every signal's score", open=True):
             why_banner = gr.HTML(elem_id="eval-why-banner")
-            why = gr.Dataframe(interactive=False, wrap=True, elem_id="eval-why")
+            why = gr.Dataframe(interactive=False, wrap=True, elem_id="eval-why", visible=True)
         gr.Markdown("### Retrievability: can each tool be found by its own example requests? (no labels needed)\n"
                     "Each example is searched with that example left out of its tool's document.")
         with gr.Row():
@@ -75,10 +78,10 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         retr_cards = gr.HTML(elem_id="retr-cards")
         retr_summary = gr.Markdown(elem_id="retr-summary")
         retr_plot = gr.Plot(label="Hardest tools", elem_id="retr-plot")
-        tools = gr.Dataframe(interactive=False, wrap=True, elem_id="retr-tools",
+        tools = gr.Dataframe(views.tools_table(None)[0], interactive=False, wrap=True, elem_id="retr-tools",
                              label="Tools, hardest first: click one to edit it (its worst example becomes the "
                                    "rank query)")
-        confusions = gr.Dataframe(interactive=False, wrap=True, elem_id="retr-confusions",
+        confusions = gr.Dataframe(views.confusion_table(None), interactive=False, wrap=True, elem_id="retr-confusions",
                                   label="Confusion pairs: examples of the expected tool that another tool won")
         gr.Markdown("### Tuning you can see: NDCG@10 over the weights of the text signals")
         with gr.Row():
@@ -92,11 +95,11 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         with gr.Row():
             tune_plot = gr.Plot(label="Weights", elem_id="tune-plot")
             threshold_plot = gr.Plot(label="No-tool threshold", elem_id="threshold-plot")
-    with profiles.effect_slot:
+    with _inside(profiles.effect_slot):
         effect = gr.Markdown(elem_id="edit-effect")
-        changes = gr.Dataframe(interactive=False, wrap=True, elem_id="edit-changes",
+        changes = gr.Dataframe(views.effect_frame(), interactive=False, wrap=True, elem_id="edit-changes",
                                label="Labelled requests this edit moved (regressions first)")
-    with search.tab:
+    with _inside(search.tab):
         link = gr.Markdown(elem_id="share-link")
 
     opened = [tabs, profiles.tool, profiles.code, profiles.tool_info, profiles.replace, profiles.rank_query]
@@ -121,6 +124,15 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         event.success(eh.share_link, [search.controls["query"], search.controls["role"],
                                       search.controls["categories"], *settings], link, **PRIVATE)
     return EvaluateTab(state, cards, failing, effect, changes, link)
+
+
+@contextlib.contextmanager
+def _inside(block: Any) -> Iterator[None]:
+    """Add components to a block built earlier (another tab's); its place in the page does not change."""
+    parent = block.parent
+    with block:
+        yield
+    block.parent = parent
 
 
 def wire_links(eh: StudioHandlers, ready: Any, search: SearchTab, link: gr.Markdown) -> None:
