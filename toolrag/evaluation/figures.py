@@ -136,7 +136,8 @@ def tuning_figure(result: TuneResult, *, base: Settings) -> Any:
         fig.add_annotation(x=best.weights[first], y=100 * best.score, text="best", showarrow=True)
     else:
         return error_figure(f"A map needs two or three text signals; tuned: {', '.join(signals)}", title="Tuning")
-    fig.update_layout(title={"text": title}, height=520, legend={"orientation": "h", "y": -0.08})
+    fig.update_layout(title={"text": title}, height=560, legend={"orientation": "h", "y": -0.18},
+                      margin={"b": 110})
     return fig
 
 

@@ -179,7 +179,7 @@ class RetrievabilityChecker:
             raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
         self.depth = depth
         self.threshold = float(lookalike_threshold)
-        self._cache = _VectorCache(Path(cache_dir) if cache_dir is not None else None)
+        self._cache = _VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
         self._lock = threading.Lock()
         self._last: tuple[IndexSnapshot, Settings, dict[tuple[str, int], ExampleOutcome]] | None = None
         self.last_report: RetrievabilityReport | None = None

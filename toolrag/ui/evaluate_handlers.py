@@ -9,10 +9,13 @@ change since the previous run) and the rows of the tables a click refers to.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import gradio as gr
 
@@ -39,6 +42,23 @@ SETTING_CONTROLS = ("top_k", "fusion", "rerank", "clarify_gap", "no_tool_thresho
                     *(f"w_{s}" for s in SIGNALS))
 #: The retrievability scope that checks every tool.
 ALL_TOOLS = "all tools"
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _named_settings(fn: F) -> F:
+    """Name the ``*controls`` of a handler after :data:`SETTING_CONTROLS` in its signature, so its API endpoint
+    lists ``top_k``, ``fusion``, ... ``w_clip`` (gradio reads parameter names from the signature)."""
+    sig = inspect.signature(fn)
+    fixed = [p for p in sig.parameters.values() if p.kind is not inspect.Parameter.VAR_POSITIONAL]
+    named = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None)
+             for name in SETTING_CONTROLS]
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any) -> Any:
+        return fn(*args)
+
+    wrapper.__signature__ = sig.replace(parameters=[*fixed, *named])  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
 
 
 class StudioHandlers:
@@ -78,6 +98,7 @@ class StudioHandlers:
         rows, name = self._rows(state)
         return state, f"**{len(rows)}** labelled requests from `{name}`. Press *Run evaluation*."
 
+    @_named_settings
     @_guard
     def evaluate(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                  *controls: Any) -> tuple[Any, ...]:
@@ -94,6 +115,7 @@ class StudioHandlers:
                                                            if previous else ""))
         return views.metric_cards(report.metrics, previous), summary, frame, state
 
+    @_named_settings
     @_guard
     def pick_failing(self, evt: gr.SelectData, state: dict[str, Any] | None, *controls: Any) -> tuple[Any, ...]:
         """A click on a failing request: its explanation (the last column) or its expected tool in Profiles."""
@@ -117,6 +139,7 @@ class StudioHandlers:
 
     # ---------------------------------------------------------------------------------- retrievability
 
+    @_named_settings
     @_guard
     def check(self, progress: gr.Progress = gr.Progress(), scope: str | None = None,  # noqa: B008
               state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
@@ -146,6 +169,7 @@ class StudioHandlers:
             raise gr.Error("that row is gone: check retrievability again")
         return self._open(records[int(row)]["open"], records[int(row)]["query"])
 
+    @_named_settings
     @_guard
     def export(self, *controls: Any) -> str:
         """The last retrievability check (with the last evaluation and tuning) as a self-contained HTML page."""
@@ -156,6 +180,7 @@ class StudioHandlers:
 
     # ------------------------------------------------------------------------------------------- tuning
 
+    @_named_settings
     @_guard
     def tune(self, progress: gr.Progress = gr.Progress(), step: str = "0.1",  # noqa: B008
              state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
@@ -203,6 +228,7 @@ class StudioHandlers:
 
     # -------------------------------------------------------------------------------------- edit effect
 
+    @_named_settings
     @_guard
     def after_edit(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                    tool_id: str | None = None, *controls: Any) -> tuple[Any, ...]:
@@ -238,6 +264,7 @@ class StudioHandlers:
         return tuple(gr.update(value=link.values[name]) if name in link.values else gr.skip()
                      for name in LINK_CONTROLS)
 
+    @_named_settings
     def share_link(self, request: gr.Request, query: str, role: str | None, categories: list[str] | None,
                    *controls: Any) -> str:
         """The link that reproduces the search just made."""

@@ -79,9 +79,11 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         retr_summary = gr.Markdown(elem_id="retr-summary")
         retr_plot = gr.Plot(label="Hardest tools", elem_id="retr-plot")
         tools = gr.Dataframe(views.tools_table(None)[0], interactive=False, wrap=True, elem_id="retr-tools",
+                             column_widths=["22%", "8%", "8%", "14%", "26%", "10%", "12%"],
                              label="Tools, hardest first: click one to edit it (its worst example becomes the "
                                    "rank query)")
         confusions = gr.Dataframe(views.confusion_table(None), interactive=False, wrap=True, elem_id="retr-confusions",
+                                  column_widths=["18%", "18%", "8%", "8%", "8%", "40%"],
                                   label="Confusion pairs: examples of the expected tool that another tool won")
         gr.Markdown("### Tuning you can see: NDCG@10 over the weights of the text signals")
         with gr.Row():

@@ -4,9 +4,9 @@ edit), shared by every session like :class:`toolrag.ui.backend.Backend`; it impo
 It owns one :class:`toolrag.evaluation.loo.RetrievabilityChecker` (its leave-one-out vectors are cached on
 disk under the data folder, and it updates its last report incrementally after edits), a few recent
 evaluations of labelled rows (keyed by the index snapshot, the rows and the settings, so a second look
-costs nothing) and the *baseline*: the index snapshot before the last edit, searched again to tell what an
-edit changed. Every computation is a library call (:mod:`toolrag.evaluation`), the same as ``toolrag
-report`` and ``toolrag eval``.
+costs nothing) and the *baseline*: the index snapshot of the last evaluation or edit (or of the page load),
+searched again to tell what the next edit changed. Every computation is a library call
+(:mod:`toolrag.evaluation`), the same as ``toolrag report`` and ``toolrag eval``.
 """
 
 from __future__ import annotations
@@ -114,15 +114,16 @@ class Studio:
         with self._lock:
             hit = self._evals.get(key)
             if hit is not None and hit[0] is snap:
+                if snapshot is None:
+                    self.last_evaluation, self._baseline = hit[1], snap
                 return hit[1]
         report = Evaluator(rows)(_Pinned(retriever, snap), settings=settings, progress=progress)
-        if snapshot is None:
-            self.last_evaluation = report
         with self._lock:
             self._evals[key] = (snap, report)
             while len(self._evals) > _EVAL_CACHE:
                 self._evals.popitem(last=False)
-        self.remember()
+            if snapshot is None:  # what the author looks at now: the next edit is compared with it
+                self.last_evaluation, self._baseline = report, snap
         return report
 
     def retrievability(self, settings: Settings, *, tools: Collection[str] | None = None,
@@ -144,7 +145,7 @@ class Studio:
         after = None
         if rows:
             before = self.evaluate(rows, settings, snapshot=before_snap, progress=lambda f, m: say(0.3 * f, m))
-            after = self.evaluate(rows, settings, snapshot=now, progress=lambda f, m: say(0.3 + 0.4 * f, m))
+            after = self.evaluate(rows, settings, progress=lambda f, m: say(0.3 + 0.4 * f, m))  # the live index
             changes = compare_reports(before, after)
         tool_before = tool_after = None
         if tool_id:
