@@ -31,13 +31,11 @@ everything again (the query and document vectors still come from the cache).
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import tempfile
 import threading
 import time
 from collections.abc import Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -48,6 +46,7 @@ from toolrag.catalog.lint import lint_catalog
 from toolrag.catalog.profile import ToolProfile
 from toolrag.evaluation import projection
 from toolrag.evaluation.retrievability import ExampleOutcome, RetrievabilityReport, summarize
+from toolrag.evaluation.vector_cache import VectorCache
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tokenize import tokenize
 from toolrag.progress import Progress
@@ -63,7 +62,6 @@ log = logging.getLogger(__name__)
 #: How many results of each leave-one-out search are kept (the example's own rank is always exact).
 REPORT_DEPTH = 10
 _CHUNK = 128
-_CACHE_LIMIT = 200_000
 #: Tool-document collections a text-only request reads (dense, dense_en): these get leave-one-out vectors.
 _TEXT_KINDS = tuple(dict.fromkeys(kind for s in SIGNAL_SPECS if not s.needs_image and s.model is not None
                                   for key, kind in s.probes if key == kind))
@@ -81,90 +79,6 @@ class _Item:
     lexical: str
 
 
-class _VectorCache:
-    """Vectors by (model fingerprint, text hash), in memory and optionally in ``folder`` (one .npz per model)."""
-
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
-        self._data: dict[str, dict[str, np.ndarray]] = {}
-        self._dirty: set[str] = set()
-        self._lock = threading.Lock()
-
-    @staticmethod
-    def key(text: str) -> str:
-        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-    def _file(self, fingerprint: str) -> Path | None:
-        if self.folder is None:
-            return None
-        return self.folder / f"{hashlib.sha256(fingerprint.encode()).hexdigest()[:16]}.npz"
-
-    def _table(self, fingerprint: str) -> dict[str, np.ndarray]:
-        table = self._data.get(fingerprint)
-        if table is None:
-            table = {}
-            file = self._file(fingerprint)
-            if file is not None and file.is_file():
-                try:
-                    with np.load(file, allow_pickle=False) as npz:
-                        table = dict(zip(npz["keys"].tolist(), npz["vectors"], strict=True))
-                except (OSError, ValueError, KeyError) as exc:  # a damaged cache only makes a slower run
-                    log.warning("ignoring the unreadable vector cache %s: %s", file, exc)
-            self._data[fingerprint] = table
-        return table
-
-    def lookup(self, fingerprint: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
-        """The cached vectors of ``texts`` (texts not cached are left out)."""
-        with self._lock:
-            table = self._table(fingerprint)
-            return {t: table[k] for t in texts if (k := self.key(t)) in table}
-
-    def store(self, fingerprint: str, vectors: dict[str, np.ndarray]) -> None:
-        with self._lock:
-            table = self._table(fingerprint)
-            for text, vec in vectors.items():
-                key = self.key(text)
-                if key not in table:
-                    table[key] = np.asarray(vec, dtype=np.float32)
-                    self._dirty.add(fingerprint)
-
-    def passages(self, model: Any, texts: Sequence[str]) -> tuple[dict[str, np.ndarray], int]:
-        """The document vector of every text, encoding those not cached in batches of 32; and how many
-        were encoded."""
-        found = self.lookup(model.fingerprint, texts)
-        todo = [t for t in dict.fromkeys(texts) if t not in found]
-        for start in range(0, len(todo), 32):
-            batch = todo[start:start + 32]
-            new = dict(zip(batch, np.asarray(model.encode_passages(batch), dtype=np.float32), strict=True))
-            self.store(model.fingerprint, new)
-            found.update(new)
-        return found, len(todo)
-
-    def save(self) -> None:
-        """Write the tables that changed (atomically; the newest ``_CACHE_LIMIT`` entries per model)."""
-        if self.folder is None:
-            return
-        with self._lock:
-            dirty, self._dirty = self._dirty, set()
-            for fingerprint in dirty:
-                table = self._data[fingerprint]
-                keys = list(table)[-_CACHE_LIMIT:]
-                file = self._file(fingerprint)
-                if file is None or not keys:
-                    continue
-                try:
-                    self.folder.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(prefix=".vectors.", suffix=".npz", dir=self.folder)
-                    try:
-                        with os.fdopen(fd, "wb") as handle:
-                            np.savez(handle, keys=np.array(keys), vectors=np.stack([table[k] for k in keys]))
-                        os.replace(tmp, file)
-                    finally:
-                        Path(tmp).unlink(missing_ok=True)
-                except OSError as exc:
-                    log.warning("could not save the vector cache in %s: %s", self.folder, exc)
-
-
 class RetrievabilityChecker:
     """Checks that every tool is found by its own example requests, each left out of the tool's document.
 
@@ -179,7 +93,7 @@ class RetrievabilityChecker:
             raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
         self.depth = depth
         self.threshold = float(lookalike_threshold)
-        self._cache = _VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
+        self._cache = VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
         self._lock = threading.Lock()
         self._last: tuple[IndexSnapshot, Settings, dict[tuple[str, int], ExampleOutcome]] | None = None
         self.last_report: RetrievabilityReport | None = None
@@ -273,10 +187,14 @@ class RetrievabilityChecker:
             # English model, a tool document it scores (not mostly Chinese).
             needed = {kind: [i for i in chunk if cfg.weights.get(kind, 0.0) > 0 and (kind, i.query) in vectors
                              and (kind != "dense_en" or not is_mostly_cjk(i.doc))] for kind, _ in kinds}
-            docs: dict[str, dict[str, np.ndarray]] = {}
-            for kind, model in kinds:
-                docs[kind], n = self._cache.passages(model, [i.doc for i in needed[kind]])
-                encoded += n
+            # One thread per text model: each runs its own encoder, so two models keep two cores busy.
+            with ThreadPoolExecutor(max_workers=max(len(kinds), 1), thread_name_prefix="toolrag-loo") as pool:
+                futures = {kind: pool.submit(self._cache.passages, model, [i.doc for i in needed[kind]])
+                           for kind, model in kinds}
+                docs: dict[str, dict[str, np.ndarray]] = {}
+                for kind, future in futures.items():
+                    docs[kind], n = future.result()
+                    encoded += n
             for n, item in enumerate(chunk):
                 loo = {kind: docs[kind][item.doc] for kind, _ in kinds if item.doc in docs[kind]}
                 view = _leave_one_out(base, item, loo)
@@ -339,10 +257,16 @@ def _raw_scores(snap: IndexSnapshot, vectors: dict[tuple[str, str], np.ndarray],
 
 
 def _may_overtake(rival: dict[str, float], own: dict[str, float] | Any, cfg: Settings) -> bool:
-    """Whether a tool with raw scores ``rival`` could rank above one with raw scores ``own`` for one request:
-    false only when ``own`` is at least as high on every signal with a weight, both present on the same
-    signals (fusion is monotone in each raw score). Signals outside the text ones count as a possible
-    overtake when weighted and present for the own tool (an image-side signal this screen does not see)."""
+    """Whether a tool with raw scores ``rival`` could rank above one with raw scores ``own`` for one request.
+
+    False only when both are present on the same weighted signals, ``rival`` is below ``own`` by more than
+    1e-6 on at least one of them and not above it (beyond that margin) on any, equal scores counting only when
+    exactly equal (two BM25 scores of 0: no shared word). Why that suffices: every normalisation maps one
+    signal's raw scores of one request through one increasing function, late fusion is a weighted mean with
+    the same effective weights for the same presence, RRF a weighted sum of ranks, so the rival's fused score
+    is then strictly lower. Signals outside the text ones count as a possible overtake when weighted and
+    present (an image-side signal this screen does not see)."""
+    below = False
     for signal, weight in cfg.weights.items():
         if weight <= 0:
             continue
@@ -350,9 +274,12 @@ def _may_overtake(rival: dict[str, float], own: dict[str, float] | Any, cfg: Set
             continue
         if signal not in rival or signal not in own or signal not in (*_TEXT_KINDS, "bm25"):
             return True
-        if rival[signal] >= own[signal] - 1e-6:
+        if rival[signal] == own[signal]:
+            continue
+        if rival[signal] > own[signal] - 1e-6:
             return True
-    return False
+        below = True
+    return not below
 
 
 def _items(base: IndexSnapshot, tools: Sequence[ToolProfile]) -> list[_Item]:
