@@ -119,7 +119,8 @@ def effect_text(effect: EditEffect) -> str:
         if moved:
             lines.append("Metrics: " + " · ".join(moved))
     else:
-        lines.append("No labelled requests to re-run (upload some in the Evaluate tab).")
+        lines.append("Run the evaluation in the Evaluate tab once: from then on every save shows which labelled "
+                     "requests it improved or broke.")
     if effect.tool_id:
         b, a = effect.before, effect.after
         if a is None:

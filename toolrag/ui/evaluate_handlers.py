@@ -232,13 +232,16 @@ class StudioHandlers:
     @_guard
     def after_edit(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                    tool_id: str | None = None, *controls: Any) -> tuple[Any, ...]:
-        """After a save: the labelled requests and the tool's retrievability again, compared with before."""
+        """After a save: the labelled requests (once this session has evaluated them) and the tool's
+        retrievability again, compared with before the edit."""
         state = dict(state or {})
         settings = self.settings(controls)
-        try:
-            rows, _ = self._rows(state)
-        except ToolragError:
-            rows = []  # no labelled requests here: the effect covers the tool's own examples only
+        rows: list[QueryRow] = []
+        if "metrics" in state:  # the session evaluated: its rows and their "before" are known and cheap to rerun
+            try:
+                rows, _ = self._rows(state)
+            except ToolragError:
+                rows = []
         effect = self.studio.effect(rows, settings, tool_id or None, progress=lambda f, m: progress(f, desc=m))
         if not rows:
             return views.effect_text(effect), views.effect_frame(effect), *(gr.skip() for _ in range(3)), state
