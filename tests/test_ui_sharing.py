@@ -28,6 +28,8 @@ pytest_plugins = ["ui_support"]
 pytestmark = pytest.mark.slow
 
 EDITING_ENDPOINTS = {"/save_profile", "/delete_profile", "/add_image", "/new_tool", "/validate_profile"}
+#: The Evaluate tab (the editors' studio): its reports name every tool, so a read-only app has none of it.
+STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings"}
 
 
 @pytest.mark.parametrize(("environ", "share", "editing", "shared", "reason"), [
@@ -97,8 +99,9 @@ def test_a_read_only_app_registers_no_editing_endpoint(readonly: Server) -> None
 
     client = Client(readonly.url, verbose=False, download_files=False)
     named = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
-    assert {"/search", "/profile", "/tool_space"} <= named and not named & EDITING_ENDPOINTS
+    assert {"/search", "/profile", "/tool_space"} <= named and not named & (EDITING_ENDPOINTS | STUDIO_ENDPOINTS)
     config = page_config(readonly.url)
+    assert "tab-evaluate" not in json.dumps(config) and "share-link" in json.dumps(config)  # the link stays
     assert not {d.get("api_name") for d in config["dependencies"]} & {e[1:] for e in EDITING_ENDPOINTS}
     texts = json.dumps(config, ensure_ascii=False)
     assert "read-only: shared (a Hugging Face Space)" in texts and "Caller role (simulated)" in texts

@@ -11,14 +11,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from toolrag.cli import audit, catalog, evaluate, search, serve
+from toolrag.cli import audit, catalog, evaluate, report, search, serve
 from toolrag.cli.common import catalog_options, query_options
 from toolrag.config import configure_environment
 from toolrag.errors import ToolragError
 
 __all__ = ["main", "parser"]
 
-_COMMANDS = (search, evaluate, catalog, audit, serve)
+_COMMANDS = (search, evaluate, catalog, report, audit, serve)
 
 
 def parser() -> argparse.ArgumentParser:

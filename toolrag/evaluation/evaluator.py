@@ -37,7 +37,7 @@ class Searcher(Protocol):
     def search(self, query: str = "", *, image: Any = None, history: Sequence[str] = (),
                permissions: Collection[str] | None = None, role: str | None = None,
                categories: Collection[str] | None = None, include_deprecated: bool = False,
-               top_k: int | None = None, settings: Settings | None = None) -> SearchResult: ...
+               top_k: int | None = None, settings: Settings | None = None, audited: bool = True) -> SearchResult: ...
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,7 @@ class Evaluator:
         """Search one labelled row as a user would; a refused row names its line."""
         try:
             return retriever.search(row.query, image=row.image, history=row.history, permissions=row.permissions,
-                                    role=row.role, settings=settings, top_k=top_k)
+                                    role=row.role, settings=settings, top_k=top_k, audited=False)
         except ToolragError as exc:
             raise QueryError(f"query row {row.line or '?'} ({row.query[:40]!r}): {exc}") from exc
 

@@ -94,7 +94,7 @@ class ToolRetriever:
         self._reranker_lock = threading.Lock()
         self.reranker_note = reranker_note or (
             "no reranker configured" if reranker is None and reranker_factory is None else "")
-        self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
+        self._tokens_cache: tuple[Catalog, np.ndarray] | None = None
 
     @classmethod
     def from_catalog(
@@ -188,18 +188,22 @@ class ToolRetriever:
         top_k: int | None = None,
         settings: Settings | None = None,
         audited: bool = True,
+        snapshot: IndexSnapshot | None = None,
     ) -> SearchResult:
         """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
-        ``audited=False`` keeps an internal probe (:meth:`rank_of`) out of the audit log.
+        ``audited=False`` keeps an internal probe (:meth:`rank_of`, an evaluation, the retrievability
+        report) out of the audit log.
 
         ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
         sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
+        ``snapshot``: search this view of the index instead of the live one (the retrievability report
+        searches views where one tool's document leaves one example out; up to ``EXACT_LIMIT`` tools).
         """
         t0 = time.perf_counter()
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
-        snap = self.index.snapshot
+        snap = snapshot if snapshot is not None else self.index.snapshot
         request = prepare_request(snap.catalog, query, image=image, history=history, permissions=permissions,
                                   role=role, categories=categories)
         query, history, codes = request.query, request.history, set(request.codes)
@@ -377,11 +381,11 @@ class ToolRetriever:
         return best
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
-        """Schema tokens of every tool, computed once per index snapshot (for the whole-catalog count)."""
+        """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""
         cached = self._tokens_cache
-        if cached is None or cached[0] is not snap:
+        if cached is None or cached[0] is not snap.catalog:
             counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
-            cached = self._tokens_cache = (snap, counts)
+            cached = self._tokens_cache = (snap.catalog, counts)
         return cached[1]
 
     def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],

@@ -20,7 +20,10 @@ import gradio as gr  # noqa: E402
 
 from toolrag.errors import SettingsError  # noqa: E402
 from toolrag.ui.backend import Access, Backend  # noqa: E402
+from toolrag.ui.evaluate_handlers import StudioHandlers  # noqa: E402
+from toolrag.ui.evaluate_tab import evaluate_tab, share_link, wire_links  # noqa: E402
 from toolrag.ui.handlers import MAX_IMAGE_MB, Handlers  # noqa: E402
+from toolrag.ui.studio import Studio  # noqa: E402
 from toolrag.ui.tabs import PRIVATE, profiles_tab, search_tab, space_tab  # noqa: E402
 
 __all__ = ["CSS", "create_app", "launch"]
@@ -40,19 +43,25 @@ def create_app(backend: Backend) -> gr.Blocks:
         gr.Markdown(f"Mode: **{backend.access.reason}**", elem_id="mode")
         status = gr.HTML(backend.status_html(), label="status", elem_id="status")
         history, last = gr.State([]), gr.State({})
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tabs:
             search = search_tab(h, backend, history, last)
             space_tab(h, last)
             profiles = profiles_tab(h, backend, last, search.categories)
+            studio = StudioHandlers(h, Studio(backend))
+            # The Evaluate tab is the catalog editors' studio: a read-only instance (a shared demo) keeps
+            # only the share link, as its reports would name tools that need permissions.
+            link = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs).link
+                    if backend.access.editing else share_link(studio, search))
         if profiles.rank_query is not None:
             for event in search.searched:
                 event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
         views = [profiles.tool, profiles.catalog_df, search.categories]
         if profiles.new_category is not None:
             views.append(profiles.new_category)
-        demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
-                  show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
+        ready = demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
+                          show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
             lambda: h.catalog_views()[:len(views)], None, views, **PRIVATE)
+        wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access
     return demo

@@ -7,7 +7,7 @@ crosses tabs (the page load, the last search feeding the Profiles tab's rank que
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -51,13 +51,18 @@ class SearchTab:
     weights: list[gr.Slider]
     searched: list[Any]
     """The events of a finished search (button, Enter): the Profiles tab's rank query follows them."""
+    tab: Any = None
+    inputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    controls: dict[str, Any] = field(default_factory=dict)
+    """The controls by name (query, role, categories, top_k, fusion, ..., w_<signal>): links and tuning set them."""
 
 
 def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State) -> SearchTab:
     """Request, image, caller role and every retrieval control; the ranked, explained result."""
     catalog, base = backend.catalog, backend.settings
     roles = fmt.role_choices(catalog)
-    with gr.Tab("Search", id="search", elem_id="tab-search"):
+    with gr.Tab("Search", id="search", elem_id="tab-search") as tab:
         with gr.Row():
             with gr.Column(scale=3):
                 query = gr.Textbox(label="Request (中文 or English)", lines=2, elem_id="query",
@@ -118,7 +123,10 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
         control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
-    return SearchTab(query, image_note, categories, rerank, weights, searched)
+    controls = {"query": query, "role": role, "categories": categories, "top_k": top_k, "fusion": fusion,
+                "normalization": normalization, "rerank": rerank, "clarify_gap": clarify, "no_tool_threshold": no_tool,
+                **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
+    return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls)
 
 
 def space_tab(h: Handlers, last: gr.State) -> None:
@@ -146,6 +154,14 @@ class ProfilesTab:
     rank_query: gr.Textbox | None
     catalog_df: gr.Dataframe
     new_category: gr.Dropdown | None
+    tab: Any = None
+    code: Any = None
+    tool_info: Any = None
+    replace: Any = None
+    version: Any = None
+    saved: list[Any] = field(default_factory=list)
+    """The events of a finished save, delete or image addition: the effect of the edit follows them."""
+    effect_slot: Any = None
 
 
 def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.Dropdown) -> ProfilesTab:
@@ -155,7 +171,7 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
     see and registers no editing event at all."""
     editing = backend.access.editing
     catalog = h.visible_catalog(backend.catalog)
-    with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles"):
+    with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles") as tab:
         if not editing:
             gr.Markdown(f"**Read-only** — {backend.access.reason}. Tools that need permissions are not listed.",
                         elem_id="profiles-readonly")
@@ -178,6 +194,8 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
                         confirm_btn = gr.Button("Yes, delete", variant="stop", elem_id="confirm-delete")
                         cancel_btn = gr.Button("Cancel", elem_id="cancel-delete")
                     status = gr.Markdown(label="status", elem_id="profile-status")
+                    with gr.Column(elem_id="profile-effect") as effect_slot:
+                        pass  # the effect of an edit on every labelled request goes here (toolrag.ui.evaluate_tab)
             with gr.Column(scale=2):
                 if editing:
                     rank_query = gr.Textbox(label="Query whose rank to show (defaults to your last search)",
@@ -202,15 +220,17 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
 
     tool.input(h.pick_tool, tool, [code, tool_info, replace, version], api_name="profile")
     if not editing:
-        return ProfilesTab(tool, None, catalog_df, None)
+        return ProfilesTab(tool, None, catalog_df, None, tab, code, tool_info, replace, version)
     changed = [status, code, tool, catalog_df, categories, new_category, version]
     validate_btn.click(h.validate_profile, [tool, code], status, api_name="validate_profile")
-    save_btn.click(h.save_profile, [tool, code, rank_query, last, version], changed, api_name="save_profile")
+    saved = [save_btn.click(h.save_profile, [tool, code, rank_query, last, version], changed,
+                            api_name="save_profile")]
     new_btn.click(h.new_tool, new_category, [code, tool, status, version], api_name="new_tool")
     delete_btn.click(h.ask_delete, tool, [confirm_row, confirm_text], **PRIVATE)
     cancel_btn.click(lambda: gr.update(visible=False), None, confirm_row, **PRIVATE)
-    confirm_btn.click(h.delete_profile, [tool, rank_query, last, version], [*changed, confirm_row],
-                      api_name="delete_profile")
-    add_image_btn.click(h.add_image, [tool, new_image, caption, replace, rank_query, last, version], changed,
-                        api_name="add_image")
-    return ProfilesTab(tool, rank_query, catalog_df, new_category)
+    saved.append(confirm_btn.click(h.delete_profile, [tool, rank_query, last, version], [*changed, confirm_row],
+                                   api_name="delete_profile"))
+    saved.append(add_image_btn.click(h.add_image, [tool, new_image, caption, replace, rank_query, last, version],
+                                     changed, api_name="add_image"))
+    return ProfilesTab(tool, rank_query, catalog_df, new_category, tab, code, tool_info, replace, version, saved,
+                       effect_slot)
