@@ -1,8 +1,10 @@
 """Speed, memory and scale: synthetic catalogs built through the real index path, timed stage by stage.
 
     python -m bench.latency run --tools 1000               # default models (e5 + MiniLM)
+    python -m bench.latency run --quick                    # 1,000 tools, fewer queries: a before/after check
     python -m bench.latency run --tools 10000 --server     # also an index served by a Chroma server
     python -m bench.latency run --tools 100000 --english-model none
+    python -m bench.latency sizes --encoder standin        # 1,000 / 10,000 / 100,000, each in its own process
     python -m bench.latency tokens                         # schema-token economy (sample catalog, Seal-Tools)
     python -m bench.latency report                         # writes the speed section of docs/benchmarks.md
 
@@ -11,6 +13,10 @@ RSS; kept from the run that built it), a restart with the index in place (must e
 latency p50/p95 split into the engine's own timing stages for text and text+image queries, the gain of the
 query-vector cache on an identical second query, the cost of re-indexing one edited profile, and
 optionally the same queries against a Chroma server. Each run is a separate process so peak RSS is its own.
+With the real models it also measures, in the same process and alternating request by request, a search
+(both text models, nothing cached) against one plain fp32 encode of the same request by sentence-transformers'
+all-MiniLM-L6-v2 (the ratio survives a noisy machine better than milliseconds), and the throughput of a
+labelled evaluation (``Evaluator``, batched encoding) checked against one-at-a-time search.
 """
 
 from __future__ import annotations
@@ -91,7 +97,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     root = bench_dir(args.bench_dir)
     english = args.english_model != "none"
     if args.encoder == "real":
-        models_label = "e5+minilm" if english else "e5"
+        from toolrag.encode.onnx_build import DEFAULT_BACKEND, text_backend
+
+        backend = text_backend()  # TOOLRAG_TEXT_BACKEND: each backend has its own index and its own row
+        models_label = ("e5+minilm" if english else "e5") + ("" if backend is DEFAULT_BACKEND else f"-{backend.value}")
     else:
         models_label = "standin2" if english else "standin1"
     folder = make_catalog(root / "synthetic" / str(args.tools), args.tools, image_every=args.image_every,
@@ -131,12 +140,14 @@ def cmd_run(args: argparse.Namespace) -> int:
         report["build"] = previous["build"]
 
     start = time.perf_counter()
-    reopened = ToolRetriever.from_catalog(load_catalog(folder), settings=settings, data_dir=data_dir,
-                                          models=models)
-    report["restart"] = {"load_and_open_s": time.perf_counter() - start,
-                         "encoded": reopened.index.encoded_last_sync}
+    again = load_catalog(folder)
+    loaded = time.perf_counter()
+    reopened = ToolRetriever.from_catalog(again, settings=settings, data_dir=data_dir, models=models)
+    report["restart"] = {"load_and_open_s": time.perf_counter() - start, "catalog_load_s": loaded - start,
+                         "index_open_s": time.perf_counter() - loaded, "encoded": reopened.index.encoded_last_sync,
+                         "from_saved_state": bool(getattr(reopened.index, "restored", False))}
     say(f"restart: {report['restart']}")
-    del reopened
+    del reopened, again
     retriever.analyzer = QueryAnalyzer(retriever.index.models, cache_size=4096)
 
     queries = make_queries(folder, args.queries + args.cache_queries)
@@ -158,9 +169,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"vector cache: {report['cache']}")
 
     if args.image_queries:
-        image_timings = [_timed_search(retriever, q, img) for q, img in _image_queries(args.image_queries)]
+        from toolrag.search.warmup import warm_up
+
+        start = time.perf_counter()
+        warm_up(retriever.models)  # what the app does in the background once its index is ready
+        report["warm_up_s"] = time.perf_counter() - start
+        image_queries = _image_queries(args.image_queries)
+        image_timings = [_timed_search(retriever, q, img) for q, img in image_queries]
         report["text_image"] = _stages(image_timings)
-        say(f"text+image: p50 total {report['text_image']['total']['p50']:.1f} ms")
+        report["first_image_query_ms"] = image_timings[0]["total"]
+        say(f"text+image: p50 total {report['text_image']['total']['p50']:.1f} ms (first after warm-up "
+            f"{report['first_image_query_ms']:.0f} ms)")
+
+    if args.encoder == "real" and args.ratio_queries:
+        report["vs_minilm"] = _versus_minilm(retriever, make_queries(folder, args.ratio_queries, seed=23))
+        say(f"search vs one plain MiniLM encode: {report['vs_minilm']}")
+    if args.eval_rows:
+        report["evaluation"] = _evaluation(retriever, make_queries(folder, args.eval_rows, seed=29))
+        say(f"evaluation: {report['evaluation']}")
 
     report["edit"] = _edits(retriever, args.edits)
     say(f"edit one profile: {report['edit']}")
@@ -188,9 +214,12 @@ def _standin_models(english: bool) -> Any:
 
 
 def _edits(retriever: Any, n: int) -> dict[str, Any]:
-    """Edit one profile's embedded text and re-index, then restore it; both directions are one edit."""
+    """Edit one profile's embedded text and re-index, then restore it; both directions are one edit. The
+    serving state is saved in the background after each edit: that save is waited for (and timed) between
+    edits, outside the edit's own time."""
     catalog = retriever.index.catalog
-    times, encoded = [], []
+    times, encoded, saves = [], [], []
+    wait = getattr(retriever.index, "wait_saved", lambda: None)
     for tool in catalog.tools[1: 1 + n]:
         field = "embedding_text" if tool.embedding_text else "description"
         edited = dataclasses.replace(tool, **{field: getattr(tool, field) + " Edited for the benchmark."})
@@ -198,8 +227,74 @@ def _edits(retriever: Any, n: int) -> dict[str, Any]:
             start = time.perf_counter()
             encoded.append(retriever.reload(retriever.index.catalog.with_tool(version)))
             times.append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            wait()
+            saves.append(time.perf_counter() - start)
     return {"p50_ms": statistics.median(times), "max_ms": max(times), "encoded_per_edit": sorted(set(encoded)),
-            "n": len(times)}
+            "n": len(times), "background_save_s": statistics.median(saves)}
+
+
+def _versus_minilm(retriever: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
+    """A search (both text models, nothing cached) against one plain fp32 encode of the same request with
+    sentence-transformers' all-MiniLM-L6-v2, alternating request by request in this process."""
+    from sentence_transformers import SentenceTransformer
+
+    from toolrag.encode.resolve import resolve_text_model
+    from toolrag.search.query import QueryAnalyzer
+
+    plain = SentenceTransformer(resolve_text_model("minilm").location, local_files_only=True)
+    plain.encode(["warm up"])
+    retriever.analyzer = QueryAnalyzer(retriever.index.models, cache_size=4096)
+    searches, encodes, encode_text = [], [], []
+    for i, (query, _) in enumerate(queries):
+        request = f"{query} ({i})"  # distinct text: nothing cached
+        start = time.perf_counter()
+        result = retriever.search(request)
+        searches.append((time.perf_counter() - start) * 1000)
+        encode_text.append(result.timing_ms.get("encode_text", 0.0))
+        start = time.perf_counter()
+        plain.encode([request], convert_to_numpy=True, normalize_embeddings=True)
+        encodes.append((time.perf_counter() - start) * 1000)
+    search_p50, encode_p50 = statistics.median(searches), statistics.median(encodes)
+    return {"search_p50_ms": search_p50, "plain_minilm_p50_ms": encode_p50, "ratio": search_p50 / encode_p50,
+            "encode_text_p50_ms": statistics.median(encode_text), "n": len(queries),
+            "text_backend": getattr(retriever.models.text, "backend", "torch").__str__()}
+
+
+def _evaluation(retriever: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Labelled requests per second through Evaluator (batched encoding), nothing cached; the first rows are
+    checked against one-at-a-time search with a fresh cache."""
+    from toolrag.evaluation.evaluator import Evaluator
+    from toolrag.evaluation.queries import QueryRow
+    from toolrag.search.query import QueryAnalyzer
+
+    rows = [QueryRow(query=f"{q} [{i}]", gold=(gold,)) for i, (q, gold) in enumerate(pairs)]
+    retriever.analyzer = QueryAnalyzer(retriever.index.models)
+    start = time.perf_counter()
+    report = Evaluator(rows)(retriever)
+    seconds = time.perf_counter() - start
+    check = rows[: min(100, len(rows))]
+    retriever.analyzer = QueryAnalyzer(retriever.index.models)
+    single = [tuple(retriever.search(r.query, top_k=10).ids) for r in check]
+    same = sum(o.returned == ids for o, ids in zip(report.per_query, single, strict=False)) / len(check)
+    return {"rows": len(rows), "seconds": seconds, "requests_per_s": len(rows) / seconds,
+            "identical_to_one_at_a_time": same, "checked": len(check), "ndcg@10": report.metrics.get("ndcg@10")}
+
+
+def cmd_sizes(args: argparse.Namespace) -> int:
+    """Each size in its own process (so peak RSS is its own), then the table of all runs."""
+    import subprocess
+    import sys
+
+    for size in [int(x) for x in args.sizes.split(",")]:
+        cmd = [sys.executable, "-m", "bench.latency", *(["--bench-dir", args.bench_dir] if args.bench_dir else []),
+               "run", "--tools", str(size), "--encoder", args.encoder, *args.extra]
+        say(f"running {' '.join(cmd[1:])}")
+        subprocess.run(cmd, check=True, cwd=REPO)
+    from bench.report import latency_tables
+
+    print(latency_tables(bench_dir(args.bench_dir)))
+    return 0
 
 
 def _server(root: Path, folder: Path, data_dir: Path, settings: Any, models: Any, embedded: Any,
@@ -274,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="build/open a synthetic index and time it")
-    run.add_argument("--tools", type=int, required=True)
+    run.add_argument("--tools", type=int, default=1000)
     run.add_argument("--english-model", default="minilm", choices=("minilm", "none"))
     run.add_argument("--encoder", default="real", choices=("real", "standin"),
                      help="real models, or hashing stand-ins for the text models (scale runs)")
@@ -285,12 +380,26 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--edits", type=int, default=5)
     run.add_argument("--server", action="store_true", help="also query the index through a Chroma server")
     run.add_argument("--fresh", action="store_true", help="delete the index first (measures a full build)")
+    run.add_argument("--ratio-queries", type=int, default=100,
+                     help="requests timed against one plain MiniLM encode (real models only; 0 = skip)")
+    run.add_argument("--eval-rows", type=int, default=500, help="labelled requests evaluated (0 = skip)")
+    run.add_argument("--quick", action="store_true",
+                     help="1,000 tools and fewer requests: a before/after check in about a minute")
+    sizes = sub.add_parser("sizes", help="several sizes, each in its own process, then the table")
+    sizes.add_argument("--sizes", default="1000,10000,100000")
+    sizes.add_argument("--encoder", default="standin", choices=("real", "standin"))
+    sizes.add_argument("extra", nargs="*", help="more options for each run (after --)")
     tokens = sub.add_parser("tokens", help="schema-token economy")
     tokens.add_argument("--benchmarks", help="folder of the public sets")
     tokens.add_argument("--n", type=int, default=200, help="queries per catalog")
     sub.add_parser("report", help="write the speed section of docs/benchmarks.md")
     args = parser.parse_args(raw)
     args.argv = raw
+    if args.command == "run" and args.quick:
+        args.tools, args.queries, args.cache_queries, args.image_queries = 1000, 60, 10, 10
+        args.edits, args.ratio_queries, args.eval_rows = 2, 40, 100
+    if args.command == "sizes":
+        return cmd_sizes(args)
     if args.command == "run":
         return cmd_run(args)
     if args.command == "tokens":

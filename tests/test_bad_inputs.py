@@ -329,7 +329,7 @@ def test_a_successor_the_caller_cannot_see_is_not_named(successor_retriever: Too
 def chroma_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every write toolrag sends to Chroma (rows and collections)."""
     calls: list[str] = []
-    for name in ("upsert", "delete", "rename", "drop"):
+    for name in ("upsert", "delete", "rename", "drop", "new_generation"):
         original = getattr(VectorCollection, name)
 
         def spy(self: VectorCollection, *args: Any, _name: str = name, _original: Any = original,

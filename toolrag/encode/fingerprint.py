@@ -1,7 +1,8 @@
 """Model fingerprints: an index built with one model (or one variant of it) is never mixed with another.
 
-A fingerprint is ``model_id|dim=N|w=<digest>``: the digest covers the weights files (names, sizes, the first
-and last MiB of each), so two builds of the same model from different weights never compare equal.
+A fingerprint is ``model_id|dim=N|w=<digest>`` (``|v=<variant>`` appended for a variant such as the int8
+ONNX build of a text model): the digest covers the weights files (names, sizes, the first and last MiB of
+each), so two builds of the same model from different weights, or two variants of it, never compare equal.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def weights_digest(path: str | Path, *, edge_bytes: int = 1 << 20) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(model_id: str, *, dim: int, weights: str | Path | Sequence[str | Path] | None = None) -> str:
-    """``model_id|dim=N|w=<digest>``: equal only for the same model, dimension and weights files.
+def fingerprint(model_id: str, *, dim: int, weights: str | Path | Sequence[str | Path] | None = None,
+                variant: str | None = None) -> str:
+    """``model_id|dim=N|w=<digest>[|v=<variant>]``: equal only for the same model, dimension, weights files
+    and variant (how the model is run: ``onnx-int8`` vectors differ slightly from ``torch`` ones).
 
     ``weights`` is a file, a folder or several of them; None (a Hub id, a seeded random model) records
     ``w=id``: the id alone identifies the weights.
@@ -71,4 +74,4 @@ def fingerprint(model_id: str, *, dim: int, weights: str | Path | Sequence[str |
         digest = weights_digest(weights)
     else:
         digest = hashlib.sha256("|".join(weights_digest(p) for p in weights).encode()).hexdigest()[:16]
-    return f"{model_id}|dim={dim}|w={digest}"
+    return f"{model_id}|dim={dim}|w={digest}" + (f"|v={variant}" if variant else "")

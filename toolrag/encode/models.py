@@ -18,6 +18,7 @@ from toolrag.config import CLIP_ENV, is_off
 from toolrag.encode.clip import ClipEncoder, default_clip_setting
 from toolrag.encode.common import shared
 from toolrag.encode.ocr import OcrEngine
+from toolrag.encode.onnx_build import TextBackend, text_backend
 from toolrag.encode.protocols import ClipModel, ImageModel, OcrModel, TextModel
 from toolrag.encode.rerank import CrossEncoderReranker, default_rerank_setting
 from toolrag.encode.text import TextEncoder
@@ -79,8 +80,10 @@ class ModelSet:
         return self.unavailable.get(role.value, f"the {role.value} model is not loaded")
 
 
-def get_text_encoder(setting: str = "e5") -> TextEncoder:
-    return shared("text", setting.strip(), lambda: TextEncoder(setting))
+def get_text_encoder(setting: str = "e5", backend: str | TextBackend | None = None) -> TextEncoder:
+    """The one encoder of ``setting`` run by ``backend`` (default ``TOOLRAG_TEXT_BACKEND``, else onnx-int8)."""
+    chosen = text_backend(backend)
+    return shared("text", f"{setting.strip()}|{chosen.value}", lambda: TextEncoder(setting, backend=chosen))
 
 
 def get_image_encoder() -> ImageFeatureEncoder:

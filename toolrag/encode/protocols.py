@@ -39,7 +39,7 @@ class ImageModel(Protocol):
 
 
 class OcrModel(Protocol):
-    def read(self, image: Any) -> Any: ...
+    def read(self, image: Any, *, max_lines: int | None = None, detector_side: int | None = None) -> Any: ...
 
 
 class ClipModel(Protocol):

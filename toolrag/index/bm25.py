@@ -44,7 +44,7 @@ class BM25Index:
     def __init__(
         self,
         ids: list[str],
-        doc_tokens: list[tuple[str, ...]],
+        doc_tokens: list[tuple[str, ...]] | None,
         doc_keys: list[bytes],
         vocab: dict[str, int],
         token_cache: dict[bytes, tuple[str, ...]],
@@ -54,11 +54,19 @@ class BM25Index:
         b: float,
         tokenizer: Callable[[str], list[str]],
         same_ids: BM25Index | None = None,
+        lengths: np.ndarray | None = None,
     ) -> None:
-        """Internal: use :meth:`build` or :meth:`update`; ``triples`` = (terms, docs, tf) in CSC order.
-        ``same_ids``: an index over the same ids in the same order, whose id lookups are reused."""
+        """Internal: use :meth:`build`, :meth:`update` or :meth:`from_arrays`; ``triples`` = (terms, docs, tf)
+        in CSC order. ``same_ids``: an index over the same ids in the same order, whose id lookups are reused.
+        ``doc_tokens`` may be ``None`` (an index restored from arrays): then ``lengths`` gives each document's
+        token count and :meth:`tokens` rebuilds a document's tokens from the triples."""
         self._ids = tuple(ids)
         self._doc_tokens = doc_tokens
+        if lengths is None:
+            if doc_tokens is None:
+                raise ValueError("give doc_tokens or lengths")
+            lengths = np.fromiter((len(t) for t in doc_tokens), dtype=np.int64, count=len(doc_tokens))
+        self._lengths = np.asarray(lengths, dtype=np.int64)
         self._doc_keys = doc_keys
         self._vocab = vocab
         self._token_cache = token_cache
@@ -102,6 +110,33 @@ class BM25Index:
         triples = _triples(range(len(tokens)), tokens, vocab)
         return cls(list(ids), tokens, keys, vocab, cache, triples, k1=k1, b=b, tokenizer=tokenizer)
 
+    def to_arrays(self) -> dict[str, Any]:
+        """Everything needed to restore this index without tokenising again (see :meth:`from_arrays`):
+        numpy arrays plus the vocabulary in id order (JSON-ready)."""
+        terms = [""] * len(self._vocab)
+        for term, i in self._vocab.items():
+            terms[i] = term
+        return {"terms": self._terms, "docs": self._docs, "tf": self._tf, "lengths": self._lengths,
+                "keys": np.frombuffer(b"".join(self._doc_keys), dtype=np.uint8).reshape(len(self._ids), 16)
+                if self._ids else np.zeros((0, 16), dtype=np.uint8),
+                "vocab": terms, "k1": self._k1, "b": self._b}
+
+    @classmethod
+    def from_arrays(cls, ids: Sequence[str], arrays: Mapping[str, Any], *,
+                    tokenizer: Callable[[str], list[str]] = tokenize) -> BM25Index:
+        """An index equal to the one :meth:`to_arrays` saved, over ``ids`` (the same ids, same order).
+
+        Nothing is tokenised; the documents' tokens are rebuilt from the triples only when asked for."""
+        vocab = {term: i for i, term in enumerate(arrays["vocab"])}
+        keys_raw = np.ascontiguousarray(arrays["keys"], dtype=np.uint8).tobytes()
+        keys = [keys_raw[i * 16:(i + 1) * 16] for i in range(len(ids))]
+        lengths = np.asarray(arrays["lengths"], dtype=np.int64)
+        triples = tuple(np.asarray(arrays[name], dtype=np.int64) for name in ("terms", "docs", "tf"))
+        if len(keys_raw) != 16 * len(ids) or len(lengths) != len(ids):
+            raise ValueError(f"saved BM25 arrays hold {len(lengths)} documents, not {len(ids)}")
+        return cls(list(ids), None, keys, vocab, {}, triples,  # type: ignore[arg-type]
+                   k1=float(arrays["k1"]), b=float(arrays["b"]), tokenizer=tokenizer, lengths=lengths)
+
     def update(self, changed: Mapping[str, str], removed: Collection[str]) -> BM25Index:
         """A new index with ``changed`` texts replaced or added (new ids go last) and ``removed`` ids gone.
 
@@ -120,12 +155,15 @@ class BM25Index:
         stale = ~kept  # old documents whose entries go away
         keep = np.flatnonzero(kept).tolist()
         ids = [self._ids[i] for i in keep]
-        tokens = [self._doc_tokens[i] for i in keep]
+        known = self._doc_tokens
+        tokens: list[tuple[str, ...]] | None = [known[i] for i in keep] if known is not None else None
         keys = [self._doc_keys[i] for i in keep]
+        lengths = self._lengths[keep].tolist()
         new_slot = np.cumsum(kept) - 1  # old document index -> new index
         cache = dict(self._token_cache)  # texts seen before (also older versions) are not tokenised again
         vocab = dict(self._vocab)
         slots: list[int] = []
+        changed_docs: list[tuple[str, ...]] = []
         for doc_id, text in changed.items():
             key = _text_key(text)
             doc = _cached_tokens(cache, key, text, self._tokenizer)
@@ -133,16 +171,21 @@ class BM25Index:
             if old is None:
                 slots.append(len(ids))
                 ids.append(doc_id)
-                tokens.append(doc)
                 keys.append(key)
+                lengths.append(len(doc))
+                if tokens is not None:
+                    tokens.append(doc)
             else:
                 stale[old] = True
                 slot = int(new_slot[old])
                 slots.append(slot)
-                tokens[slot], keys[slot] = doc, key
+                keys[slot], lengths[slot] = key, len(doc)
+                if tokens is not None:
+                    tokens[slot] = doc
+            changed_docs.append(doc)
         live = ~stale[self._docs]
         terms, docs, tf = self._terms[live], new_slot[self._docs[live]], self._tf[live]
-        add_terms, add_docs, add_tf = _triples(slots, [tokens[i] for i in slots], vocab)
+        add_terms, add_docs, add_tf = _triples(slots, changed_docs, vocab)
         n = max(len(ids), 1)
         at = np.searchsorted(terms * n + docs, add_terms * n + add_docs)  # both sorted by (term, doc)
         terms, docs, tf = (
@@ -151,7 +194,7 @@ class BM25Index:
             np.insert(tf, at, add_tf),
         )
         if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
-            cache = dict(zip(keys, tokens, strict=True))
+            cache = dict(zip(keys, tokens, strict=True)) if tokens is not None else {}
         if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted texts after heavy churn
             used = np.bincount(terms, minlength=len(vocab)) > 0
             renumber = np.cumsum(used) - 1
@@ -159,13 +202,14 @@ class BM25Index:
             terms = renumber[terms]
         k1, b, tokenizer = self._k1, self._b, self._tokenizer
         return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer,
-                         same_ids=self if len(ids) == len(self._ids) else None)
+                         same_ids=self if len(ids) == len(self._ids) else None,
+                         lengths=np.asarray(lengths, dtype=np.int64))
 
     def _make_retriever(self) -> Any:
         import bm25s
 
         n_docs, n_vocab = len(self._ids), len(self._vocab)
-        lengths = np.fromiter((len(t) for t in self._doc_tokens), dtype=np.int64, count=n_docs)
+        lengths = self._lengths
         df = np.bincount(self._terms, minlength=n_vocab)
         self._live_terms = int(np.count_nonzero(df))
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
@@ -208,7 +252,13 @@ class BM25Index:
         """The indexed tokens of one document (for explanations and debugging)."""
         if doc_id not in self._position:
             raise KeyError(f"id {doc_id!r} is not in the BM25 index")
-        return self._doc_tokens[self._position[doc_id]]
+        if self._doc_tokens is not None:
+            return self._doc_tokens[self._position[doc_id]]
+        # restored from arrays: the document's terms from the triples (in vocabulary order, not text order)
+        where = np.flatnonzero(self._docs == self._position[doc_id])
+        terms = {i: t for t, i in self._vocab.items()}
+        return tuple(terms[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
+                     for _ in range(int(n)))
 
     def _query_term_ids(self, query: str) -> list[int]:
         return list(dict.fromkeys(self._vocab[t] for t in self._tokenizer(query) if t in self._vocab))

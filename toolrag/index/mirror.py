@@ -30,10 +30,26 @@ class MirroredCollection:
         self._fresh: dict[str, np.ndarray] = {}          # rows written since the last matrix()
         self._last_ids: dict[str, int] = {}              # id -> row of the last matrix()
         self._last: np.ndarray | None = None
+        self._writing = False                            # the generation was renewed in this sync
 
     @property
     def dim(self) -> int:
         return self.collection.dim
+
+    def begin_sync(self) -> None:
+        """Start a sync: its first write renews the collection's generation (before writing)."""
+        self._writing = False
+
+    def prime(self, metadata: dict[str, Metadata], ids: Sequence[str], matrix: np.ndarray) -> None:
+        """Start from a saved state known to equal Chroma's content (toolrag.index.serving): the metadata of
+        every row, and the vectors of ``ids`` as the last matrix. Nothing is read from Chroma."""
+        self._meta = metadata
+        self._last, self._last_ids, self._fresh = matrix, {i: n for n, i in enumerate(ids)}, {}
+
+    def _renew(self) -> None:
+        if not self._writing:
+            self.collection.new_generation()
+            self._writing = True
 
     def metadata(self) -> dict[str, Metadata]:
         """Metadata of every stored row, id -> metadata (read from Chroma once, then kept in step)."""
@@ -43,15 +59,23 @@ class MirroredCollection:
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Mapping[str, MetadataValue]]
                ) -> None:
-        """Write rows to Chroma, then to the mirror (a failed write leaves the mirror as it was)."""
-        vecs = np.asarray(vectors, dtype=np.float32)
-        self.collection.upsert(list(ids), vecs, [dict(m) for m in metadatas])
+        """Write rows to Chroma, then to the mirror (a failed write leaves the mirror as it was).
+
+        The mirror keeps the vectors as Chroma returns them: Chroma re-normalises cosine rows on write (a last
+        bit may change), and the serving state must equal what a restart reads back from Chroma."""
+        self._renew()
+        self.collection.upsert(list(ids), np.asarray(vectors, dtype=np.float32), [dict(m) for m in metadatas])
+        got_ids, vecs = self.collection.get_vectors(list(ids))
+        if got_ids != list(ids):
+            raise StoreError(f"Chroma did not keep the rows just written to {self.collection.name!r}: "
+                             f"{sorted(set(ids) - set(got_ids))[:3]}; delete the index folder and re-index")
         meta = self.metadata()
         for row_id, vec, m in zip(ids, vecs, metadatas, strict=True):
             meta[row_id] = dict(m)
             self._fresh[row_id] = vec
 
     def delete(self, ids: Sequence[str]) -> None:
+        self._renew()
         self.collection.delete(list(ids))
         meta = self.metadata()
         for row_id in ids:

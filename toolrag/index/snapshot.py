@@ -7,12 +7,13 @@ one consistent index.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from toolrag.catalog.profile import Catalog
+from toolrag.index.ann import IvfIndex
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.filters import allowed_perm_keys
 
@@ -40,6 +41,7 @@ class IndexSnapshot:
     bm25_texts: tuple[str, ...] = ()
     perm_key_values: tuple[str, ...] = ()     # the distinct permission keys
     perm_key_codes: np.ndarray | None = None   # int (n_tools,): index of each tool's key in perm_key_values
+    ann: Mapping[str, IvfIndex] = field(default_factory=dict)  # large catalogs: nearest-neighbour lists
 
     def allowed(
         self, permissions: Collection[str], *, categories: Collection[str] | None, include_deprecated: bool

@@ -16,6 +16,7 @@ import hashlib
 import logging
 import re
 import threading
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -108,6 +109,7 @@ class VectorCollection:
         self._lock = threading.RLock()
         self._batch = max(1, int(chroma_call("read the max batch size", client.get_max_batch_size)))
         self._collection = self._open()
+        self._generation: str | None = (self._collection.metadata or {}).get("generation")
 
     @property
     def name(self) -> str:
@@ -293,6 +295,21 @@ class VectorCollection:
         ]
         hits.sort(key=lambda hit: (-hit.similarity, hit.id))
         return hits[:k]
+
+    @property
+    def generation(self) -> str | None:
+        """A token that changes whenever toolrag writes to this collection (``None`` until the first one):
+        a copy of the vectors made at one generation is stale at any other (see toolrag.index.serving)."""
+        return self._generation
+
+    def new_generation(self) -> str:
+        """Record a fresh generation token in the collection's metadata (before a write) and return it."""
+        token = uuid.uuid4().hex
+        metadata = {"fingerprint": self.fingerprint, "dim": self.dim, "generation": token}
+        with self._lock:
+            chroma_call(f"update the metadata of {self._name!r}", self._collection.modify, metadata=metadata)
+            self._generation = token
+        return token
 
     def count(self) -> int:
         """Number of rows."""

@@ -9,7 +9,10 @@ batch, each with its hash, so an interrupted build leaves at worst an incomplete
 re-encodes what is missing before the index is used, and the index is never served half-built.
 
 For exact re-scoring of candidates, the vectors are also held in memory as an immutable snapshot that an
-edit swaps atomically, so searches running in other threads always see a consistent index.
+edit swaps atomically, so searches running in other threads always see a consistent index. That serving
+state is saved next to Chroma (:mod:`toolrag.index.serving`): a restart whose catalog, models and Chroma
+generation match it reads nothing back from Chroma. Catalogs above ``ANN_MIN_ROWS`` tools also get
+in-process nearest-neighbour lists (:mod:`toolrag.index.ann`) instead of a Chroma query per signal.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.filters import allowed_perm_keys, build_where
 from toolrag.index.mirror import MirroredCollection
+from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, restore_snapshot, saved_state
+from toolrag.index.serving import ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
 from toolrag.progress import Progress, no_progress
@@ -42,7 +47,8 @@ __all__ = ["ToolIndex"]
 
 log = logging.getLogger(__name__)
 
-_BATCH = 64
+#: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
+_BATCH = 256
 
 
 #: Filters keeping at least this share of the catalog are applied after an unfiltered nearest-neighbour query.
@@ -63,7 +69,10 @@ class ToolIndex:
         *,
         store: StoreConfig | None = None,
         progress: Progress | None = None,
+        serving_dir: Path | None = None,
     ) -> None:
+        """``serving_dir``: where the serving state is saved (default: ``serving`` beside an embedded store's
+        folder, else in the data folder)."""
         self.models = models
         self.store_config = store or StoreConfig(path=data_dir() / "chroma")
         self._client = open_client(self.store_config)
@@ -73,8 +82,14 @@ class ToolIndex:
         self.encoded_last_sync = 0
         self._bm25_texts: tuple[str, ...] = ()
         key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
+        self._catalog_key = key
         self._collections = self._open_collections(key)
-        self._snapshot = self._sync(catalog, progress or no_progress)
+        self._serving = ServingStore(self._serving_folder(key, serving_dir))
+        restored = self._restore(catalog)
+        self.restored = restored is not None
+        self._snapshot = restored if restored is not None else self._sync(catalog, progress or no_progress)
+        if restored is None:
+            self._save(background=False)
 
     @property
     def snapshot(self) -> IndexSnapshot:
@@ -99,6 +114,14 @@ class ToolIndex:
         if collection is None:
             return np.zeros(0, dtype=np.int64)
         snap = self._snapshot
+        ann = snap.ann.get(kind)
+        if ann is not None:  # in-process lists: no store round trip; more lists when the filter is selective
+            probes, permitted = ANN_PROBES, int(mask.sum())
+            while True:
+                rows = ann.search(vector, k=k, probes=probes, mask=mask)
+                if len(rows) >= min(k, permitted) or probes >= len(ann.lists):
+                    return rows
+                probes *= 4
         share = float(mask.mean()) if len(mask) else 0.0
         if share >= _UNFILTERED_SHARE:
             fetch = min(len(mask) * 4, int(np.ceil(k / share)) + _OVERFETCH)
@@ -126,7 +149,12 @@ class ToolIndex:
         texts and images were encoded. Only changed profiles are re-encoded."""
         with self._lock:
             self._snapshot = self._sync(catalog, progress or no_progress)
+            self._save(background=True)
             return self.encoded_last_sync
+
+    def wait_saved(self) -> None:
+        """Wait until the serving state of the latest sync is on disk (saves after edits run in the background)."""
+        self._serving.wait()
 
     # ------------------------------------------------------------------------------------------- internals
 
@@ -144,11 +172,64 @@ class ToolIndex:
                 VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint))
         return out
 
+    def _serving_folder(self, key: str, chosen: Path | None) -> Path:
+        kinds = "|".join(f"{k}={c.collection.name}" for k, c in sorted(self._collections.items()))
+        where = self.store_config.url or str(self.store_config.path)
+        name = hashlib.sha1(f"{where}|{key}|{kinds}".encode()).hexdigest()[:16]
+        if chosen is not None:
+            return chosen / name
+        if self.store_config.path is not None and not self.store_config.url:
+            return Path(self.store_config.path).parent / "serving" / name
+        return data_dir() / "serving" / name
+
+    def _image_ids(self, tools: Sequence[ToolProfile]) -> list[str]:
+        return [f"{t.id}#{self._hash_image(img.file)}" for t in tools for img in t.images]
+
+    def _restore(self, catalog: Catalog) -> IndexSnapshot | None:
+        """The snapshot of the saved serving state when it matches this catalog, these models and Chroma's
+        generation; ``None`` otherwise (then the index is synced from Chroma)."""
+        image_ids = self._image_ids(catalog.tools)
+        fingerprint = current_fingerprint(self._catalog_key, self._collections, catalog.tools, image_ids)
+        state = self._serving.load(fingerprint) if fingerprint is not None else None
+        if state is None:
+            return None
+        snapshot = restore_snapshot(state, catalog, self._collections, image_ids, text_meta=_text_meta,
+                                    tool_arrays=lambda english: self._tool_arrays(catalog.tools, None, set(), english),
+                                    text_dim=self.models.text.dim)
+        if snapshot is not None:
+            self._bm25_texts = snapshot.bm25_texts
+            log.info("index of %d tools restored from its saved serving state", len(snapshot.ids))
+        return snapshot
+
+    def _save(self, *, background: bool) -> None:
+        """Save the serving state of the current snapshot (after an edit: in the background, so the edit
+        returns at once). Every collection gets a generation first, so the state can be matched later."""
+        snapshot = self._snapshot
+        for mirror in self._collections.values():
+            if mirror.collection.generation is None:
+                mirror.collection.new_generation()
+        collections = dict(self._collections)
+        texts = collections["image_text"].metadata() if "image_text" in collections else {}
+        ocr = {iid: str(meta.get("ocr_text", "")) for iid, meta in texts.items()}
+        generations = {k: c.collection.generation for k, c in collections.items()}
+
+        def state() -> Any:
+            image_ids = self._image_ids(snapshot.catalog.tools)
+            fingerprint = current_fingerprint(self._catalog_key, collections, snapshot.catalog.tools, image_ids)
+            if fingerprint is None or generations != {k: c.collection.generation for k, c in collections.items()}:
+                return None  # the collections were written again meanwhile: a newer save follows
+            return saved_state(snapshot, fingerprint, ocr, image_ids)
+
+        self._serving.save(state, background=background)
+
     def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
         tools = catalog.tools
         ids = tuple(t.id for t in tools)
         self.encoded_last_sync = 0
+        for mirror in self._collections.values():
+            mirror.begin_sync()
         vectors: dict[str, np.ndarray] = {}
+        changed: dict[str, list[int]] = {}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
         # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
@@ -160,7 +241,7 @@ class ToolIndex:
             if spec.rows == "tool" and spec.kind in self._collections:
                 progress(0.0, f"indexing tool texts ({spec.kind})")
                 model = getattr(self.models, spec.model.value)
-                vectors[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
+                vectors[spec.kind], changed[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
@@ -178,6 +259,8 @@ class ToolIndex:
                 extra.setdefault(tools[row].id, []).append(ocr_texts[iid])
         progress(0.9, "building the keyword index")
         bm25 = self._build_bm25(tools, extra, same)
+        same_rows = previous is not None and previous.ids == ids
+        ann = build_ann(vectors, previous, changed, same_rows)
         progress(1.0, "index ready")
         return IndexSnapshot(
             catalog=catalog,
@@ -191,11 +274,12 @@ class ToolIndex:
             image_text=image_text,
             bm25=bm25,
             bm25_texts=self._bm25_texts,
+            ann=ann,
             **self._tool_arrays(tools, previous, same),
         )
 
-    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None, same: set[str]
-                     ) -> dict[str, Any]:
+    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None, same: set[str],
+                     english: np.ndarray | None = None) -> dict[str, Any]:
         """Per-tool filter columns; after an edit (same ids, same order) only the changed rows are redone."""
         ids = tuple(t.id for t in tools)
         if previous is not None and previous.ids == ids and previous.perm_key_codes is not None:
@@ -214,7 +298,7 @@ class ToolIndex:
                 cols.update(perm_key_values=previous.perm_key_values, perm_key_codes=previous.perm_key_codes)
             return cols
         return {
-            "english": np.array([self._is_english(t) for t in tools], dtype=bool),
+            "english": english if english is not None else np.array([self._is_english(t) for t in tools], dtype=bool),
             "perm_keys": np.array([t.perm_key for t in tools], dtype=object),
             **perm_codes([t.perm_key for t in tools]),
             "categories": np.array([t.category for t in tools], dtype=object),
@@ -303,9 +387,10 @@ class ToolIndex:
         return {iid: known.get(iid, "") for iid in image_ids}
 
     def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
-                    progress: Progress) -> np.ndarray:
+                    progress: Progress) -> tuple[np.ndarray, list[int]]:
         """Encode the texts that changed, re-label rows whose metadata changed, delete removed tools; return
-        the vectors in catalog order. ``same``: ids whose profile is unchanged since the last sync."""
+        the vectors in catalog order and the rows that were encoded. ``same``: ids whose profile is unchanged
+        since the last sync."""
         collection = self._collections[kind]
         stored = collection.metadata()
         check = [t for t in tools if t.id not in same] if same else list(tools)
@@ -317,6 +402,7 @@ class ToolIndex:
         gone = [i for i in stored if i not in present]
         if gone:
             collection.delete(gone)
+        stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
         for start in range(0, len(stale), _BATCH):
             batch = stale[start:start + _BATCH]
             docs = [t.document_text() for t in batch]
@@ -330,7 +416,8 @@ class ToolIndex:
         if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
             got_ids, got = collection.vectors([t.id for t in moved])
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        return collection.matrix([t.id for t in tools])
+        rows = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
+        return collection.matrix([t.id for t in tools]), rows
 
     def _sync_images(
         self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],

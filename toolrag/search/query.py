@@ -28,6 +28,14 @@ _IMAGE_ONLY = tuple(s.name for s in SIGNAL_SPECS if s.needs_image)
 
 MAX_QUERY_CHARS = 4000
 
+#: A request image is read in at most this many lines, the most prominent ones, found by the detector at
+#: this size (long side, pixels): enough to say what the document is, at a bounded cost (a full invoice has
+#: 40-80 lines; recognising them is most of an image search's time). On the 48 image requests of the sample
+#: catalog, 8 lines found at 640 px rank as well as every line at 960 px (Recall@5 98.9 both;
+#: docs/benchmarks.md).
+QUERY_OCR_LINES = 8
+QUERY_OCR_SIDE = 640
+
 
 _WS = re.compile(r"\s+")
 
@@ -73,6 +81,7 @@ class QueryAnalyzer:
 
     def __init__(self, models: ModelSet, *, cache_size: int = 512) -> None:
         self.models = models
+        self.cache_size = cache_size
         self._texts = _LRU(cache_size)
         self._images = _LRU(64)
         self._lock = threading.Lock()
@@ -116,6 +125,38 @@ class QueryAnalyzer:
             absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
         return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
                              timing)
+
+    def prepare(self, texts: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
+        """Encode the text vectors of many requests in one pass per model and keep them in the cache, so the
+        searches that follow encode nothing; returns how many vectors were encoded.
+
+        The cached vectors are exactly those :meth:`analyze` would compute (same text clean-up, same keys;
+        the encoders give every query a vector that depends on its own text only), so a search after
+        ``prepare`` returns what it returns without it. At most ``cache_size`` texts are kept: prepare a
+        few hundred requests at a time.
+        """
+        if histories is not None and len(histories) != len(texts):
+            raise ValueError(f"got {len(histories)} histories for {len(texts)} texts; give one per text")
+        wanted: dict[str, bool] = {}  # cleaned text -> whether the English model reads its request
+        for n, query in enumerate(texts):
+            text = _WS.sub(" ", query).strip()[:MAX_QUERY_CHARS]
+            turns = tuple(_WS.sub(" ", h).strip()[:MAX_QUERY_CHARS]
+                          for h in (histories[n] if histories is not None else ()) if h and h.strip())[-3:]
+            english = not is_mostly_cjk(" ".join((text, *turns)))
+            for item in (text, " ".join(turns)):
+                if item:
+                    wanted[item] = wanted.get(item, False) or english
+        encoded = 0
+        jobs = [("dense", self.models.text, list(wanted))]
+        if self.models.english is not None:
+            jobs.append(("dense_en", self.models.english, [t for t, english in wanted.items() if english]))
+        for kind, model, items in jobs:
+            todo = [t for t in items if self._texts.get((kind, t)) is None]
+            if todo:
+                for text, vec in zip(todo, model.encode_queries(todo), strict=True):
+                    self._texts.put((kind, text), np.asarray(vec, dtype=np.float32))
+                encoded += len(todo)
+        return encoded
 
     def prime(self, texts: Sequence[str], *, known: Mapping[tuple[str, str], np.ndarray] | None = None
               ) -> dict[tuple[str, str], np.ndarray]:
@@ -193,7 +234,7 @@ class QueryAnalyzer:
             notes: dict[str, str] = {}
             ocr = self.models.get_ocr()
             if ocr is not None:
-                ocr_text = ocr.read(img).text.strip()
+                ocr_text = ocr.read(img, max_lines=QUERY_OCR_LINES, detector_side=QUERY_OCR_SIDE).text.strip()
                 if ocr_text:
                     vecs["ocr"] = self._encode("dense", self.models.text, ocr_text[:MAX_QUERY_CHARS])
                 else:

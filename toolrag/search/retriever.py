@@ -33,12 +33,13 @@ from toolrag.search import adaptive, fusion
 from toolrag.search.auditing import search_record
 from toolrag.search.decide import decide
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
-from toolrag.search.query import QueryAnalyzer, QueryFeatures
+from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
 from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
 from toolrag.search.scoring import RawScores, score_signals
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNAL_SPECS, SIGNALS
+from toolrag.text import clean_text
 
 __all__ = ["EXACT_LIMIT", "ToolRetriever"]
 
@@ -241,6 +242,17 @@ class ToolRetriever:
             self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
                                            n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
+
+    def prepare(self, queries: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
+        """Encode many requests' texts at once (one pass per model) so the searches that follow encode
+        nothing; results are exactly those of searching without it. Returns how many vectors were encoded.
+        Texts are cleaned as :func:`prepare_request` cleans them, so the searches find their vectors."""
+        def clean(text: Any) -> str:
+            return clean_text(text, limit=MAX_QUERY_CHARS).text if isinstance(text, str) else ""
+
+        return self.analyzer.prepare([clean(q) for q in queries],
+                                     histories=None if histories is None else [[clean(h) for h in turns]
+                                                                                for turns in histories])
 
     def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
         """Run an evaluator (e.g. :class:`toolrag.evaluation.Evaluator`) on this retriever: the manner of

@@ -28,6 +28,7 @@ from toolrag.config import data_dir as default_data_dir
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.search.retriever import ToolRetriever
+from toolrag.search.warmup import warm_up_in_background
 from toolrag.settings import Settings
 
 __all__ = ["AUTH_ENV", "EDITING_ENV", "EDITORS_ENV", "Access", "Backend"]
@@ -137,6 +138,7 @@ class Backend:
         self.progress: tuple[float, str] = (0.0, "waiting to start")
         self._ready = threading.Event()
         self._started = False
+        self.warm_up: threading.Thread | None = None  # the model warm-up started after the build
 
     # -------------------------------------------------------------------------------------------- building
 
@@ -164,6 +166,8 @@ class Backend:
         finally:
             self._ready.set()
         if self.retriever is not None:
+            # OCR and the image model load on first use: warm them now, so the first image search is fast.
+            self.warm_up = warm_up_in_background(self.retriever.models)
             threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
                              name="toolrag-map", daemon=True).start()
 

@@ -1,0 +1,232 @@
+"""The saved serving state (restart without reading Chroma), the in-process ANN lists of large catalogs and
+the batched evaluation path: each is checked against the plain path it replaces, with the real models."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolrag.catalog.loader import load_catalog
+from toolrag.evaluation.evaluator import Evaluator
+from toolrag.evaluation.queries import load_queries
+from toolrag.index import restore
+from toolrag.index.ann import IvfIndex
+from toolrag.search import retriever as retriever_module
+from toolrag.search.retriever import ToolRetriever
+
+QUERIES = ["what's the weather in Paris now", "帮我报销这张餐饮发票", "book a meeting room for 3pm",
+           "approve this month's payroll", "where is getUserProfile defined"]
+
+
+def _same_snapshot(a: Any, b: Any) -> None:
+    assert a.ids == b.ids
+    assert sorted(a.vectors) == sorted(b.vectors) and sorted(a.image_vectors) == sorted(b.image_vectors)
+    for kind in a.vectors:
+        np.testing.assert_array_equal(np.asarray(a.vectors[kind]), np.asarray(b.vectors[kind]))
+    for kind in a.image_vectors:
+        np.testing.assert_array_equal(np.asarray(a.image_vectors[kind]), np.asarray(b.image_vectors[kind]))
+    np.testing.assert_array_equal(np.asarray(a.image_text), np.asarray(b.image_text))
+    np.testing.assert_array_equal(a.image_owner, b.image_owner)
+    np.testing.assert_array_equal(a.image_text_owner, b.image_text_owner)
+    np.testing.assert_array_equal(np.asarray(a.english), np.asarray(b.english))
+    assert a.bm25_texts == b.bm25_texts
+    for query in QUERIES:
+        np.testing.assert_array_equal(a.bm25.scores(query), b.bm25.scores(query))
+
+
+def _results(retriever: ToolRetriever) -> list[tuple[tuple[str, ...], list[float], str]]:
+    out = []
+    for query in QUERIES:
+        result = retriever.search(query, role="hr_manager")
+        out.append((result.ids, [c.score for c in result.candidates], result.decision.value))
+    return out
+
+
+def test_restart_from_the_saved_state_equals_a_rebuild_from_chroma(models: Any, small_catalog_dir: Path,
+                                                                  tmp_path: Path) -> None:
+    catalog_dir = shutil.copytree(small_catalog_dir, tmp_path / "cat")
+    data = tmp_path / "d"
+    first = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not first.index.restored and (data / "serving").is_dir()
+    restarted = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert restarted.index.restored and restarted.index.encoded_last_sync == 0
+    shutil.rmtree(data / "serving")  # the same restart without a saved state reads everything from Chroma
+    from_chroma = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not from_chroma.index.restored and from_chroma.index.encoded_last_sync == 0
+    _same_snapshot(restarted.index.snapshot, from_chroma.index.snapshot)
+    _same_snapshot(restarted.index.snapshot, first.index.snapshot)
+    assert _results(restarted) == _results(from_chroma) == _results(first)
+    # An edit after a restored start compares against the restored rows: only that tool is encoded.
+    tool = restarted.catalog.get("calendar.book")
+    assert tool is not None
+    edited = restarted.catalog.with_tool(_with_description(tool, " Rooms for teams."))
+    assert restarted.reload(edited) == 2  # one text, two text models
+    restarted.index.wait_saved()
+
+
+def _with_description(tool: Any, suffix: str) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(tool, description=tool.description + suffix)
+
+
+def test_a_stale_or_damaged_state_is_never_used(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
+    catalog_dir = shutil.copytree(small_catalog_dir, tmp_path / "cat")
+    data = tmp_path / "d"
+    ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    saved = shutil.copytree(data / "serving", tmp_path / "saved-serving")
+    tools_file = catalog_dir / "tools.yaml"
+    original = tools_file.read_text(encoding="utf-8")
+    tools_file.write_text(original.replace("Search the company's source code repositories",
+                                           "Search every source code repository"), encoding="utf-8")
+    edited = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not edited.index.restored and edited.index.encoded_last_sync == 2  # the catalog changed
+    # Put the old state back and the old catalog too: the rows match the old state, but Chroma was written
+    # since (its generation moved on), so the old state must not be trusted.
+    shutil.rmtree(data / "serving")
+    shutil.copytree(saved, data / "serving")
+    tools_file.write_text(original, encoding="utf-8")
+    reverted = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not reverted.index.restored and reverted.index.encoded_last_sync == 2
+    code = reverted.catalog.get("dev.search.code")
+    assert code is not None and "repositories" in code.document_text()
+    stored = reverted.index._collections["dense"].collection.get_metadata()
+    assert stored["dev.search.code"]["text_hash"] == code.text_hash()
+    # A damaged file of a state whose fingerprint matches is ignored, not trusted and not an error.
+    for npy in (data / "serving").rglob("vec-dense.npy"):
+        npy.write_bytes(npy.read_bytes()[:100])
+    damaged = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not damaged.index.restored and damaged.index.encoded_last_sync == 0
+    _same_snapshot(damaged.index.snapshot, reverted.index.snapshot)
+    assert _results(damaged) == _results(reverted)
+    again = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)  # saved anew by `damaged`
+    assert again.index.restored
+    _same_snapshot(again.index.snapshot, reverted.index.snapshot)
+    # A garbage pointer (a crash while it was written by another tool, a disk error) is ignored as well.
+    pointers = list((data / "serving").rglob("current.json"))
+    assert pointers
+    for pointer in pointers:
+        pointer.write_bytes(b"\x00{not json")
+    garbage = ToolRetriever.from_catalog(catalog_dir, data_dir=data, models=models)
+    assert not garbage.index.restored and garbage.index.encoded_last_sync == 0
+    _same_snapshot(garbage.index.snapshot, reverted.index.snapshot)
+
+
+def test_an_index_built_with_one_text_backend_is_never_read_with_another(models: Any, small_catalog_dir: Path,
+                                                                         tmp_path: Path) -> None:
+    """The default (ONNX int8) index and a sentence-transformers one live side by side: opening the data
+    folder with the other backend re-encodes every tool text with it (never reads the int8 vectors nor their
+    saved serving state), and switching back reuses the int8 index without encoding anything."""
+    import dataclasses
+
+    from toolrag.encode.models import get_text_encoder
+
+    data = tmp_path / "d"
+    int8 = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=models)
+    n_tools = len(int8.index.snapshot.ids)
+    torch_models = dataclasses.replace(models, text=get_text_encoder("e5", "torch"),
+                                       english=get_text_encoder("minilm", "torch"))
+    assert torch_models.text.fingerprint != models.text.fingerprint
+    with_torch = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=torch_models)
+    # every tool text by both text models (and the text read in images); the image vectors are reused
+    assert not with_torch.index.restored and with_torch.index.encoded_last_sync >= 2 * n_tools
+    texts = [with_torch.catalog.get(i).document_text() for i in with_torch.index.snapshot.ids]  # type: ignore[union-attr]
+    expected = torch_models.text.encode_passages(texts)
+    np.testing.assert_allclose(np.asarray(with_torch.index.snapshot.vectors["dense"]), expected, atol=1e-5)
+    back = ToolRetriever.from_catalog(small_catalog_dir, data_dir=data, models=models)
+    assert back.index.encoded_last_sync == 0
+    _same_snapshot(back.index.snapshot, int8.index.snapshot)
+
+
+def test_ann_lists_find_the_exact_neighbours_and_follow_edits() -> None:
+    rng = np.random.default_rng(0)
+    centers = rng.standard_normal((40, 64)).astype(np.float32)
+    data = centers[rng.integers(0, 40, 4000)] + 0.3 * rng.standard_normal((4000, 64)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    ann = IvfIndex.build(data, seed=1)
+    assert len(ann.lists) == int(2 * np.sqrt(4000)) and sum(len(x) for x in ann.lists) == 4000
+    queries = data[rng.integers(0, 4000, 50)] + 0.1 * rng.standard_normal((50, 64)).astype(np.float32)
+    found = 0
+    for q in queries:
+        exact = set(np.argsort(-(data @ q))[:10].tolist())
+        got = ann.search(q, k=10, probes=12, mask=None)
+        assert len(got) == 10 and np.all(np.diff(data[got] @ q) <= 1e-6)  # best first
+        found += len(exact & set(got.tolist()))
+    assert found / 500 >= 0.9
+    # all lists probed: exactly the brute-force answer, and the mask is honoured
+    mask = rng.random(4000) < 0.3
+    q = queries[0]
+    allowed = np.flatnonzero(mask)
+    expected = allowed[np.argsort(-(data[allowed] @ q), kind="stable")[:7]]
+    np.testing.assert_array_equal(ann.search(q, k=7, probes=len(ann.lists), mask=mask), expected)
+    # an edit re-files the changed row; saving and loading gives the same lists
+    moved = data.copy()
+    moved[5] = data[1234]
+    edited = ann.with_rows(moved, [5])
+    assert edited.list_of[5] == edited.list_of[1234] and 5 in edited.search(moved[5], k=2, probes=1).tolist()
+    assert ann.list_of[5] == IvfIndex.build(data, seed=1).list_of[5]  # the original is untouched
+    again = IvfIndex.from_arrays(edited.to_arrays(), moved)
+    np.testing.assert_array_equal(again.list_of, edited.list_of)
+    np.testing.assert_array_equal(again.search(q, k=7, probes=5), edited.search(q, k=7, probes=5))
+
+
+def test_large_catalog_path_uses_the_ann_lists(models: Any, small_catalog_dir: Path, tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The candidate path of catalogs above the exact-scoring limit, run on the small catalog with the limits
+    lowered: the ANN lists replace Chroma's queries and survive a restart. With 8 tools every list is probed
+    and Chroma's HNSW is exact, so both give the same candidates and the same ranking."""
+    monkeypatch.setattr(retriever_module, "EXACT_LIMIT", 4)
+    cfg_candidates = {"candidates": 3}
+    via_chroma = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "chroma", models=models)
+    assert not via_chroma.index.snapshot.ann
+    settings = via_chroma.settings.with_overrides(**cfg_candidates)
+    expected = [via_chroma.search(q, role="hr_manager", settings=settings).ids for q in QUERIES]
+    monkeypatch.setattr(restore, "ANN_MIN_ROWS", 4)
+    big = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "ann", models=models)
+    assert set(big.index.snapshot.ann) == {"dense", "dense_en"}
+    calls: list[str] = []
+    for mirror in big.index._collections.values():
+        monkeypatch.setattr(mirror, "query", lambda *a, **k: calls.append("chroma") or [])
+    assert [big.search(q, role="hr_manager", settings=settings).ids for q in QUERIES] == expected
+    assert not calls
+    restarted = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "ann", models=models)
+    assert restarted.index.restored and set(restarted.index.snapshot.ann) == {"dense", "dense_en"}
+    assert [restarted.search(q, role="hr_manager", settings=settings).ids for q in QUERIES] == expected
+    tool = restarted.catalog.get("calendar.book")
+    assert tool is not None and restarted.reload(restarted.catalog.with_tool(_with_description(tool, " Big.")))
+    assert restarted.index.snapshot.ann["dense"] is not big.index.snapshot.ann["dense"]
+    restarted.index.wait_saved()
+
+
+class _OneAtATime:
+    """A searcher without ``prepare``: the evaluator searches its rows one by one, encoding each request."""
+
+    def __init__(self, inner: ToolRetriever) -> None:
+        self.inner, self.settings = inner, inner.settings
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self.inner.search(*args, **kwargs)
+
+
+def test_batched_evaluation_equals_one_at_a_time(models: Any, data_dir: Path) -> None:
+    from conftest import SAMPLE
+
+    rows = [r for r in load_queries(SAMPLE / "queries.yaml") if r.image is None][:60]
+    batched = ToolRetriever.from_catalog(SAMPLE, data_dir=data_dir, models=models)
+    single = ToolRetriever.from_catalog(load_catalog(SAMPLE), data_dir=data_dir, models=models)
+    assert batched.prepare([r.query for r in rows[:3]], histories=[r.history for r in rows[:3]]) > 0
+    report_b = Evaluator(rows)(batched)
+    report_s = Evaluator(rows)(_OneAtATime(single))
+    assert [(o.returned, o.decision) for o in report_b.per_query] == \
+           [(o.returned, o.decision) for o in report_s.per_query]
+    assert report_b.metrics == report_s.metrics
+    for row in rows[:10]:  # the prepared vectors are the very vectors a search encodes
+        a = batched.analyzer.analyze(row.query, history=row.history, settings=batched.settings)
+        b = single.analyzer.analyze(row.query, history=row.history, settings=single.settings)
+        assert a.vectors.keys() == b.vectors.keys()
+        for key in a.vectors:
+            np.testing.assert_array_equal(a.vectors[key], b.vectors[key])

@@ -1,0 +1,29 @@
+"""Model warm-up: after it, the OCR engine has loaded its detector and recogniser (the first image search
+pays no load), and the app starts it in the background once its index is ready."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from toolrag.encode.ocr import OcrEngine
+from toolrag.search.warmup import warm_up
+
+
+def test_warm_up_loads_ocr_and_runs_every_model(models: Any) -> None:
+    fresh = dataclasses.replace(models, ocr_factory=OcrEngine)  # a new OCR engine, not the shared one
+    warmed = warm_up(fresh)
+    assert warmed == ["ocr", "image", "text", "english"]
+    engine = fresh.get_ocr()._engine
+    assert engine.text_det is not None and engine.text_rec is not None  # loaded before any request
+
+
+def test_app_backend_warms_models_after_building(models: Any, small_catalog_dir: Path, data_dir: Path) -> None:
+    from toolrag.ui.backend import Backend
+
+    backend = Backend(small_catalog_dir, data_dir=data_dir, models=models)
+    backend.build()
+    assert backend.ready and backend.warm_up is not None
+    backend.warm_up.join(timeout=300)
+    assert not backend.warm_up.is_alive()

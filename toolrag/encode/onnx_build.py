@@ -1,0 +1,260 @@
+"""Building a text model once into an ONNX Runtime folder: export, graph fusion, int8 quantisation, check.
+
+Why: a search encodes its request with two text models, and sentence-transformers on PyTorch spends more time
+in per-call overhead than in the arithmetic of a 10-token request. The same weights exported to ONNX, with
+ONNX Runtime's BERT fusions (one attention and one GELU kernel per layer) and the linear layers quantised to
+int8 (per output channel, activations quantised at run time), encode a request several times faster
+(docs/benchmarks.md, "Text encoders").
+
+The folder is derived only from the packaged (or given) weights - nothing is downloaded - and lives in
+``data_dir()/models/text-onnx-<backend>-<digest>``. It is built in a temporary folder beside it and renamed
+into place once complete (the marker file is written last), like the packaged e5 folder: a crash never leaves
+a half folder that looks finished. Before a build is accepted, its vectors are compared with
+sentence-transformers' on a fixed set of probe texts (English, Chinese, full-width, emoji, a long text, with
+the query and passage prompts); a build that falls below the backend's bound is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import threading
+import time
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolrag.config import DATA_DIR_ENV, TEXT_BACKEND_ENV, data_dir
+from toolrag.encode.common import require
+from toolrag.encode.fingerprint import weights_digest
+from toolrag.errors import ModelUnavailable, SettingsError
+
+__all__ = ["BUILD_MARKER", "TextBackend", "build_info", "onnx_text_folder", "text_backend"]
+
+log = logging.getLogger(__name__)
+
+
+class TextBackend(str, Enum):
+    """How a text model runs: ``onnx-int8`` (default), ``onnx`` (fp32) or ``torch`` (sentence-transformers).
+
+    Each one gives slightly different vectors, so each has its own model fingerprint and its own index."""
+
+    ONNX_INT8 = "onnx-int8"
+    ONNX = "onnx"
+    TORCH = "torch"
+
+
+DEFAULT_BACKEND = TextBackend.ONNX_INT8
+
+
+#: The least cosine to sentence-transformers' vector, over the probe texts, that a build must reach.
+MIN_COSINE = {TextBackend.ONNX: 0.999, TextBackend.ONNX_INT8: 0.97}
+
+
+BUILD_MARKER = "toolrag_build.json"  # written last: a folder without it is not a finished build
+
+
+_BUILD_FORMAT = 1
+
+
+_PROBES = (
+    "what's the weather in Paris right now",
+    "北京现在天气怎么样？帮我查一下明天的预报",
+    "submit this taxi receipt for reimbursement: 45.80 EUR, SKU-1001, query_stock()",
+    "ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ １２３ and emoji 😀🚀",
+    "Book a meeting room for a time slot and invite attendees. " * 40,  # longer than any max length
+    "x",
+)
+
+
+def text_backend(value: str | TextBackend | None = None) -> TextBackend:
+    """The backend named by ``value``, else by ``TOOLRAG_TEXT_BACKEND``, else :data:`DEFAULT_BACKEND`."""
+    raw = value if value is not None else os.environ.get(TEXT_BACKEND_ENV, "").strip() or DEFAULT_BACKEND
+    try:
+        return TextBackend(raw.strip().lower() if isinstance(raw, str) else raw)
+    except ValueError:
+        choices = ", ".join(b.value for b in TextBackend)
+        raise SettingsError(f"text backend {raw!r} is not one of {choices}; fix {TEXT_BACKEND_ENV}") from None
+
+
+def build_info(folder: Path) -> dict[str, Any]:
+    """The marker of a finished build: dimension, prompts, tokenizer settings, inputs and the check's result."""
+    info: dict[str, Any] = json.loads((folder / BUILD_MARKER).read_text(encoding="utf-8"))
+    return info
+
+
+_build_lock = threading.Lock()
+
+
+def onnx_text_folder(location: str, *, model_id: str, weights: str | None, local: bool,
+                     backend: TextBackend) -> Path:
+    """The ONNX folder of one text model and backend, building it on first use (tens of seconds).
+
+    ``location`` is what sentence-transformers loads (a folder or a Hub id), ``weights`` the local weights
+    folder (``None`` for a Hub id: its id names it). Raises ModelUnavailable when the model cannot be exported
+    or its ONNX vectors do not match sentence-transformers'.
+    """
+    if backend is TextBackend.TORCH:
+        raise ValueError("the torch backend has no ONNX folder")
+    source = weights_digest(weights) if weights else "id"
+    key = hashlib.sha256(f"{model_id}|{source}|{backend.value}|{_BUILD_FORMAT}".encode()).hexdigest()[:16]
+    parent = data_dir() / "models"
+    target = parent / f"text-onnx-{backend.value}-{key}"
+    if (target / BUILD_MARKER).is_file():
+        return target
+    with _build_lock:
+        if (target / BUILD_MARKER).is_file():
+            return target
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
+        except OSError as exc:
+            raise ModelUnavailable(f"cannot build the ONNX text model in {parent}: {exc}; "
+                                   f"set {DATA_DIR_ENV} to a writable folder") from exc
+        try:
+            started = time.perf_counter()
+            _build(location, tmp, model_id=model_id, local=local, backend=backend)
+            try:
+                os.replace(tmp, target)
+            except OSError:
+                if not (target / BUILD_MARKER).is_file():
+                    raise
+                log.info("another process built %s first; using it", target)
+            else:
+                log.info("built %s (%s, %s) in %.1f s", target, model_id, backend.value,
+                         time.perf_counter() - started)
+        except OSError as exc:
+            raise ModelUnavailable(f"cannot build the ONNX text model in {parent}: {exc}; "
+                                   f"set {DATA_DIR_ENV} to a writable folder") from exc
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: TextBackend) -> None:
+    """Export, fuse, (quantise), check and write a complete folder; the marker file is written last."""
+    st = require("sentence_transformers", "sentence-transformers==6.2.0")
+    torch = require("torch", "torch")
+    ort = require("onnxruntime", "onnxruntime")
+    require("onnx", "onnx==1.23.2")
+    try:  # eager attention exports the pattern ONNX Runtime's fusions recognise
+        model = st.SentenceTransformer(location, local_files_only=local,
+                                       model_kwargs={"attn_implementation": "eager"})
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        raise ModelUnavailable(f"text model {model_id} cannot be loaded for export: {exc}") from exc
+    modules = list(model)
+    pooling = modules[1] if len(modules) > 1 else None
+    kinds = [type(m).__name__ for m in modules]
+    mode = getattr(pooling, "pooling_mode", None)
+    if (kinds[:2] != ["Transformer", "Pooling"] or any(k != "Normalize" for k in kinds[2:])
+            or mode not in ("mean", "cls") or not getattr(pooling, "include_prompt", True)):
+        raise ModelUnavailable(f"text model {model_id} has modules {kinds} (pooling {mode!r}); the ONNX export "
+                               "supports a transformer with mean or CLS pooling: use the torch backend")
+    auto = modules[0].auto_model.eval()
+    import inspect
+
+    names = ["input_ids", "attention_mask"]
+    if "token_type_ids" in inspect.signature(auto.forward).parameters:
+        names.append("token_type_ids")
+    raw = folder / "export.onnx"
+    _export(torch, auto, names, mode, raw)
+    fused = _fuse(raw, folder / "fused.onnx", auto.config)
+    final = folder / "model.onnx"
+    if backend is TextBackend.ONNX_INT8:
+        from onnx import TensorProto
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        # Per output channel: one scale per tensor loses several times more (cosine 0.92 against 0.99 for
+        # MiniLM). Activations are quantised per tensor at run time, so the vectors of texts encoded in one
+        # batch depend a little on each other (queries are therefore encoded one by one). Keeping the
+        # feed-forward output projections in fp32 brings e5 from cosine 0.997 to 0.999 but doubles its cost;
+        # the shipped fusion does not need it (docs/benchmarks.md, "Text encoders").
+        quantize_dynamic(fused, final, weight_type=QuantType.QInt8, per_channel=True,
+                         extra_options={"DefaultTensorType": TensorProto.FLOAT})
+    else:
+        os.replace(fused, final)
+    for leftover in (raw, fused):
+        leftover.unlink(missing_ok=True)
+    tokenizer = model.tokenizer
+    (folder / "tokenizer.json").write_text(tokenizer.backend_tokenizer.to_str(), encoding="utf-8")
+    info: dict[str, Any] = {
+        "format": _BUILD_FORMAT, "backend": backend.value, "model_id": model_id, "dim": int(auto.config.hidden_size),
+        "max_seq_length": int(model.max_seq_length), "pad_id": int(tokenizer.pad_token_id or 0),
+        "inputs": names, "pooling": mode, "prompts": {k: v for k, v in (model.prompts or {}).items() if v},
+        "torch": torch.__version__, "onnxruntime": ort.__version__,
+    }
+    info["min_cosine"] = _check(model, folder, info, backend)
+    (folder / BUILD_MARKER).write_text(json.dumps(info, indent=2, ensure_ascii=False), encoding="utf-8")
+
+
+def _export(torch: Any, auto: Any, names: list[str], mode: str, path: Path) -> None:
+    """torch.onnx (TorchScript exporter): token embeddings -> pooling -> L2 normalisation, dynamic shapes."""
+
+    class Pooled(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.auto = auto
+
+        def forward(self, *inputs: Any) -> Any:
+            hidden = self.auto(**dict(zip(names, inputs, strict=True))).last_hidden_state
+            if mode == "cls":
+                pooled = hidden[:, 0]
+            else:
+                mask = inputs[1].unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
+
+    ids = torch.full((2, 8), 5, dtype=torch.long)
+    dummy = tuple(ids if n == "input_ids" else torch.ones_like(ids) if n == "attention_mask" else
+                  torch.zeros_like(ids) for n in names)
+    axes = {n: {0: "batch", 1: "tokens"} for n in names}
+    axes["embedding"] = {0: "batch"}
+    import warnings
+
+    with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TracerWarnings about shapes that the dynamic axes cover
+        torch.onnx.export(Pooled().eval(), dummy, str(path), input_names=names, output_names=["embedding"],
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
+
+
+def _fuse(raw: Path, out: Path, config: Any) -> Path:
+    """ONNX Runtime's BERT fusions (attention, GELU, layer norms); the plain export when they do not apply."""
+    try:
+        from onnxruntime.transformers.fusion_options import FusionOptions
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        heads, hidden = int(config.num_attention_heads), int(config.hidden_size)
+        optimized = optimize_model(str(raw), model_type="bert", num_heads=heads, hidden_size=hidden,
+                                   optimization_options=FusionOptions("bert"), opt_level=1)
+        optimized.save_model_to_file(str(out))
+        log.info("ONNX fusions: %s", optimized.get_fused_operator_statistics())
+        return out
+    except (ImportError, AttributeError, ValueError, RuntimeError, KeyError) as exc:
+        log.warning("ONNX Runtime's fusions do not apply to this model (%s); using the plain export", exc)
+        return raw
+
+
+def _check(model: Any, folder: Path, info: dict[str, Any], backend: TextBackend) -> float:
+    """Least cosine between the build's vectors and sentence-transformers' on the probe texts (both prompts,
+    one text at a time and as one batch); raises ModelUnavailable below :data:`MIN_COSINE`."""
+    from toolrag.encode.onnx_text import OnnxTextRuntime
+
+    runtime = OnnxTextRuntime(folder, info=info, threads=1)
+    worst = 1.0
+    for prompt in sorted(set(info["prompts"].values()) or {""}):
+        texts = [prompt + p for p in _PROBES]
+        ref = np.asarray(model.encode(texts, convert_to_numpy=True, normalize_embeddings=True,
+                                      show_progress_bar=False), dtype=np.float32)
+        for got in (runtime.run(texts), np.concatenate([runtime.run([t]) for t in texts])):
+            worst = min(worst, float(np.min(np.sum(ref * got, axis=1))))
+    if worst < MIN_COSINE[backend]:
+        raise ModelUnavailable(f"the {backend.value} export of {info['model_id']} reaches cosine {worst:.4f} to "
+                               f"sentence-transformers (at least {MIN_COSINE[backend]} needed): use the torch "
+                               f"backend ({TEXT_BACKEND_ENV}=torch)")
+    return worst

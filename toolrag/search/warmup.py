@@ -1,0 +1,59 @@
+"""Warming the models up in the background, so the first request with an image pays no model load.
+
+RapidOCR loads its detector and recogniser on first use (about a second each on this CPU) and every ONNX
+Runtime or PyTorch model spends its first run allocating and planning; an app that starts serving at once
+would hand those seconds to its first user. :func:`warm_up` runs each model once on a small image with text,
+in the caller's thread; :func:`warm_up_in_background` does it in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from PIL import Image, ImageDraw, ImageFont
+
+from toolrag.encode.models import ModelSet
+from toolrag.errors import ToolragError
+from toolrag.search.query import QUERY_OCR_LINES, QUERY_OCR_SIDE
+
+__all__ = ["warm_up", "warm_up_in_background"]
+
+log = logging.getLogger(__name__)
+
+
+def _sample_image() -> Image.Image:
+    """A small picture with one printed line, so the OCR detector finds text and loads its recogniser."""
+    img = Image.new("RGB", (480, 120), "white")
+    ImageDraw.Draw(img).text((20, 30), "Invoice 2024", font=ImageFont.load_default(size=48), fill=(0, 0, 0))
+    return img
+
+
+def warm_up(models: ModelSet) -> list[str]:
+    """Run OCR, the image model and the text models once; returns the names of the models warmed.
+
+    Never raises for a model that cannot run: that model is simply left cold (its signal reports why)."""
+    warmed: list[str] = []
+    image = _sample_image()
+    try:
+        ocr = models.get_ocr()
+        if ocr is not None:
+            ocr.read(image, max_lines=QUERY_OCR_LINES, detector_side=QUERY_OCR_SIDE)
+            warmed.append("ocr")
+        if models.image is not None:
+            models.image.analyze(image)
+            warmed.append("image")
+        for name, model in (("text", models.text), ("english", models.english)):
+            if model is not None:
+                model.encode_queries(["warm up"])
+                warmed.append(name)
+    except (ToolragError, OSError, RuntimeError, ValueError) as exc:
+        log.warning("model warm-up stopped early (%s); the first request pays the rest", exc)
+    return warmed
+
+
+def warm_up_in_background(models: ModelSet) -> threading.Thread:
+    """:func:`warm_up` in a daemon thread (started); join it to wait."""
+    thread = threading.Thread(target=warm_up, args=(models,), name="toolrag-warm-up", daemon=True)
+    thread.start()
+    return thread
