@@ -21,6 +21,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -228,8 +229,6 @@ class ToolIndex:
         self.encoded_last_sync = 0
         for mirror in self._collections.values():
             mirror.begin_sync()
-        vectors: dict[str, np.ndarray] = {}
-        changed: dict[str, list[int]] = {}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
         # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
@@ -237,11 +236,10 @@ class ToolIndex:
         image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
         image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
         self._check_new_images(image_rows, image_ids)  # a bad image is refused before anything is written
-        for spec in COLLECTIONS:
-            if spec.rows == "tool" and spec.kind in self._collections:
-                progress(0.0, f"indexing tool texts ({spec.kind})")
-                model = getattr(self.models, spec.model.value)
-                vectors[spec.kind], changed[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
+        text_kinds = [(spec.kind, getattr(self.models, spec.model.value)) for spec in COLLECTIONS
+                      if spec.rows == "tool" and spec.kind in self._collections]
+        progress(0.0, "indexing tool texts")
+        vectors, changed = self._sync_texts(text_kinds, tools, same, progress)
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
@@ -386,11 +384,59 @@ class ToolIndex:
             collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
         return {iid: known.get(iid, "") for iid in image_ids}
 
-    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
-                    progress: Progress) -> tuple[np.ndarray, list[int]]:
-        """Encode the texts that changed, re-label rows whose metadata changed, delete removed tools; return
-        the vectors in catalog order and the rows that were encoded. ``same``: ids whose profile is unchanged
-        since the last sync."""
+    def _sync_texts(self, kinds: Sequence[tuple[str, Any]], tools: Sequence[ToolProfile], same: set[str],
+                    progress: Progress) -> tuple[dict[str, np.ndarray], dict[str, list[int]]]:
+        """For each text collection ``(kind, model)``: encode the texts that changed, re-label rows whose
+        metadata changed, delete removed tools; return the vectors in catalog order and the rows that were
+        encoded, by kind. ``same``: ids whose profile is unchanged since the last sync.
+
+        The models encode the same batch at once, each in its own thread (ONNX Runtime and torch release
+        the GIL): on 2 cores two small-batch runs side by side do about 1.5x the work of the same runs one
+        after the other, whose intra-op threads mostly wait on each other (docs/benchmarks.md). Chroma
+        writes and progress stay in this thread, batch by batch, each row with its hash as before."""
+        plans = {kind: self._text_plan(kind, tools, same) for kind, _ in kinds}
+        total = sum(len(plan[0]) for plan in plans.values())
+        done = 0
+        batches = max((len(plan[0]) for plan in plans.values()), default=0)
+        workers = min(2, sum(1 for plan in plans.values() if plan[0]))
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolrag-encode") if workers > 1 else None
+        try:
+            for start in range(0, batches, _BATCH):
+                jobs = {}
+                for kind, model in kinds:
+                    batch = plans[kind][0][start:start + _BATCH]
+                    if batch:
+                        # Text models embed documents with their passage prompt; CLIP has one text tower.
+                        encode = getattr(model, "encode_passages", None) or model.encode_texts
+                        docs = [t.document_text() for t in batch]
+                        jobs[kind] = (batch, pool.submit(encode, docs) if pool is not None else encode(docs))
+                for kind, (batch, job) in jobs.items():
+                    vecs = job.result() if isinstance(job, Future) else job
+                    wanted = plans[kind][1]
+                    self._collections[kind].upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
+                    self.encoded_last_sync += len(batch)
+                    done += len(batch)
+                    progress(done / max(total, 1), f"encoded {done}/{total} tool texts")
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+        vectors, changed = {}, {}
+        for kind, _ in kinds:
+            stale, wanted, moved = plans[kind]
+            collection = self._collections[kind]
+            if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
+                got_ids, got = collection.vectors([t.id for t in moved])
+                collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
+            stale_ids = {t.id for t in stale}
+            changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
+            vectors[kind] = collection.matrix([t.id for t in tools])
+        return vectors, changed
+
+    def _text_plan(self, kind: str, tools: Sequence[ToolProfile], same: set[str]
+                   ) -> tuple[list[ToolProfile], dict[str, dict[str, Any]], list[ToolProfile]]:
+        """What one text collection needs: (profiles to encode, sorted by text length so batches pad
+        little; wanted metadata by id; profiles whose metadata alone changed). Rows of removed tools are
+        deleted here."""
         collection = self._collections[kind]
         stored = collection.metadata()
         check = [t for t in tools if t.id not in same] if same else list(tools)
@@ -403,21 +449,7 @@ class ToolIndex:
         if gone:
             collection.delete(gone)
         stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
-        for start in range(0, len(stale), _BATCH):
-            batch = stale[start:start + _BATCH]
-            docs = [t.document_text() for t in batch]
-            # Text models embed documents with their passage prompt; CLIP has one text tower for both sides.
-            encode = getattr(model, "encode_passages", None) or model.encode_texts
-            vecs = encode(docs)
-            collection.upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
-            self.encoded_last_sync += len(batch)
-            progress((start + len(batch)) / max(len(stale), 1), f"encoded {start + len(batch)}/{len(stale)} "
-                                                                 f"tool texts ({kind})")
-        if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
-            got_ids, got = collection.vectors([t.id for t in moved])
-            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        rows = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
-        return collection.matrix([t.id for t in tools]), rows
+        return stale, wanted, moved
 
     def _sync_images(
         self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
