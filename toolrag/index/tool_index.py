@@ -21,7 +21,6 @@ import hashlib
 import logging
 import threading
 from collections.abc import Collection, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +39,7 @@ from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, re
 from toolrag.index.serving import ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
+from toolrag.index.text_sync import sync_texts
 from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
 from toolrag.text import is_mostly_cjk
@@ -47,10 +47,6 @@ from toolrag.text import is_mostly_cjk
 __all__ = ["ToolIndex"]
 
 log = logging.getLogger(__name__)
-
-#: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
-_BATCH = 256
-
 
 #: Filters keeping at least this share of the catalog are applied after an unfiltered nearest-neighbour query.
 _UNFILTERED_SHARE = 0.5
@@ -239,7 +235,9 @@ class ToolIndex:
         text_kinds = [(spec.kind, getattr(self.models, spec.model.value)) for spec in COLLECTIONS
                       if spec.rows == "tool" and spec.kind in self._collections]
         progress(0.0, "indexing tool texts")
-        vectors, changed = self._sync_texts(text_kinds, tools, same, progress)
+        vectors, changed, encoded = sync_texts({kind: (self._collections[kind], model) for kind, model in text_kinds},
+                                               tools, same, progress, meta=_text_meta)
+        self.encoded_last_sync += encoded
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
@@ -383,73 +381,6 @@ class ToolIndex:
             by_hash.setdefault(image_hash, iid)
             collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
         return {iid: known.get(iid, "") for iid in image_ids}
-
-    def _sync_texts(self, kinds: Sequence[tuple[str, Any]], tools: Sequence[ToolProfile], same: set[str],
-                    progress: Progress) -> tuple[dict[str, np.ndarray], dict[str, list[int]]]:
-        """For each text collection ``(kind, model)``: encode the texts that changed, re-label rows whose
-        metadata changed, delete removed tools; return the vectors in catalog order and the rows that were
-        encoded, by kind. ``same``: ids whose profile is unchanged since the last sync.
-
-        The models encode the same batch at once, each in its own thread (ONNX Runtime and torch release
-        the GIL): on 2 cores two small-batch runs side by side do about 1.5x the work of the same runs one
-        after the other, whose intra-op threads mostly wait on each other (docs/benchmarks.md). Chroma
-        writes and progress stay in this thread, batch by batch, each row with its hash as before."""
-        plans = {kind: self._text_plan(kind, tools, same) for kind, _ in kinds}
-        total = sum(len(plan[0]) for plan in plans.values())
-        done = 0
-        batches = max((len(plan[0]) for plan in plans.values()), default=0)
-        workers = min(2, sum(1 for plan in plans.values() if plan[0]))
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolrag-encode") if workers > 1 else None
-        try:
-            for start in range(0, batches, _BATCH):
-                jobs = {}
-                for kind, model in kinds:
-                    batch = plans[kind][0][start:start + _BATCH]
-                    if batch:
-                        # Text models embed documents with their passage prompt; CLIP has one text tower.
-                        encode = getattr(model, "encode_passages", None) or model.encode_texts
-                        docs = [t.document_text() for t in batch]
-                        jobs[kind] = (batch, pool.submit(encode, docs) if pool is not None else encode(docs))
-                for kind, (batch, job) in jobs.items():
-                    vecs = job.result() if isinstance(job, Future) else job
-                    wanted = plans[kind][1]
-                    self._collections[kind].upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
-                    self.encoded_last_sync += len(batch)
-                    done += len(batch)
-                    progress(done / max(total, 1), f"encoded {done}/{total} tool texts")
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True, cancel_futures=True)
-        vectors, changed = {}, {}
-        for kind, _ in kinds:
-            stale, wanted, moved = plans[kind]
-            collection = self._collections[kind]
-            if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
-                got_ids, got = collection.vectors([t.id for t in moved])
-                collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-            stale_ids = {t.id for t in stale}
-            changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
-            vectors[kind] = collection.matrix([t.id for t in tools])
-        return vectors, changed
-
-    def _text_plan(self, kind: str, tools: Sequence[ToolProfile], same: set[str]
-                   ) -> tuple[list[ToolProfile], dict[str, dict[str, Any]], list[ToolProfile]]:
-        """What one text collection needs: (profiles to encode, sorted by text length so batches pad
-        little; wanted metadata by id; profiles whose metadata alone changed). Rows of removed tools are
-        deleted here."""
-        collection = self._collections[kind]
-        stored = collection.metadata()
-        check = [t for t in tools if t.id not in same] if same else list(tools)
-        wanted = {t.id: _text_meta(t) for t in check}
-        stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
-        stale_ids = {t.id for t in stale}
-        moved = [t for t in check if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
-        present = {t.id for t in tools} if same else wanted
-        gone = [i for i in stored if i not in present]
-        if gone:
-            collection.delete(gone)
-        stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
-        return stale, wanted, moved
 
     def _sync_images(
         self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
