@@ -170,9 +170,9 @@ def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path
 
 def test_interrupted_build_is_completed_before_use(models: Any, small_catalog_dir: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolrag.index import tool_index
+    from toolrag.index import text_sync
 
-    monkeypatch.setattr(tool_index, "_BATCH", 2)  # rows are written 2 by 2: the crash hits batch 2
+    monkeypatch.setattr(text_sync, "_BATCH", 2)  # rows are written 2 by 2: the crash hits batch 2
     crashing, counter = counted_models(models, fail_after=3)
     with pytest.raises(KeyboardInterrupt):
         ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=crashing)

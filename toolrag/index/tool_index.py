@@ -39,6 +39,7 @@ from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, re
 from toolrag.index.serving import ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
+from toolrag.index.text_sync import sync_texts
 from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
 from toolrag.text import is_mostly_cjk
@@ -46,10 +47,6 @@ from toolrag.text import is_mostly_cjk
 __all__ = ["ToolIndex"]
 
 log = logging.getLogger(__name__)
-
-#: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
-_BATCH = 256
-
 
 #: Filters keeping at least this share of the catalog are applied after an unfiltered nearest-neighbour query.
 _UNFILTERED_SHARE = 0.5
@@ -228,8 +225,6 @@ class ToolIndex:
         self.encoded_last_sync = 0
         for mirror in self._collections.values():
             mirror.begin_sync()
-        vectors: dict[str, np.ndarray] = {}
-        changed: dict[str, list[int]] = {}
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
         # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
@@ -237,11 +232,12 @@ class ToolIndex:
         image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
         image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
         self._check_new_images(image_rows, image_ids)  # a bad image is refused before anything is written
-        for spec in COLLECTIONS:
-            if spec.rows == "tool" and spec.kind in self._collections:
-                progress(0.0, f"indexing tool texts ({spec.kind})")
-                model = getattr(self.models, spec.model.value)
-                vectors[spec.kind], changed[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
+        text_kinds = [(spec.kind, getattr(self.models, spec.model.value)) for spec in COLLECTIONS
+                      if spec.rows == "tool" and spec.kind in self._collections]
+        progress(0.0, "indexing tool texts")
+        vectors, changed, encoded = sync_texts({kind: (self._collections[kind], model) for kind, model in text_kinds},
+                                               tools, same, progress, meta=_text_meta)
+        self.encoded_last_sync += encoded
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
@@ -385,39 +381,6 @@ class ToolIndex:
             by_hash.setdefault(image_hash, iid)
             collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
         return {iid: known.get(iid, "") for iid in image_ids}
-
-    def _sync_texts(self, kind: str, model: Any, tools: Sequence[ToolProfile], same: set[str],
-                    progress: Progress) -> tuple[np.ndarray, list[int]]:
-        """Encode the texts that changed, re-label rows whose metadata changed, delete removed tools; return
-        the vectors in catalog order and the rows that were encoded. ``same``: ids whose profile is unchanged
-        since the last sync."""
-        collection = self._collections[kind]
-        stored = collection.metadata()
-        check = [t for t in tools if t.id not in same] if same else list(tools)
-        wanted = {t.id: _text_meta(t) for t in check}
-        stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
-        stale_ids = {t.id for t in stale}
-        moved = [t for t in check if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
-        present = {t.id for t in tools} if same else wanted
-        gone = [i for i in stored if i not in present]
-        if gone:
-            collection.delete(gone)
-        stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
-        for start in range(0, len(stale), _BATCH):
-            batch = stale[start:start + _BATCH]
-            docs = [t.document_text() for t in batch]
-            # Text models embed documents with their passage prompt; CLIP has one text tower for both sides.
-            encode = getattr(model, "encode_passages", None) or model.encode_texts
-            vecs = encode(docs)
-            collection.upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
-            self.encoded_last_sync += len(batch)
-            progress((start + len(batch)) / max(len(stale), 1), f"encoded {start + len(batch)}/{len(stale)} "
-                                                                 f"tool texts ({kind})")
-        if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
-            got_ids, got = collection.vectors([t.id for t in moved])
-            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        rows = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
-        return collection.matrix([t.id for t in tools]), rows
 
     def _sync_images(
         self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
