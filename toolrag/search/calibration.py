@@ -1,0 +1,315 @@
+"""Fitting, storing and serving a catalog's decision model (:mod:`toolrag.search.decision_model`).
+
+The model is keyed by the catalog (every tool's embedded and keyword text, deprecation, priority), the text
+models' fingerprints, the fusion weights and the bundled no-tool requests; it is stored as JSON next to the
+index (``<data dir>/decisions/<key>.json``, written atomically) and refitted when any of them changes. The
+bundled no-tool requests are encoded once per model and cached there too (``chat-<key>.npy``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import math
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from toolrag.encode.models import ModelSet
+from toolrag.errors import StoreError
+from toolrag.files import write_atomic
+from toolrag.index.snapshot import IndexSnapshot
+from toolrag.search import simulate
+from toolrag.search.decision_model import (
+    MODEL_VERSION,
+    DecisionModel,
+    class_weights,
+    fit_logistic,
+    predict_logistic,
+    standardisation,
+)
+from toolrag.search.features import FEATURES
+from toolrag.settings import Settings
+from toolrag.text import is_mostly_cjk
+
+__all__ = ["DecisionCalibrator", "LabelledCase", "fit_model"]
+
+log = logging.getLogger(__name__)
+
+#: Weight of a "tool removed" case relative to the other NO_TOOL cases: the nearest remaining tool is often
+#: a sibling that a real request for the removed tool would reasonably be asked about.
+REMOVED_WEIGHT = 0.5
+#: L2 penalty of the decision and right-tool models (standardised features).
+L2 = 10.0
+#: Weight of one labelled request against one simulated request when a catalog owner refines the model.
+LABEL_WEIGHT = 4.0
+#: The execute floor is the P(right) under which at most this share of simulated requests that want a tool
+#: (and are called) would be asked about instead.
+FLOOR_SHARE = 0.05
+#: Simulated requests' vectors kept per model for refits after an edit.
+_VECTOR_CACHE = 20_000
+
+
+class LabelledCase:
+    """A labelled request's features, the class it should get and whether its top tool was a right one."""
+
+    __slots__ = ("features", "label", "right")
+
+    def __init__(self, features: np.ndarray, label: int, right: bool) -> None:
+        self.features, self.label, self.right = np.asarray(features, dtype=np.float64), int(label), bool(right)
+
+
+def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[LabelledCase] = ()) -> DecisionModel:
+    """Fit the three logistic models on simulated (and labelled) requests; choose the operating point.
+
+    Decision model: classes balanced, "tool removed" cases at :data:`REMOVED_WEIGHT`, labelled rows at
+    :data:`LABEL_WEIGHT`. Right-tool model: the requests that want a tool, unweighted (its probability is the
+    simulated rate). Selection model: lower candidates of those requests (is it a right tool?), its
+    threshold 0.5. Execute floor: see :data:`FLOOR_SHARE`.
+    """
+    start = time.perf_counter()
+    kinds = np.array(sim.kinds + ("labelled",) * len(labelled))
+    x = np.concatenate([sim.features, np.array([c.features for c in labelled]).reshape(-1, len(FEATURES))])
+    y = np.concatenate([sim.label, np.array([c.label for c in labelled], dtype=np.int64)])
+    right = np.concatenate([sim.right, np.array([c.right for c in labelled], dtype=bool)])
+    mean, scale = standardisation(x)
+    z = (np.where(np.isnan(x), mean, x) - mean) / scale
+    w = class_weights(y, 3)
+    w[kinds == "removed"] *= REMOVED_WEIGHT
+    w[kinds == "labelled"] *= LABEL_WEIGHT
+    coef, intercept = fit_logistic(z, y, 3, weights=w, l2=L2)
+    wants = y != simulate.NO_TOOL
+    right_coef, right_intercept = fit_logistic(z[wants], np.where(right[wants], 0, 1), 2, l2=L2)
+    if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
+        select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
+    else:  # nothing to learn from: inject the top tool only
+        select_coef, select_intercept = np.zeros((1, sim.selection_x.shape[1])), np.array([-10.0])
+    probs = predict_logistic(coef, intercept, z)
+    given = predict_logistic(right_coef, right_intercept, z)[:, 0]
+    p_right = (1.0 - probs[:, 2]) * given
+    called = (y == simulate.EXECUTE) & (probs.argmax(axis=1) == simulate.EXECUTE)
+    floor = float(np.quantile(p_right[called], FLOOR_SHARE)) if called.any() else 0.0
+    ok = wants & right & np.isin(kinds, ("example", "description"))
+    reference = {
+        "example_cosine": float(np.median(x[ok, FEATURES.index("sem_top_raw")])) if ok.any() else math.nan,
+        "chat_sim": float(np.nanmedian(x[kinds == "no_tool", FEATURES.index("chat_sim")]))
+        if (kinds == "no_tool").any() else math.nan,
+    }
+    predicted = probs.argmax(axis=1)
+    summary = {
+        "cases": {str(k): int((kinds == k).sum()) for k in dict.fromkeys(kinds.tolist())},
+        "training_accuracy": round(float((predicted == y).mean()), 4),
+        "labelled": len(labelled),
+        "fit_seconds": round(time.perf_counter() - start, 3),
+    }
+    return DecisionModel(
+        key=key, mean=mean, scale=scale, coef=coef, intercept=intercept, right_coef=right_coef,
+        right_intercept=right_intercept, select_coef=select_coef, select_intercept=select_intercept,
+        select_threshold=0.5, execute_floor=floor,
+        reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
+
+
+class DecisionCalibrator:
+    """The decision model of one retriever: fitted on first need, stored in ``folder`` (``None``: memory
+    only), refitted when the catalog, the models or the fusion weights change. Thread-safe."""
+
+    def __init__(self, models: ModelSet, *, folder: Path | None = None) -> None:
+        self.models = models
+        self.folder = folder
+        self._lock = threading.RLock()
+        self._model: DecisionModel | None = None
+        self._chat: dict[str, np.ndarray] | None = None
+        self._chat_texts: tuple[str, ...] | None = None
+        self._snapshot_keys: dict[int, tuple[IndexSnapshot, str]] = {}
+        self._last_key: tuple[IndexSnapshot, str, str] | None = None
+        self._vectors: dict[str, dict[str, np.ndarray]] = {}
+        self.last_fit_seconds = 0.0
+
+    # ---------------------------------------------------------------------------------------------- keys
+    def key(self, snap: IndexSnapshot, settings: Settings) -> str:
+        """The model's key for a snapshot and settings (catalog, model fingerprints, weights, versions)."""
+        weights = ",".join(f"{s}={settings.weights.get(s, 0.0):g}" for s in ("dense", "dense_en", "bm25"))
+        last = self._last_key
+        if last is not None and last[0] is snap and last[1] == weights:
+            return last[2]
+        cached = self._snapshot_keys.get(id(snap))
+        if cached is not None and cached[0] is snap:
+            catalog_key = cached[1]
+        else:
+            digest = hashlib.sha256()
+            for row, tool in enumerate(snap.catalog.tools):
+                lexical = snap.bm25_texts[row] if snap.bm25_texts else tool.lexical_text()
+                digest.update(f"{tool.id}\0{tool.text_hash()}\0{bool(snap.deprecated[row])}\0"
+                              f"{int(snap.priority[row])}\0{bool(snap.english[row])}\0".encode())
+                digest.update(hashlib.sha256(lexical.encode("utf-8", "surrogatepass")).digest())
+            catalog_key = digest.hexdigest()
+            self._snapshot_keys = {id(snap): (snap, catalog_key)}
+        digest = hashlib.sha256(catalog_key.encode())
+        english = self.models.english.fingerprint if self.models.english is not None else "-"
+        digest.update(f"|{MODEL_VERSION}|{self.models.text.fingerprint}|{english}|{weights}|"
+                      f"{self._chat_key()}".encode())
+        key = digest.hexdigest()[:32]
+        self._last_key = (snap, weights, key)
+        return key
+
+    def _chat_key(self) -> str:
+        return simulate.chat_key(self.chat_texts(), "")
+
+    # ----------------------------------------------------------------------------------------- the model
+    def current(self) -> DecisionModel | None:
+        """The model in use now (``None`` before the first fit or load)."""
+        return self._model
+
+    def model_for(self, snap: IndexSnapshot, settings: Settings) -> DecisionModel:
+        """The model of this snapshot: the one in memory, else the stored one, else a new fit (stored)."""
+        key = self.key(snap, settings)
+        model = self._model
+        if model is not None and model.key == key:
+            return model
+        with self._lock:
+            model = self._model
+            if model is not None and model.key == key:
+                return model
+            model = self._load(key)
+            if model is None:
+                model = self.fit(snap, settings, key=key)
+            self._model = model
+            return model
+
+    def fit(self, snap: IndexSnapshot, settings: Settings, *, key: str | None = None,
+            labelled: Sequence[LabelledCase] = ()) -> DecisionModel:
+        """Simulate, fit and store a model now (``labelled`` requests refine it); becomes the current one."""
+        key = key or self.key(snap, settings)
+        start = time.perf_counter()
+        sim = self.simulation(snap, settings)
+        model = fit_model(sim, key, labelled=labelled)
+        self.last_fit_seconds = time.perf_counter() - start
+        log.info("decision model fitted in %.1f s on %s", self.last_fit_seconds, dict(sim.counts))
+        self._store(model)
+        with self._lock:
+            self._model = model
+        return model
+
+    def simulation(self, snap: IndexSnapshot, settings: Settings) -> simulate.Simulation:
+        """The simulated requests of a snapshot, scored (see :mod:`toolrag.search.simulate`)."""
+        encoders = {"dense": self._encoder("dense", self.models.text)}
+        if self.models.english is not None and "dense_en" in snap.vectors:
+            encoders["dense_en"] = self._encoder("dense_en", self.models.english)
+        counter = _token_counter(self.models.text)
+        chat = self.chat_vectors()
+        return simulate.simulate(snap, encoders=encoders, token_count=counter, weights=dict(settings.weights),
+                                 chat=self.chat_texts(), chat_vectors={k: chat[k] for k in encoders})
+
+    def _encoder(self, signal: str, model: object) -> Callable[[Sequence[str]], np.ndarray]:
+        """The model's query encoder behind a cache of the simulated requests' vectors: a refit after an edit
+        encodes only the requests it has not seen."""
+        cache = self._vectors.setdefault(signal, {})
+
+        def encode(texts: Sequence[str]) -> np.ndarray:
+            todo = list(dict.fromkeys(t for t in texts if t not in cache))
+            if todo:
+                vectors = np.asarray(model.encode_queries(todo), dtype=np.float32)  # type: ignore[attr-defined]
+                if len(cache) + len(todo) > _VECTOR_CACHE:
+                    cache.clear()
+                cache.update(zip(todo, vectors, strict=True))
+            return np.array([cache[t] for t in texts], dtype=np.float32)
+
+        return encode
+
+    # -------------------------------------------------------------------------------- no-tool requests
+    def chat_texts(self) -> tuple[str, ...]:
+        if self._chat_texts is None:
+            self._chat_texts = simulate.chat_requests()
+        return self._chat_texts
+
+    def chat_vectors(self) -> dict[str, np.ndarray]:
+        """The bundled no-tool requests' vectors per text signal (``dense_en`` rows of Chinese ones: NaN),
+        encoded once per model and cached in the data folder."""
+        if self._chat is not None:
+            return self._chat
+        with self._lock:
+            if self._chat is None:
+                texts = self.chat_texts()
+                out = {"dense": self._chat_matrix("dense", self.models.text, texts)}
+                if self.models.english is not None:
+                    out["dense_en"] = self._chat_matrix("dense_en", self.models.english, texts)
+                self._chat = out
+        return self._chat
+
+    def _chat_matrix(self, signal: str, encoder: object, texts: Sequence[str]) -> np.ndarray:
+        fingerprint = str(getattr(encoder, "fingerprint", signal))
+        file = self.folder / f"chat-{simulate.chat_key(texts, fingerprint)}.npy" if self.folder else None
+        if file is not None and file.is_file():
+            try:
+                matrix = np.load(file, allow_pickle=False)
+                if matrix.shape[0] == len(texts):
+                    return matrix
+            except (OSError, ValueError):
+                log.warning("ignoring unreadable cache %s", file)
+        readable = [i for i, t in enumerate(texts) if signal != "dense_en" or not is_mostly_cjk(t)]
+        vectors = np.asarray(encoder.encode_queries([texts[i] for i in readable]), dtype=np.float32)  # type: ignore[attr-defined]
+        matrix = np.full((len(texts), vectors.shape[1]), np.nan, dtype=np.float32)
+        matrix[readable] = vectors
+        if file is not None:
+            _save_npy(file, matrix)
+        return matrix
+
+    # ----------------------------------------------------------------------------------------- storage
+    def _path(self, key: str) -> Path | None:
+        return self.folder / f"{key}.json" if self.folder is not None else None
+
+    def _load(self, key: str) -> DecisionModel | None:
+        path = self._path(key)
+        if path is None or not path.is_file():
+            return None
+        try:
+            model = DecisionModel.from_json(path.read_text(encoding="utf-8"))
+        except OSError:
+            return None
+        return model if model is not None and model.key == key else None
+
+    def _store(self, model: DecisionModel) -> None:
+        path = self._path(model.key)
+        if path is None:
+            return
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(path, model.to_json(), error=StoreError)
+        except (OSError, StoreError) as exc:  # a read-only data folder: the model still works in memory
+            log.warning("decision model not stored: %s", exc)
+
+
+def _token_counter(encoder: object) -> Callable[[str], int]:
+    """Tokens of a text under the encoder's tokenizer (words when it has none)."""
+    tokenizer = getattr(getattr(encoder, "_model", None), "tokenizer", None)
+    if tokenizer is None:
+        return lambda text: max(1, len(text.split()))
+    return lambda text: max(1, len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+
+
+def _save_npy(file: Path, matrix: np.ndarray) -> None:
+    """np.save via a temp file and os.replace: a crash leaves the old file or none, never half a file."""
+    try:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        np.save(buffer, matrix, allow_pickle=False)
+        fd, tmp = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(buffer.getvalue())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, file)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+    except OSError as exc:
+        log.warning("cache %s not written: %s", file, exc)
+
