@@ -50,9 +50,12 @@ REMOVED_WEIGHT = 0.5
 L2 = 10.0
 #: Weight of one labelled request against one simulated request when a catalog owner refines the model.
 LABEL_WEIGHT = 4.0
-#: The execute floor is the P(right) under which at most this share of simulated requests that want a tool
-#: (and are called) would be asked about instead.
-FLOOR_SHARE = 0.05
+#: Shares of the simulated EXECUTE requests the operating point may ask about: for looking ambiguous, and
+#: for a low P(right) (the execute floor).
+CLARIFY_SHARE = 0.04
+FLOOR_SHARE = 0.02
+#: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
+FOLDS = 5
 #: Simulated requests' vectors kept per model for refits after an edit.
 _VECTOR_CACHE = 20_000
 
@@ -67,12 +70,16 @@ class LabelledCase:
 
 
 def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[LabelledCase] = ()) -> DecisionModel:
-    """Fit the three logistic models on simulated (and labelled) requests; choose the operating point.
+    """Fit the models on simulated (and labelled) requests and choose the operating point.
 
-    Decision model: classes balanced, "tool removed" cases at :data:`REMOVED_WEIGHT`, labelled rows at
-    :data:`LABEL_WEIGHT`. Right-tool model: the requests that want a tool, unweighted (its probability is the
-    simulated rate). Selection model: lower candidates of those requests (is it a right tool?), its
-    threshold 0.5. Execute floor: see :data:`FLOOR_SHARE`.
+    * tool model: every case, "a tool fits" (EXECUTE, CLARIFY) against NO_TOOL, the two balanced, "tool
+      removed" cases at :data:`REMOVED_WEIGHT`; NO_TOOL from P(no tool) >= 0.5.
+    * ambiguous model: the cases a tool fits, CLARIFY against EXECUTE, balanced; its threshold lets at most
+      :data:`CLARIFY_SHARE` of the simulated EXECUTE cases be asked about (held out by cross-fitting).
+    * right model: the cases a tool fits, top tool right or not, unweighted (the simulated rate); the execute
+      floor lets at most :data:`FLOOR_SHARE` of the simulated EXECUTE cases be asked about for it.
+    * selection model: lower candidates of EXECUTE cases, a right tool or not; threshold 0.5.
+    Labelled rows count :data:`LABEL_WEIGHT` times a simulated one.
     """
     start = time.perf_counter()
     kinds = np.array(sim.kinds + ("labelled",) * len(labelled))
@@ -81,39 +88,75 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     right = np.concatenate([sim.right, np.array([c.right for c in labelled], dtype=bool)])
     mean, scale = standardisation(x)
     z = (np.where(np.isnan(x), mean, x) - mean) / scale
-    w = class_weights(y, 3)
-    w[kinds == "removed"] *= REMOVED_WEIGHT
-    w[kinds == "labelled"] *= LABEL_WEIGHT
-    coef, intercept = fit_logistic(z, y, 3, weights=w, l2=L2)
-    wants = y != simulate.NO_TOOL
-    right_coef, right_intercept = fit_logistic(z[wants], np.where(right[wants], 0, 1), 2, l2=L2)
+    extra = np.where(kinds == "removed", REMOVED_WEIGHT, 1.0) * np.where(kinds == "labelled", LABEL_WEIGHT, 1.0)
+    models = _fit_models(z, y, right, extra)
     if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
         select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
     else:  # nothing to learn from: inject the top tool only
         select_coef, select_intercept = np.zeros((1, sim.selection_x.shape[1])), np.array([-10.0])
-    probs = predict_logistic(coef, intercept, z)
-    given = predict_logistic(right_coef, right_intercept, z)[:, 0]
-    p_right = (1.0 - probs[:, 2]) * given
-    called = (y == simulate.EXECUTE) & (probs.argmax(axis=1) == simulate.EXECUTE)
-    floor = float(np.quantile(p_right[called], FLOOR_SHARE)) if called.any() else 0.0
+    # Held-out probabilities (cross-fitting) for the operating point and the reliability curve.
+    held = np.zeros((len(y), 3))  # right, ambiguous, no tool
+    folds = np.arange(len(y)) % FOLDS
+    for fold in range(FOLDS):
+        train, test = folds != fold, folds == fold
+        held[test] = np.stack(_probabilities(_fit_models(z[train], y[train], right[train], extra[train]),
+                                             z[test]), axis=1)
+    clear = (y == simulate.EXECUTE) & (held[:, 2] < 0.5)
+    ambiguous_threshold = float(np.quantile(held[clear, 1], 1 - CLARIFY_SHARE)) if clear.any() else 0.5
+    called = clear & (held[:, 1] < ambiguous_threshold)
+    floor = float(np.quantile(held[called, 0], FLOOR_SHARE)) if called.any() else 0.0
+    wants = y != simulate.NO_TOOL
     ok = wants & right & np.isin(kinds, ("example", "description"))
     reference = {
         "example_cosine": float(np.median(x[ok, FEATURES.index("sem_top_raw")])) if ok.any() else math.nan,
         "chat_sim": float(np.nanmedian(x[kinds == "no_tool", FEATURES.index("chat_sim")]))
         if (kinds == "no_tool").any() else math.nan,
     }
-    predicted = probs.argmax(axis=1)
+    decided = np.where(held[:, 2] >= 0.5, simulate.NO_TOOL,
+                       np.where(held[:, 1] >= ambiguous_threshold, simulate.CLARIFY, simulate.EXECUTE))
     summary = {
         "cases": {str(k): int((kinds == k).sum()) for k in dict.fromkeys(kinds.tolist())},
-        "training_accuracy": round(float((predicted == y).mean()), 4),
+        "heldout_accuracy": round(float((decided == y).mean()), 4),
         "labelled": len(labelled),
         "fit_seconds": round(time.perf_counter() - start, 3),
+        # held-out P(right) and whether the top tool was right, for the requests a tool fits
+        "heldout_right": [[round(float(p), 3), int(r)] for p, r in zip(held[wants, 0], right[wants], strict=True)],
     }
+    (tool_coef, tool_b), (amb_coef, amb_b), (right_coef, right_b) = models
     return DecisionModel(
-        key=key, mean=mean, scale=scale, coef=coef, intercept=intercept, right_coef=right_coef,
-        right_intercept=right_intercept, select_coef=select_coef, select_intercept=select_intercept,
-        select_threshold=0.5, execute_floor=floor,
+        key=key, mean=mean, scale=scale, tool_coef=tool_coef, tool_intercept=tool_b, ambiguous_coef=amb_coef,
+        ambiguous_intercept=amb_b, right_coef=right_coef, right_intercept=right_b, select_coef=select_coef,
+        select_intercept=select_intercept, select_threshold=0.5, no_tool_threshold=0.5,
+        ambiguous_threshold=ambiguous_threshold, execute_floor=floor,
         reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
+
+
+Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray) -> tuple[Pair, Pair, Pair]:
+    """(tool, ambiguous, right) logistic models; class 0 is the event each one names."""
+    fits = np.where(y == simulate.NO_TOOL, 1, 0)
+    tool = fit_logistic(z, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
+    wants = y != simulate.NO_TOOL
+    amb = np.where(y[wants] == simulate.CLARIFY, 0, 1)
+    if 0 < amb.sum() < len(amb):
+        ambiguous = fit_logistic(z[wants], amb, 2, weights=class_weights(amb, 2) * extra[wants], l2=L2)
+    else:
+        ambiguous = (np.zeros((1, z.shape[1])), np.array([-10.0]))
+    good = np.where(right[wants], 0, 1)
+    if 0 < good.sum() < len(good):
+        right_model = fit_logistic(z[wants], good, 2, weights=extra[wants], l2=L2)
+    else:
+        right_model = (np.zeros((1, z.shape[1])), np.array([10.0 if good.sum() == 0 else -10.0]))
+    return tool, ambiguous, right_model
+
+
+def _probabilities(models: tuple[Pair, Pair, Pair], z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(P(right), P(ambiguous), P(no tool)) of each row, as :meth:`DecisionModel.probabilities`."""
+    (tc, tb), (ac, ab), (rc, rb) = models
+    fits = predict_logistic(tc, tb, z)[:, 0]
+    return fits * predict_logistic(rc, rb, z)[:, 0], fits * predict_logistic(ac, ab, z)[:, 0], 1.0 - fits
 
 
 class DecisionCalibrator:

@@ -6,10 +6,11 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    zero-width or NUL characters only: nothing a tool could act on).
 2. EXECUTE the tools the request names by their exact name or id (permitted ones only: naming a hidden tool
    reveals nothing); they come first and are all injected.
-3. NO_TOOL when P(no tool fits) is the largest of the three, or when the catalog owner set a
-   ``no_tool_threshold`` and the confidence (best multilingual cosine among the top tools) is under it.
-4. CLARIFY when P(ambiguous) is the largest, when the top two fused scores are within ``clarify_gap`` of each
-   other (relative), or when a tool is wanted but P(the top tool is right) is under the model's execute floor.
+3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
+   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
+4. CLARIFY when P(ambiguous) reaches the model's threshold, when the top two fused scores are within
+   ``clarify_gap`` of each other (relative), or when P(the top tool is right) is under the model's execute
+   floor.
 5. EXECUTE otherwise.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
@@ -19,13 +20,17 @@ reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from toolrag.search.results import Decision, DecisionScores
 from toolrag.text import has_cjk
 
-__all__ = ["DecisionInputs", "DecisionOutcome", "clarification_question", "decide", "name_lookup", "named_tools"]
+__all__ = [
+    "DecisionInputs", "DecisionOutcome", "OperatingPoint", "clarification_question", "decide", "name_lookup",
+    "named_tools",
+]
 
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
 _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
@@ -68,23 +73,34 @@ class DecisionOutcome:
     """The feature vector the model read (empty without a model)."""
 
 
+@dataclass(frozen=True)
+class OperatingPoint:
+    """The thresholds of a decision model (see :class:`toolrag.search.decision_model.DecisionModel`)."""
+
+    no_tool_threshold: float = 0.5
+    ambiguous_threshold: float = 0.5
+    execute_floor: float = 0.0
+    select_threshold: float = 0.5
+    reference: Mapping[str, float] = field(default_factory=dict)
+
+
 def decide(
     inputs: DecisionInputs,
     scores: DecisionScores | None,
     *,
-    execute_floor: float = 0.0,
-    select_threshold: float = 0.5,
+    model: OperatingPoint | Any = None,
     clarify_gap: float = 0.0,
     no_tool_threshold: float | None = None,
-    reference: dict[str, float] | None = None,
 ) -> DecisionOutcome:
     """Decide from the model's ``scores`` (``None``: no model, e.g. no tool is permitted) and the result facts.
 
-    See the module docstring for the rules. ``reference`` holds what the catalog's own simulated requests
-    reach (``example_cosine``: median top cosine of its example requests; ``chat_sim``: how close requests
-    that need no tool come to each other), used only in the reason's words.
+    ``model`` gives the operating point (any object with the :class:`OperatingPoint` fields, e.g. the
+    catalog's decision model); its ``reference`` holds what the catalog's own simulated requests reach
+    (``example_cosine``: median top cosine of its example requests; ``chat_sim``: how close requests that need
+    no tool come to each other), used only in the reason's words. See the module docstring for the rules.
     """
-    ref = reference or {}
+    point = model if model is not None else OperatingPoint()
+    ref = dict(point.reference)
     n = len(inputs.names)
     if n == 0:
         return DecisionOutcome(Decision.NO_TOOL, None, "no tool: no tool is available to this caller", scores)
@@ -102,18 +118,25 @@ def decide(
                                f"no_tool_threshold {no_tool_threshold:.3f}", scores)
     if scores is None:
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {inputs.names[0]}: the only candidate", scores, 1)
-    execute = max(0.0, 1.0 - scores.ambiguous - scores.no_tool)
-    best = max(execute, scores.ambiguous, scores.no_tool)
-    if scores.no_tool == best:
+    if scores.no_tool >= point.no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
+    ambiguous = scores.ambiguous >= point.ambiguous_threshold
     tie = n >= 2 and inputs.relative_gap < clarify_gap
-    unsure = scores.ambiguous != best and scores.right < execute_floor
-    if n >= 2 and (scores.ambiguous == best or tie or unsure):
+    unsure = not ambiguous and scores.right < point.execute_floor
+    if n >= 2 and (ambiguous or tie or unsure):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
-        reason = _clarify_reason(inputs, scores, tie=tie and scores.ambiguous != best, unsure=unsure,
-                                 floor=execute_floor, gap=clarify_gap)
-        return DecisionOutcome(Decision.CLARIFY, question, reason, scores, max(2, _selection(inputs, select_threshold)))
-    selected = _selection(inputs, select_threshold)
+        if ambiguous:
+            reason = _clarify_reason(inputs, scores, point.ambiguous_threshold)
+        elif tie:
+            reason = (f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
+                      f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap {clarify_gap:.2f})")
+        else:
+            reason = (f"asks: a tool fits (P(no tool) {scores.no_tool:.2f}) but the top one is uncertain "
+                      f"(P(right) {scores.right:.2f} < {point.execute_floor:.2f}): {inputs.names[0]} or "
+                      f"{inputs.names[1]}")
+        selected = max(2, _selection(inputs, point.select_threshold))
+        return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
+    selected = _selection(inputs, point.select_threshold)
     more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
     reason = (f"calls {inputs.names[0]}: P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, "
               f"P(no tool) {scores.no_tool:.2f}{more}")
@@ -143,17 +166,11 @@ def _no_tool_reason(inputs: DecisionInputs, scores: DecisionScores, ref: dict[st
     return "; ".join(parts)
 
 
-def _clarify_reason(inputs: DecisionInputs, scores: DecisionScores, *, tie: bool, unsure: bool, floor: float,
-                    gap: float) -> str:
+def _clarify_reason(inputs: DecisionInputs, scores: DecisionScores, threshold: float) -> str:
     a, b = inputs.names[0], inputs.names[1]
     within = f"within {100 * max(inputs.relative_gap, 0.0):.0f}% of each other"
-    if tie:
-        return f"asks: {a} and {b} are {within} (clarify_gap {gap:.2f})"
-    if unsure and scores.ambiguous < max(scores.no_tool, 1.0 - scores.ambiguous - scores.no_tool):
-        return (f"asks: a tool is wanted (P(no tool) {scores.no_tool:.2f}) but the top one is uncertain "
-                f"(P(right) {scores.right:.2f} < {floor:.2f}); {a} or {b}")
     return (f"asks: {a} and {b} are look-alikes ({inputs.lookalike:.2f}) and {within}; "
-            f"P(ambiguous) {scores.ambiguous:.2f}")
+            f"P(ambiguous) {scores.ambiguous:.2f} >= {threshold:.2f}")
 
 
 def named_tools(query: str, lookup: dict[str, int]) -> list[int]:

@@ -1,9 +1,9 @@
 """The decision model: three calibrated probabilities from the features of a whole result.
 
-A multinomial logistic regression over :data:`toolrag.search.features.FEATURES` gives P(call the top tool),
-P(ambiguous between the top two: ask) and P(no tool fits); a second, binary one gives P(the top tool is the
-right one) among requests that want a tool; a third, over each lower candidate's distance to the top, gives
-P(this candidate is also a right tool), which sets how many schemas to inject. All three are fitted per
+Logistic regressions over :data:`toolrag.search.features.FEATURES` give P(a permitted tool fits) (against
+no tool), and among requests a tool fits P(ambiguous between the top two: ask) and P(the top tool is a right
+one); a fourth, over each lower candidate's distance to the top, gives P(this candidate is also a right
+tool), which sets how many schemas to inject. All three are fitted per
 catalog on simulated requests (:mod:`toolrag.search.simulate`), optionally with labelled ones, and are small
 enough to read: one coefficient per feature and class, stored as JSON with the index.
 
@@ -23,12 +23,10 @@ import numpy as np
 
 from toolrag.search.features import FEATURES
 
-__all__ = ["CLASSES", "DecisionModel", "fit_logistic", "predict_logistic"]
+__all__ = ["MODEL_VERSION", "DecisionModel", "fit_logistic", "predict_logistic"]
 
-#: Classes of the decision model, in the order of its probabilities.
-CLASSES = ("EXECUTE", "CLARIFY", "NO_TOOL")
-#: Version of the stored format and of the features; a stored model of another version is refitted.
-MODEL_VERSION = 3
+#: Version of the stored format, the features and the simulation; a stored model of another version is refitted.
+MODEL_VERSION = 4
 
 
 def predict_logistic(coef: np.ndarray, intercept: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -108,18 +106,31 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, n_classes: int, *, weights: np.nd
 
 @dataclass(frozen=True)
 class DecisionModel:
-    """A fitted decision model: standardisation, the three logistic models and the operating point."""
+    """A fitted decision model: standardisation, three binary logistic models and the operating point.
+
+    * ``tool``: P(a permitted tool fits) against P(no tool fits);
+    * ``ambiguous``: among requests a tool fits, P(ambiguous between the top two);
+    * ``right``: among requests a tool fits, P(the top tool is a right one).
+
+    Each is a (1, d) coefficient row on standardised features plus an intercept; class 0 is the event named.
+    """
 
     key: str
     mean: np.ndarray
     scale: np.ndarray
-    coef: np.ndarray
-    intercept: np.ndarray
+    tool_coef: np.ndarray
+    tool_intercept: np.ndarray
+    ambiguous_coef: np.ndarray
+    ambiguous_intercept: np.ndarray
     right_coef: np.ndarray
     right_intercept: np.ndarray
     select_coef: np.ndarray
     select_intercept: np.ndarray
     select_threshold: float
+    no_tool_threshold: float
+    """NO_TOOL when P(no tool) reaches this."""
+    ambiguous_threshold: float
+    """CLARIFY when P(ambiguous) reaches this (set so few simulated clear requests are asked about)."""
     execute_floor: float
     """EXECUTE needs P(top tool right) at least this (else the agent is asked to clarify)."""
     reference: Mapping[str, float] = field(default_factory=dict)
@@ -133,26 +144,25 @@ class DecisionModel:
         filled = np.where(np.isnan(x), self.mean, x)
         return (filled - self.mean) / self.scale
 
-    def probabilities(self, x: np.ndarray) -> tuple[float, float, float, float]:
-        """(P(EXECUTE), P(CLARIFY), P(NO_TOOL), P(the top tool is right)) for one feature vector.
-
-        P(right) = P(a tool fits) * P(the top one is right | a tool fits), P(a tool fits) = 1 - P(NO_TOOL).
-        """
+    def probabilities(self, x: np.ndarray) -> tuple[float, float, float]:
+        """(P(the top tool is right), P(ambiguous between the top two), P(no tool fits)) for one feature vector
+        (or arrays of them for a matrix). P(ambiguous) = P(a tool fits) * P(ambiguous | a tool fits), and the
+        same for P(right)."""
         z = self.standardise(x)
-        p = predict_logistic(self.coef, self.intercept, z)
-        given = predict_logistic(self.right_coef, self.right_intercept, z)[0]
-        return float(p[0]), float(p[1]), float(p[2]), float((1.0 - p[2]) * given)
+        fits = predict_logistic(self.tool_coef, self.tool_intercept, z)[..., 0]
+        ambiguous = predict_logistic(self.ambiguous_coef, self.ambiguous_intercept, z)[..., 0]
+        right = predict_logistic(self.right_coef, self.right_intercept, z)[..., 0]
+        return fits * right, fits * ambiguous, 1.0 - fits  # type: ignore[return-value]
 
     def select_probability(self, candidate: np.ndarray) -> float:
         """P(a lower candidate is also a right tool) from its :data:`SELECTION_FEATURES` row."""
         return float(predict_logistic(self.select_coef, self.select_intercept, np.asarray(candidate))[0])
 
     def coefficients(self) -> dict[str, dict[str, float]]:
-        """Per class (against NO_TOOL), the coefficient of each standardised feature: what the model reads."""
-        out = {CLASSES[c]: {f: round(float(v), 4) for f, v in zip(self.features, self.coef[c], strict=True)}
-               for c in range(self.coef.shape[0])}
-        out["right"] = {f: round(float(v), 4) for f, v in zip(self.features, self.right_coef[0], strict=True)}
-        return out
+        """Per model, the coefficient of each standardised feature: what the model reads."""
+        return {name: {f: round(float(v), 4) for f, v in zip(self.features, coef[0], strict=True)}
+                for name, coef in (("tool", self.tool_coef), ("ambiguous", self.ambiguous_coef),
+                                   ("right", self.right_coef))}
 
     def to_json(self) -> str:
         def arr(a: np.ndarray) -> list[Any]:
@@ -160,12 +170,12 @@ class DecisionModel:
 
         return json.dumps({
             "version": MODEL_VERSION, "key": self.key, "features": list(self.features),
-            "mean": arr(self.mean), "scale": arr(self.scale), "coef": arr(self.coef),
-            "intercept": arr(self.intercept), "right_coef": arr(self.right_coef),
-            "right_intercept": arr(self.right_intercept), "select_coef": arr(self.select_coef),
-            "select_intercept": arr(self.select_intercept), "select_threshold": self.select_threshold,
-            "execute_floor": self.execute_floor, "reference": dict(self.reference),
-            "summary": dict(self.summary),
+            "mean": arr(self.mean), "scale": arr(self.scale),
+            **{f"{name}_{part}": arr(getattr(self, f"{name}_{part}")) for name in _MODELS
+               for part in ("coef", "intercept")},
+            "select_threshold": self.select_threshold, "no_tool_threshold": self.no_tool_threshold,
+            "ambiguous_threshold": self.ambiguous_threshold, "execute_floor": self.execute_floor,
+            "reference": dict(self.reference), "summary": dict(self.summary),
         }, ensure_ascii=False, indent=1)
 
     @classmethod
@@ -179,17 +189,25 @@ class DecisionModel:
                 tuple(data.get("features", ())) != FEATURES:
             return None
         try:
+            def get(name: str) -> np.ndarray:
+                return _array(data[name], 2 if name.endswith("_coef") else 1)
+
             return cls(
-                key=str(data["key"]), mean=_array(data["mean"]), scale=_array(data["scale"]),
-                coef=_array(data["coef"], 2), intercept=_array(data["intercept"]),
-                right_coef=_array(data["right_coef"], 2), right_intercept=_array(data["right_intercept"]),
-                select_coef=_array(data["select_coef"], 2), select_intercept=_array(data["select_intercept"]),
-                select_threshold=float(data["select_threshold"]), execute_floor=float(data["execute_floor"]),
+                key=str(data["key"]), mean=get("mean"), scale=get("scale"), tool_coef=get("tool_coef"),
+                tool_intercept=get("tool_intercept"), ambiguous_coef=get("ambiguous_coef"),
+                ambiguous_intercept=get("ambiguous_intercept"), right_coef=get("right_coef"),
+                right_intercept=get("right_intercept"), select_coef=get("select_coef"),
+                select_intercept=get("select_intercept"),
+                select_threshold=float(data["select_threshold"]), no_tool_threshold=float(data["no_tool_threshold"]),
+                ambiguous_threshold=float(data["ambiguous_threshold"]), execute_floor=float(data["execute_floor"]),
                 reference={str(k): float(v) for k, v in data.get("reference", {}).items()},
                 summary=dict(data.get("summary", {})),
             )
         except (KeyError, TypeError, ValueError):
             return None
+
+
+_MODELS = ("tool", "ambiguous", "right", "select")
 
 
 def _array(values: Sequence[Any], ndim: int = 1) -> np.ndarray:

@@ -59,7 +59,7 @@ class DecisionStep:
         scores, select = None, []
         x = feature_vector(view)
         if model is not None and len(head) >= 2:
-            _, p_clarify, p_none, p_right = model.probabilities(x)
+            p_right, p_clarify, p_none = model.probabilities(x)
             scores = DecisionScores(p_right, p_clarify, p_none)
             select = [model.select_probability(candidate_row(view.fused, head, k))
                       for k in range(2, len(candidates) + 1)]
@@ -72,10 +72,8 @@ class DecisionStep:
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query)
-        outcome = decide(inputs, scores, execute_floor=model.execute_floor if model is not None else 0.0,
-                         select_threshold=model.select_threshold if model is not None else 0.5,
-                         clarify_gap=self.cfg.clarify_gap, no_tool_threshold=self.cfg.no_tool_threshold,
-                         reference=dict(model.reference) if model is not None else None)
+        outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
+                         no_tool_threshold=self.cfg.no_tool_threshold)
         return replace(outcome, features=tuple(float(v) for v in x))
 
     def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray]) -> ResultView:

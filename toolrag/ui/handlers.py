@@ -19,6 +19,7 @@ from toolrag.catalog.editor import RankProbe
 from toolrag.catalog.lint import lint_profile
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
+from toolrag.evaluation.reliability import reliability_bins, reliability_figure
 from toolrag.settings import Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS
 from toolrag.ui import format as fmt
@@ -111,6 +112,14 @@ class Handlers:
             return tuple(gr.skip() for _ in range(11))
         out: tuple[Any, ...] = self.search(query, image, *rest)
         return out
+
+    @_guard
+    def reliability(self) -> Any:
+        """The reliability curve of the catalog's decision model: held-out P(right) of its simulated requests."""
+        model = self.b.require().decision_model()
+        pairs = list(model.summary.get("heldout_right", [])) if model is not None else []
+        bins = reliability_bins([p for p, _ in pairs], [bool(r) for _, r in pairs])
+        return reliability_figure(bins, title="P(right) on this catalog's simulated requests (held out)")
 
     # ------------------------------------------------------------------------------------------ tool space
 
