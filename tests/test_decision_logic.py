@@ -108,9 +108,11 @@ def test_score_view_matches_the_fusion_by_hand() -> None:
     assert view.fused[2] == pytest.approx(1.2247, abs=1e-4) and view.lookalike == 0.0
 
 
-def test_pseudo_request_keeps_every_other_content_word() -> None:
+def test_pseudo_request_keeps_few_description_words() -> None:
+    # content words: Get, 2-day, air, quality, forecast, zip, code ("US" reads as the stop word "us");
+    # KEEP_EVERY 6 keeps the 1st and the 7th; the context carries a name and a date no tool text has
     text = _pseudo_request("Get the 2-day air quality forecast for any US zip code. Extra sentence.", 0)
-    assert text.startswith("Get the air forecast") and text.endswith(", for my team")
+    assert text == "Get the for any US code, for Priya Raman by 12 May"
     assert _pseudo_request("Weather", 0) == ""
 
 
@@ -178,7 +180,7 @@ def test_model_probabilities_and_storage() -> None:
     assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
     assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
     assert DecisionModel.from_json("{not json") is None
-    assert DecisionModel.from_json(model.to_json().replace('"version": 4', '"version": 1')) is None
+    assert DecisionModel.from_json(model.to_json().replace('"version": 6', '"version": 1')) is None
 
 
 # ----------------------------------------------------------------------------------------------- the rules

@@ -30,7 +30,7 @@ from toolrag.errors import (
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
 from toolrag.evaluation.queries import QueryRow, load_queries
 from toolrag.index.client import StoreConfig
-from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
+from toolrag.search.results import Candidate, Decision, DecisionScores, SearchResult, SignalScore, TokenReport
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
@@ -43,6 +43,7 @@ __all__ = [
     "Catalog",
     "CatalogError",
     "Decision",
+    "DecisionScores",
     "EvalReport",
     "Evaluator",
     "Fusion",

@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 
 #: Weight of a "tool removed" case relative to the other NO_TOOL cases: the nearest remaining tool is often
 #: a sibling that a real request for the removed tool would reasonably be asked about.
-REMOVED_WEIGHT = 0.5
+REMOVED_WEIGHT = 0.25
 #: L2 penalty of the decision and right-tool models (standardised features).
 L2 = 10.0
 #: Weight of one labelled request against one simulated request when a catalog owner refines the model.
@@ -54,6 +54,8 @@ LABEL_WEIGHT = 4.0
 #: for a low P(right) (the execute floor).
 CLARIFY_SHARE = 0.04
 FLOOR_SHARE = 0.02
+#: Share of the simulated two-tool requests completed by the top five that the selection must complete too.
+SELECTION_KEEP = 0.92
 #: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
 FOLDS = 5
 #: Simulated requests' vectors kept per model for refits after an edit.
@@ -92,8 +94,10 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     models = _fit_models(z, y, right, extra)
     if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
         select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
+        select_threshold = _select_threshold(sim, select_coef, select_intercept)
     else:  # nothing to learn from: inject the top tool only
         select_coef, select_intercept = np.zeros((1, sim.selection_x.shape[1])), np.array([-10.0])
+        select_threshold = 0.5
     # Held-out probabilities (cross-fitting) for the operating point and the reliability curve.
     held = np.zeros((len(y), 3))  # right, ambiguous, no tool
     folds = np.arange(len(y)) % FOLDS
@@ -126,12 +130,43 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     return DecisionModel(
         key=key, mean=mean, scale=scale, tool_coef=tool_coef, tool_intercept=tool_b, ambiguous_coef=amb_coef,
         ambiguous_intercept=amb_b, right_coef=right_coef, right_intercept=right_b, select_coef=select_coef,
-        select_intercept=select_intercept, select_threshold=0.5, no_tool_threshold=0.5,
+        select_intercept=select_intercept, select_threshold=select_threshold, no_tool_threshold=0.5,
         ambiguous_threshold=ambiguous_threshold, execute_floor=floor,
         reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
 
 
 Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.ndarray) -> float:
+    """The highest threshold on P(also a right tool) whose selection still completes at least
+    :data:`SELECTION_KEEP` of the simulated two-tool requests that the top five complete.
+
+    Selection of a case = the top tool plus candidates 2, 3, ... while their probability reaches the threshold;
+    complete = every right tool selected.
+    """
+    if not len(sim.selection_case):
+        return 0.5
+    probs = predict_logistic(coef, intercept, sim.selection_x)[:, 0]
+    pairs = [c for c in np.unique(sim.selection_case) if sim.kinds[c] == "pair"]
+    rows = {c: np.flatnonzero(sim.selection_case == c) for c in pairs}
+    complete_top = [c for c in pairs if (sim.selection_y[rows[c]].sum() >= 1 and sim.right[c])
+                    or sim.selection_y[rows[c]].sum() >= 2]
+    if not complete_top:
+        return 0.5
+    for threshold in np.linspace(0.9, 0.05, 18):
+        done = 0
+        for c in complete_top:
+            chosen = 1
+            for p in probs[rows[c]]:
+                if p < threshold:
+                    break
+                chosen += 1
+            needed = np.flatnonzero(sim.selection_y[rows[c]])
+            done += int(not len(needed) or needed.max() + 2 <= chosen)
+        if done >= SELECTION_KEEP * len(complete_top):
+            return float(threshold)
+    return 0.05
 
 
 def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray) -> tuple[Pair, Pair, Pair]:

@@ -451,8 +451,9 @@ class ToolRetriever:
         profiles = [p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
         tools = openai_tools(profiles)
         per_tool = self._tool_tokens(snap)
-        tokens = TokenReport(schema_tokens(tools), int(per_tool[mask].sum()), tokenizer_name(),
-                             int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
+        # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
+        tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), int(per_tool[mask].sum()),
+                             tokenizer_name(), int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
         if q.ocr_text:
             notes.append(f"OCR read: {q.ocr_text[:200]}")
         if q.concepts:

@@ -57,13 +57,20 @@ LOO_SCALE = 1.5
 MAX_EXAMPLES_PER_TOOL = 2
 MAX_EXAMPLES = 400
 MAX_DESCRIPTIONS = 300
-MAX_VAGUE = 60
+MAX_VAGUE = 60  # edited examples; half as many generic ones
 MAX_PAIRS = 90
 #: Share of the catalog's nearest-neighbour pairs treated as look-alikes (the closest ones).
 LOOKALIKE_SHARE = 0.25
-_CONTEXT_EN = ("for my team", "for a client", "this week", "as soon as possible", "for the Q3 report",
-               "for tomorrow", "in Berlin", "for my project", "before Friday", "for our office")
-_CONTEXT_ZH = ("今天", "帮我看看", "给我们团队", "这周", "尽快", "明天之前", "给客户", "在上海")
+#: Request context of a pseudo-request: the names, places, dates and numbers real requests carry and tool
+#: descriptions do not.
+_CONTEXT_EN = ("for Priya Raman by 12 May", "in Hamburg next Tuesday", "order 4471 from Lakeside Ltd",
+               "for the Orion project", "around Lyon this weekend", "for my sister Mia", "before 3pm on Friday",
+               "for account 88-2190", "near Union Square", "for the Kowalski family", "about the 2019 Corolla",
+               "for our Denver office")
+_CONTEXT_ZH = ("给王磊，5月12日前", "在杭州西湖附近", "订单号 4471", "这周五下午三点", "给我妹妹小敏", "在成都的分公司",
+               "关于那台 2019 款的车", "账户 88-2190")
+#: A pseudo-request keeps one content word of the description in KEEP_EVERY.
+KEEP_EVERY = 6
 _WORD = re.compile(r"\S+")
 
 Encoder = Callable[[Sequence[str]], np.ndarray]
@@ -81,6 +88,8 @@ class Simulation:
     selection_x: np.ndarray
     selection_y: np.ndarray
     counts: Mapping[str, int] = field(default_factory=dict)
+    selection_case: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """The case (row of ``features``) each selection row belongs to; rows of a case are in position order."""
 
 
 @dataclass(frozen=True)
@@ -268,14 +277,15 @@ def _join(pieces: Sequence[str], cjk: bool) -> str:
 
 
 def _pseudo_request(description: str, n: int) -> str:
-    """Every other content word of the description's first sentence, plus a neutral request context."""
-    first = re.split(r"(?<=[.!?。！？])\s*", description.strip(), maxsplit=1)[0]
+    """One content word in :data:`KEEP_EVERY` of the description's first sentence (the first always), plus a
+    request context with names, places or numbers no tool text has."""
+    first = re.split(r"(?<=[.!?。！？])\s*", description.strip(), maxsplit=1)[0].rstrip(".!?。！？ ")
     cjk = has_cjk(first)
     pieces = _pieces(first)
     content = [i for i, p in enumerate(pieces) if _content(p)]
     if len(content) < 2:
         return ""
-    dropped = set(content[1::2])
+    dropped = {c for k, c in enumerate(content) if k % KEEP_EVERY}
     kept = [p for i, p in enumerate(pieces) if i not in dropped]
     context = _CONTEXT_ZH[n % len(_CONTEXT_ZH)] if cjk else _CONTEXT_EN[n % len(_CONTEXT_EN)]
     return _join(kept, cjk) + ("，" if cjk else ", ") + context
@@ -362,7 +372,34 @@ def _vague(snap: IndexSnapshot, allowed: np.ndarray, base: Sequence[_Request]) -
                 if len(kept) == len(pieces) or not any(_content(p) for p in kept):
                     continue
                 out.append(_Request(_join(kept, cjk), "vague", (own, other), req.loo, req.left_out))
-    return _spread_requests(out, MAX_VAGUE)
+    generic = [g for n, (a, b, _) in enumerate(_lookalikes(snap, allowed))
+               if (g := _shared_request(snap, lexicon, a, b, n)) is not None]
+    return _spread_requests(out, MAX_VAGUE) + _spread_requests(generic, MAX_VAGUE // 2)
+
+
+_SHARED_EN = ("{a} something", "help me with the {a}", "I need {a} {b}", "can you do the {a} thing",
+              "{a} {b} please", "something about {a}")
+_SHARED_ZH = ("帮我{a}一下", "{a}的事帮我弄一下", "处理一下{a}", "{a}{b}")
+
+
+def _shared_request(snap: IndexSnapshot, lexicon: _Lexicon, a: int, b: int, n: int) -> _Request | None:
+    """A generic request made of the words two look-alikes share ("schedule something", "帮我翻译一下"): the
+    two rarest content words of the catalog that both tools' names and descriptions use, in a template."""
+    tools = snap.catalog.tools
+
+    def words(row: int) -> set[str]:
+        tool = tools[row]
+        return set(tokenize(f"{tool.name} {tool.description}"))
+
+    shared = [t for t in words(a) & words(b) if _content(t) and not t.isdigit() and len(t) > 1]
+    if not shared:
+        return None
+    shared.sort(key=lambda t: (lexicon.df.get(t, 0), t))
+    first, second = shared[0], shared[1] if len(shared) > 1 else ""
+    cjk = is_mostly_cjk(tools[a].description) and is_mostly_cjk(tools[b].description)
+    templates = [t for t in (_SHARED_ZH if cjk else _SHARED_EN) if second or "{b}" not in t]
+    text = templates[n % len(templates)].format(a=first, b=second).strip()
+    return _Request(text, "vague", (a, b))
 
 
 def _pairs(snap: IndexSnapshot, base: Sequence[_Request]) -> list[_Request]:
@@ -417,6 +454,7 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[_Request
     kinds: list[str] = []
     sel_x: list[np.ndarray] = []
     sel_y: list[int] = []
+    sel_case: list[int] = []
     for i, req in enumerate(requests):
         raw: dict[str, np.ndarray] = {}
         present: dict[str, np.ndarray] = {}
@@ -470,10 +508,11 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[_Request
                 for pos in range(2, len(top_rows) + 1):
                     sel_x.append(candidate_features(view, pos))
                     sel_y.append(int(top_rows[pos - 1] in gold))
+                    sel_case.append(len(rows_x) - 1)
     return Simulation(np.array(rows_x).reshape(-1, len(FEATURES)), np.array(labels, dtype=np.int64),
                       np.array(right, dtype=bool), tuple(kinds),
                       np.array(sel_x).reshape(-1, len(SELECTION_FEATURES)), np.array(sel_y, dtype=np.int64),
-                      dict(Counter(kinds)))
+                      dict(Counter(kinds)), np.array(sel_case, dtype=np.int64))
 
 
 def _variants(req: _Request) -> list[tuple[str, int, tuple[int, ...]]]:
