@@ -180,7 +180,7 @@ def test_model_probabilities_and_storage() -> None:
     assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
     assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
     assert DecisionModel.from_json("{not json") is None
-    assert DecisionModel.from_json(model.to_json().replace('"version": 6', '"version": 1')) is None
+    assert DecisionModel.from_json(model.to_json().replace('"version": 8', '"version": 1')) is None
 
 
 # ----------------------------------------------------------------------------------------------- the rules
@@ -214,9 +214,14 @@ def test_decide_follows_the_operating_point() -> None:
     assert "below what this catalog's own example requests reach (0.860)" in none.reason
 
 
-def test_decide_asks_when_unsure_or_tied() -> None:
+def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> None:
+    # P(a tool fits) = 1 - 0.1 = 0.9; P(right) 0.2 < 0.5 * 0.9 = 0.45: the top tool is more likely wrong
     unsure = decide(_inputs(), DecisionScores(right=0.2, ambiguous=0.1, no_tool=0.1), model=POINT)
-    assert unsure.decision is Decision.CLARIFY and "uncertain" in unsure.reason
+    assert unsure.decision is Decision.NO_TOOL and "more likely wrong than right" in unsure.reason
+    assert unsure.selected == 0
+    # P(right) 0.46 >= 0.45: called
+    called = decide(_inputs(), DecisionScores(right=0.46, ambiguous=0.1, no_tool=0.1), model=POINT)
+    assert called.decision is Decision.EXECUTE
     tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
                  clarify_gap=0.01)
     assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason

@@ -50,12 +50,18 @@ REMOVED_WEIGHT = 0.25
 L2 = 10.0
 #: Weight of one labelled request against one simulated request when a catalog owner refines the model.
 LABEL_WEIGHT = 4.0
-#: Shares of the simulated EXECUTE requests the operating point may ask about: for looking ambiguous, and
-#: for a low P(right) (the execute floor).
+#: Shares of the simulated EXECUTE requests the operating point may turn away: asked about for looking
+#: ambiguous, and not called for a low P(right) (the execute floor).
 CLARIFY_SHARE = 0.04
 FLOOR_SHARE = 0.02
 #: Share of the simulated two-tool requests completed by the top five that the selection must complete too.
 SELECTION_KEEP = 0.92
+#: Features the "a tool fits" model does not read, because in the simulation their link to the class comes from
+#: how the cases are made, not from the catalog: on a catalog without Chinese text every Chinese case is a
+#: bundled no-tool request (the model would learn "Chinese means no tool"), and a pseudo-request keeps few of
+#: its description's words and adds names no tool knows (so word coverage says little there, while real
+#: requests that need a tool cover many catalog words). The ambiguity and right-tool models still read them.
+TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
 #: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
 FOLDS = 5
 #: Simulated requests' vectors kept per model for refits after an edit.
@@ -170,9 +176,15 @@ def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.
 
 
 def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray) -> tuple[Pair, Pair, Pair]:
-    """(tool, ambiguous, right) logistic models; class 0 is the event each one names."""
+    """(tool, ambiguous, right) logistic models; class 0 is the event each one names.
+
+    The tool model does not read :data:`TOOL_SKIPS` (their columns are zeroed, so their coefficients are
+    exactly 0)."""
     fits = np.where(y == simulate.NO_TOOL, 1, 0)
-    tool = fit_logistic(z, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
+    skipped = [FEATURES.index(f) for f in TOOL_SKIPS]
+    z_tool = z.copy()
+    z_tool[:, skipped] = 0.0
+    tool = fit_logistic(z_tool, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
     wants = y != simulate.NO_TOOL
     amb = np.where(y[wants] == simulate.CLARIFY, 0, 1)
     if 0 < amb.sum() < len(amb):

@@ -8,10 +8,11 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    reveals nothing); they come first and are all injected.
 3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
    among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
-4. CLARIFY when P(ambiguous) reaches the model's threshold, when the top two fused scores are within
-   ``clarify_gap`` of each other (relative), or when P(the top tool is right) is under the model's execute
-   floor.
-5. EXECUTE otherwise.
+4. CLARIFY when P(ambiguous) reaches the model's threshold, or when the top two fused scores are within
+   ``clarify_gap`` of each other (relative).
+5. NO_TOOL when the top tool is more likely wrong than right: P(right) < :data:`RIGHT_SHARE` x P(a tool
+   fits), or under the model's execute floor.
+6. EXECUTE otherwise.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
 reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
@@ -32,6 +33,11 @@ __all__ = [
     "named_tools",
 ]
 
+#: EXECUTE needs the top tool to be more likely right than wrong among the cases a tool fits:
+#: P(right) >= RIGHT_SHARE * P(a tool fits) (and the model's execute floor). An agent acts on EXECUTE without a
+#: human check; when the best permitted tool is probably not the one (e.g. the fitting tool is hidden from the
+#: caller) it answers directly instead.
+RIGHT_SHARE = 0.5
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
 _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
 _NAME_LIKE = re.compile(r"[_.\-/:@]|\d|[a-z][A-Z]")
@@ -122,20 +128,21 @@ def decide(
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
     ambiguous = scores.ambiguous >= point.ambiguous_threshold
     tie = n >= 2 and inputs.relative_gap < clarify_gap
-    unsure = not ambiguous and scores.right < point.execute_floor
-    if n >= 2 and (ambiguous or tie or unsure):
+    if n >= 2 and (ambiguous or tie):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         if ambiguous:
             reason = _clarify_reason(inputs, scores, point.ambiguous_threshold)
-        elif tie:
+        else:
             reason = (f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
                       f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap {clarify_gap:.2f})")
-        else:
-            reason = (f"asks: a tool fits (P(no tool) {scores.no_tool:.2f}) but the top one is uncertain "
-                      f"(P(right) {scores.right:.2f} < {point.execute_floor:.2f}): {inputs.names[0]} or "
-                      f"{inputs.names[1]}")
         selected = max(2, _selection(inputs, point.select_threshold))
         return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
+    fits = 1.0 - scores.no_tool
+    if scores.right < max(point.execute_floor, RIGHT_SHARE * fits):
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
+                               f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "
+                               f"P(ambiguous) {scores.ambiguous:.2f})", scores)
     selected = _selection(inputs, point.select_threshold)
     more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
     reason = (f"calls {inputs.names[0]}: P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, "

@@ -9,15 +9,17 @@ signals, z-scores and late fusion: :func:`score_view`) and turned into :mod:`too
   ``unit(d - beta * q)`` with ``beta = LOO_SCALE * tokens(example) / tokens(document)``, checked against
   re-encoding the document without the example (mean cosine within 0.01 for e5 and MiniLM on the bundled
   catalog); its BM25 text loses the example's line. Tools without examples (most public catalogs) get a
-  pseudo-request from their description instead: every other content word of its first sentence, with a
-  neutral request context ("for my team", "今天") appended, so it shares some words with the tool, not all.
+  pseudo-request from their description instead: one content word in :data:`KEEP_EVERY` of its first
+  sentence, with a request context that carries names, places or numbers no tool text has ("for Priya Raman
+  by 12 May", "订单号 4471"), so it shares some words with the tool, not all, like a real request.
 * NO_TOOL: the same requests with their tool removed from the catalog (the nearest remaining tool is a poor
   fit), and the bundled requests that need no tool (``toolrag/data/no_tool_requests.yaml``: chit-chat,
   general knowledge, arithmetic, writing help, in English and Chinese).
 * CLARIFY: requests between two look-alike tools (each tool and its nearest neighbour when that pair is among
   the catalog's closest): an example of one with the words that only its own profile has removed ("will it
   rain tomorrow in Berlin" between a current-weather and a forecast tool becomes "will it rain in Berlin"),
-  kept only when the two look-alikes then rank first and second.
+  kept only when the two look-alikes then rank first and second; and generic requests made of the rarest
+  words two look-alikes share ("schedule something").
 * Two-tool requests (EXECUTE, both tools right): examples of two unrelated tools joined ("... and ...");
   they teach the selection how many tools to inject.
 
