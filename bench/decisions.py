@@ -266,6 +266,13 @@ def _pct(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
 
 
+def _fit_time(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "n/a"
+    # 0.0: the model stored with the index was loaded (fitted by an earlier run), nothing was fitted now
+    return f"{seconds} s" if seconds > 0 else "stored model loaded"
+
+
 def format_tables(results: dict[str, Any]) -> str:
     """The markdown tables of docs/decisions.md (values in percent)."""
     sets = results["sets"]
@@ -300,7 +307,7 @@ def format_tables(results: dict[str, Any]) -> str:
             lines.append(f"| {name} | {s['selection_size']:.2f} | {_pct(s['selection_completeness'])} | "
                          f"{_pct(s['top5_completeness'])} | {s['tokens_selected']:.0f} | {s['tokens_top5']:.0f} |")
     lines += ["", "Fitting (catalog-only model; seconds on this machine, not final): " + "; ".join(
-        f"{name} {s['fit'].get('seconds', 'n/a')} s, cases {s['fit'].get('cases', {})}" for name, s in sets.items())]
+        f"{name} {_fit_time(s['fit'].get('seconds'))}, cases {s['fit'].get('cases', {})}" for name, s in sets.items())]
     lines += ["", "Decision step, mean ms per search (not final; measured on a shared machine): " + ", ".join(
         f"{name} {s['decision_ms']:.2f}" for name, s in sets.items())]
     return "\n".join(lines)
@@ -310,7 +317,7 @@ def write_docs(results: dict[str, Any]) -> None:
     from bench.report import write_section
 
     header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
-              f"Engine: {results['engine']}", ""]
+              f"Engine: {results['engine']}", "", ""]
     write_section("decisions", "\n".join(header) + format_tables(results), doc=DOC)
 
 
@@ -323,7 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
     parser.add_argument("--out", help="results JSON (default <bench dir>/decisions.json)")
     parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/decisions.md")
+    parser.add_argument("--right-share", type=float, default=None,
+                        help="rule 5's operating point (toolrag.search.decide.RIGHT_SHARE; shipped 0.5; 0 turns "
+                             "it off) to measure the trade-off of EXECUTE precision against coverage")
     args = parser.parse_args(raw)
+    if args.right_share is not None:
+        from toolrag.search import decide
+
+        decide.RIGHT_SHARE = args.right_share
     args.command_line = "python -m bench.decisions " + " ".join(raw)
     results = run(args)
     out = Path(args.out) if args.out else _root(args) / "decisions.json"
