@@ -5,7 +5,11 @@ Environment:
 - ``TOOLRAG_DATA_DIR``: where models, the Chroma index and caches live (default ``~/.cache/toolrag``; on a
   Space point it at a mounted storage bucket to keep the index across restarts);
 - ``TOOLRAG_CHROMA_URL``: a Chroma server instead of the embedded store;
-- ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``: where to listen (Gradio reads them).
+- ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``: where to listen (Gradio reads them);
+- ``TOOLRAG_EDITING`` (``on``/``off``), ``TOOLRAG_AUTH`` (``user:password,...``), ``TOOLRAG_EDITORS`` (Hugging
+  Face users, on a Space): who may edit the catalog. Local (127.0.0.1) editing is on; a shared deployment
+  (a Space, another bind address, a share link) is read-only unless editing is turned on with credentials
+  (see :class:`toolrag.ui.backend.Access`).
 
 The page answers at once; the models load and the catalog is indexed in a background thread while the page
 shows the progress.
@@ -23,6 +27,7 @@ configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before g
 
 from toolrag.ui import Backend  # noqa: E402
 from toolrag.ui.app import create_app, launch  # noqa: E402
+from toolrag.ui.backend import Access  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 
@@ -31,7 +36,7 @@ def build() -> tuple[Backend, object]:
     """The backend (building in the background) and its Blocks app, from the environment."""
     catalog = Path(os.environ.get("TOOLRAG_CATALOG") or HERE / "sample_tools")
     backend = Backend(catalog, data_dir=os.environ.get("TOOLRAG_DATA_DIR") or None,
-                      chroma_url=os.environ.get("TOOLRAG_CHROMA_URL") or None)
+                      chroma_url=os.environ.get("TOOLRAG_CHROMA_URL") or None, access=Access.from_env())
     backend.start()
     return backend, create_app(backend)
 

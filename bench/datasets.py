@@ -1,24 +1,27 @@
-"""Convert the public tool-retrieval sets into toolrag catalogs (JSON Lines profiles) + labelled query files.
+"""The public tool-retrieval sets as catalogs exactly as published, plus labelled query files.
 
 The sets live in ``../shared/benchmarks`` (MetaTool, Seal-Tools, Gorilla HF; see its README and each
 ``FORMAT.md``); they are never copied into the repository. This module writes, under a cache folder
 (``$TOOLRAG_BENCH_DIR`` or ``<temp>/toolrag-bench``)::
 
-    sets/<source>/catalog/tools.jsonl      one profile per line, read with toolrag.load_catalog
+    sets/<source>/catalog/tools.json(l)    the tools in an import format, read with toolrag.load_catalog
     sets/<source>/<split>.jsonl            {query, gold} rows, read with toolrag.load_queries
 
-so the benchmark goes through the normal catalog and query loaders, exactly like ``toolrag eval``.
+so the benchmark goes through the real (lenient) import path, exactly like a user's ``toolrag eval`` on a
+catalog they did not write. Nothing is renamed and no schema is rewritten: each upstream record is only put
+into an import format, field for field, and the loader reports (``catalog.report``) what it drops or skips.
 
-Mapping of each set to profile fields (documented in docs/benchmarks.md):
+* MetaTool: an OpenAI ``tools`` list (``tools.json``): function name = tool name, description = plugin
+  description.
+* Seal-Tools: JSON Lines profiles: ``id`` = api_name, ``description`` = api_description, ``category`` =
+  field, ``parameters`` = ``{type: object, properties: <parameters as published>, required: <required>}``.
+  Seal-Tools writes Python type names (``str``, ``int``): the loader drops those ``type`` keywords (a warning
+  per tool) and keeps the parameter names and descriptions.
+* Gorilla HF: JSON Lines profiles: ``id`` = api_name (slashes, quotes and parentheses as published),
+  ``description``, ``category`` = domain, ``tags`` = [domain, functionality]; every row is written, and the
+  loader keeps the first of the 29 repeated api_names (a warning each).
 
-* MetaTool: ``id``/``name`` = tool name, ``description`` = plugin description.
-* Seal-Tools: ``id``/``name`` = api_name, ``description`` = api_description, ``category`` = field,
-  ``parameters`` = a JSON Schema built from the parameter list (names, types, descriptions, required).
-* Gorilla HF: ``id`` = api_name, ``description`` = description, ``category`` = domain, ``tags`` =
-  [domain, functionality]; duplicate api_name rows are collapsed to the first one.
-
-Ids are sanitised to the loader's id alphabet (a handful contain ``&``, spaces, quotes or parentheses);
-gold labels go through the same function, so they always match.
+Gold labels are the original names, so they always match the loaded ids.
 
 Splits (fixed, documented; nothing is random):
 
@@ -37,20 +40,17 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SETS", "BenchSet", "bench_dir", "benchmarks_dir", "metatool_profiles", "metatool_rows", "prepare", "tool_id",
-           "write_jsonl"]
+__all__ = ["SETS", "BenchSet", "bench_dir", "benchmarks_dir", "metatool_rows", "metatool_tools", "prepare",
+           "write_json", "write_jsonl"]
 
-_BAD_ID_CHARS = re.compile(r"[^A-Za-z0-9_.:/@+\-]")
-_SEAL_TYPES = {"str": "string", "int": "integer", "float": "number", "bool": "boolean", "list": "array",
-               "dict": "object"}
-FORMAT_VERSION = "2"
+FORMAT_VERSION = "3"  # 3: the sets as published (no renaming, no schema rewriting)
 GUARD_QUERIES = 200  # bump when the conversion changes: forces a rewrite of the cached files
 
 
@@ -106,22 +106,11 @@ def benchmarks_dir(explicit: str | Path | None = None) -> Path:
 
 def bench_dir(explicit: str | Path | None = None) -> Path:
     """The cache folder for converted sets and indexes: the argument, ``$TOOLRAG_BENCH_DIR`` or
-    ``<temp>/toolrag-bench`` (never inside the repository).
-
-    Not under a dot-folder such as ``~/.cache``: ``toolrag.load_catalog`` skips files whose path has a
-    component starting with ``.``, so a catalog folder there would load as empty.
-    """
+    ``<temp>/toolrag-bench`` (never inside the repository)."""
     raw = explicit or os.environ.get("TOOLRAG_BENCH_DIR", "").strip() or Path(tempfile.gettempdir()) / "toolrag-bench"
     path = Path(raw).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def tool_id(name: str) -> str:
-    """The catalog id for an upstream tool name: characters outside the id alphabet become ``_``."""
-    clean = _BAD_ID_CHARS.sub("_", name.strip())
-    clean = re.sub(r"^[^A-Za-z0-9]+", "", clean)
-    return clean[:200]
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
@@ -136,31 +125,31 @@ def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
     return n
 
 
-def _unique(profiles: list[dict[str, Any]], source: str) -> list[dict[str, Any]]:
-    seen: set[str] = set()
-    for p in profiles:
-        if p["id"] in seen:
-            raise ValueError(f"{source}: two tools map to the id {p['id']!r}; extend bench.datasets.tool_id")
-        seen.add(p["id"])
-    return profiles
+def write_json(path: Path, data: Any) -> int:
+    """Write ``data`` as JSON (atomically); returns how many items a list held."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(path)
+    return len(data) if isinstance(data, list) else 1
 
 
 # ------------------------------------------------------------------------------------------------ MetaTool
-def metatool_profiles(plugin_des: Path) -> list[dict[str, Any]]:
-    """MetaTool's ``plugin_des.json`` as profiles: id/name = tool name, description = plugin description."""
+def metatool_tools(plugin_des: Path) -> list[dict[str, Any]]:
+    """MetaTool's ``plugin_des.json`` as an OpenAI ``tools`` list: name = tool name, description as published."""
     des: dict[str, str] = json.loads(plugin_des.read_text(encoding="utf-8"))
-    return _unique([{"id": tool_id(n), "description": d.strip() or n} for n, d in des.items()], "metatool")
+    return [{"type": "function", "function": {"name": n, "description": d}} for n, d in des.items()]
 
 
 def metatool_rows(csv_file: Path) -> list[dict[str, Any]]:
     """MetaTool's single-tool query CSV (columns ``Query,Tool``) as labelled rows ``{query, gold}``."""
     with csv_file.open(encoding="utf-8", newline="") as fh:
-        return [{"query": r["Query"].strip(), "gold": [tool_id(r["Tool"])]} for r in csv.DictReader(fh)]
+        return [{"query": r["Query"].strip(), "gold": [r["Tool"]]} for r in csv.DictReader(fh)]
 
 
 def _metatool(src: Path, out: Path) -> dict[str, int]:
     folder = src / "metatool"
-    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", metatool_profiles(folder / "plugin_des.json"))}
+    counts = {"tools": write_json(out / "catalog" / "tools.json", metatool_tools(folder / "plugin_des.json"))}
     single = metatool_rows(folder / "all_clean_data.csv")
     counts["single_full"] = write_jsonl(out / "single_full.jsonl", single)
     counts["single_test"] = write_jsonl(out / "single_test.jsonl", single[0::20])
@@ -168,50 +157,37 @@ def _metatool(src: Path, out: Path) -> dict[str, int]:
     counts["guard"] = write_jsonl(out / "guard.jsonl", single[::103][:GUARD_QUERIES])
     multi = json.loads((folder / "multi_tool_query_golden.json").read_text(encoding="utf-8"))
     counts["multi"] = write_jsonl(out / "multi.jsonl", (
-        {"query": m["query"].strip(), "gold": list(dict.fromkeys(tool_id(t) for t in m["tool"]))} for m in multi))
+        {"query": m["query"].strip(), "gold": list(dict.fromkeys(m["tool"]))} for m in multi))
     task1 = json.loads((folder / "Task1.json").read_text(encoding="utf-8"))
     counts["task1"] = write_jsonl(out / "task1.jsonl", (
-        {"query": t["query"].strip(), "gold": [tool_id(t["tool"])] if t["label"] == "positive" else []}
+        {"query": t["query"].strip(), "gold": [t["tool"]] if t["label"] == "positive" else []}
         for t in task1))
     return counts
 
 
 # ---------------------------------------------------------------------------------------------- Seal-Tools
-def _seal_schema(params: Any, required: Any) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    for pname, spec in (params or {}).items() if isinstance(params, dict) else ():
-        entry: dict[str, Any] = {}
-        if isinstance(spec, dict):
-            kind = _SEAL_TYPES.get(str(spec.get("type", "")).lower())
-            if kind:
-                entry["type"] = kind
-            if isinstance(spec.get("description"), str):
-                entry["description"] = spec["description"]
-        props[str(pname)] = entry
-    schema: dict[str, Any] = {"type": "object", "properties": props}
-    req = [r for r in (required or []) if isinstance(r, str) and r in props]
-    if req:
-        schema["required"] = req
-    return schema
+def _seal_profile(tool: dict[str, Any]) -> dict[str, Any]:
+    """One Seal-Tools record as a profile, field for field (the parameters wrapped in an object schema)."""
+    profile: dict[str, Any] = {"id": tool.get("api_name"), "description": tool.get("api_description"),
+                               "category": tool.get("field")}
+    schema: dict[str, Any] = {"type": "object", "properties": tool.get("parameters") or {}}
+    if tool.get("required"):
+        schema["required"] = tool["required"]
+    profile["parameters"] = schema
+    return profile
 
 
 def _seal(src: Path, out: Path) -> dict[str, int]:
     folder = src / "seal_tools"
     tools = [json.loads(line) for line in (folder / "tool.jsonl").read_text(encoding="utf-8").splitlines()
              if line.strip()]
-    profiles = _unique([{
-        "id": tool_id(t["api_name"]),
-        "description": (t.get("api_description") or t["api_name"]).strip(),
-        "category": (t.get("field") or "general").strip(),
-        "parameters": _seal_schema(t.get("parameters"), t.get("required")),
-    } for t in tools], "seal_tools")
-    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
+    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", (_seal_profile(t) for t in tools))}
     for split, file in (("dev", "dev.jsonl"), ("test_in", "test_in_domain.jsonl"),
                         ("test_out", "test_out_domain.jsonl")):
         rows = [json.loads(line) for line in (folder / file).read_text(encoding="utf-8").splitlines()
                 if line.strip()]
         counts[split] = write_jsonl(out / f"{split}.jsonl", (
-            {"query": r["query"].strip(), "gold": list(dict.fromkeys(tool_id(c["api"]) for c in r["calling"]))}
+            {"query": r["query"].strip(), "gold": list(dict.fromkeys(c["api"] for c in r["calling"]))}
             for r in rows))
     return counts
 
@@ -231,24 +207,21 @@ def _text(value: Any) -> str:
 
 def _gorilla(src: Path, out: Path) -> dict[str, int]:
     folder = src / "gorilla_hf"
-    profiles: dict[str, dict[str, Any]] = {}
+    profiles: list[dict[str, Any]] = []
     for line in (folder / "huggingface_api.jsonl").read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
-        api = json.loads(line)
-        tid = tool_id(api["api_name"])
-        if tid in profiles:
-            continue  # duplicates are collapsed to the first row (FORMAT.md)
+        api = json.loads(line)  # every row, repeated api_names too: the loader keeps the first (FORMAT.md)
         domain = _text(api.get("domain"))
         tags = list(dict.fromkeys(t for t in (domain, _text(api.get("functionality"))) if t))
-        profiles[tid] = {"id": tid, "description": _text(api.get("description")) or api["api_name"],
-                         "category": domain or "general", "tags": tags}
-    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", profiles.values())}
+        profiles.append({"id": api.get("api_name"), "description": _text(api.get("description")),
+                         "category": domain or None, "tags": tags})
+    counts = {"tools": write_jsonl(out / "catalog" / "tools.jsonl", profiles)}
     rows = []
     for line in (folder / "huggingface_eval.json").read_text(encoding="utf-8").splitlines():
         if line.strip():
             item = json.loads(line)
-            rows.append({"query": _gorilla_query(item["code"]), "gold": [tool_id(item["api_data"]["api_name"])]})
+            rows.append({"query": _gorilla_query(item["code"]), "gold": [item["api_data"]["api_name"]]})
     counts["all"] = write_jsonl(out / "all.jsonl", rows)
     counts["half_a"] = write_jsonl(out / "half_a.jsonl", rows[0::2])
     counts["half_b"] = write_jsonl(out / "half_b.jsonl", rows[1::2])
@@ -275,6 +248,7 @@ def prepare(source_dir: str | Path | None = None, out_dir: str | Path | None = N
         marker = target / "converted.json"
         if marker.is_file() and json.loads(marker.read_text(encoding="utf-8")).get("stamp") == stamp:
             continue
+        shutil.rmtree(target / "catalog", ignore_errors=True)  # an earlier conversion's files must not linger
         counts = convert(src, target)
         marker.write_text(json.dumps({"stamp": stamp, "counts": counts}, indent=1), encoding="utf-8")
     return root

@@ -180,7 +180,7 @@ def test_model_probabilities_and_storage() -> None:
     assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
     assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
     assert DecisionModel.from_json("{not json") is None
-    assert DecisionModel.from_json(model.to_json().replace('"version": 8', '"version": 1')) is None
+    assert DecisionModel.from_json(model.to_json().replace('"version": 12', '"version": 1')) is None
 
 
 # ----------------------------------------------------------------------------------------------- the rules

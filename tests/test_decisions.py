@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from toolrag.errors import QueryError
 from toolrag.search.decision_model import DecisionModel
 from toolrag.search.features import FEATURES
 from toolrag.search.results import Decision
@@ -94,12 +95,20 @@ def test_a_joke_needs_no_tool(sample_retriever: Any) -> None:
     assert "no tool" in result.decision_reason
 
 
-@pytest.mark.parametrize("query", ["🤖🧾💸🔥🔥🔥", "\x00\x00\x00", "\u200b\u200b\u200b", "\x07\x1b\x7f",
-                                   "\u200d🔥\ufeff"])
-def test_requests_without_meaning_are_not_executed(sample_retriever: Any, query: str) -> None:
+@pytest.mark.parametrize("query", ["🤖🧾💸🔥🔥🔥", "\u200b\u200b\u200b", "\u200d🔥\ufeff"])
+def test_requests_without_meaning_need_no_tool(sample_retriever: Any, query: str) -> None:
+    # readable characters, but no letter or digit: nothing a tool could act on
     result = sample_retriever.search(query)
-    assert result.decision is not Decision.EXECUTE
-    assert result.tools == ()
+    assert result.decision is Decision.NO_TOOL, result.decision_reason
+    assert result.tools == () and result.selected == () and "no letters or digits" in result.decision_reason
+
+
+@pytest.mark.parametrize("query", ["\x00\x00\x00", "\x07\x1b\x7f"])
+def test_requests_of_control_characters_only_are_refused(sample_retriever: Any, query: str) -> None:
+    # NUL and other control characters are cleaned away before any model runs (toolrag.search.request);
+    # with nothing readable left the request is a caller's mistake, said so, not a decision
+    with pytest.raises(QueryError, match="holds no readable text"):
+        sample_retriever.search(query)
 
 
 def test_a_named_tool_comes_first(sample_retriever: Any) -> None:

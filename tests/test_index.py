@@ -13,6 +13,8 @@ import pytest
 from chroma_server import running_chroma_server
 
 from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog
+from toolrag.errors import CatalogError
 from toolrag.search.retriever import ToolRetriever
 
 
@@ -203,7 +205,10 @@ def test_empty_and_single_tool_catalogs(models: Any, tmp_path: Path) -> None:
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    result = ToolRetriever.from_catalog(empty, data_dir=tmp_path / "d", models=models).search("anything")
+    with pytest.raises(CatalogError, match="has no tools"):  # a folder without tools is a mistake, never silent
+        ToolRetriever.from_catalog(empty, data_dir=tmp_path / "d", models=models)
+    # A catalog built empty in code still answers (NO_TOOL, nothing to inject).
+    result = ToolRetriever.from_catalog(Catalog(()), data_dir=tmp_path / "d", models=models).search("anything")
     assert result.decision is Decision.NO_TOOL and result.candidates == () and result.tokens.all == 0
     one = tmp_path / "one"
     one.mkdir()

@@ -183,9 +183,16 @@ def test_all_problems_are_collected(tmp_path: Path) -> None:
 
 
 def test_empty_and_single_tool_catalogs(tmp_path: Path) -> None:
+    # A catalog without any tool is an error naming what the folder holds, never 0 tools that answer NO_TOOL.
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert len(load_catalog(empty)) == 0
+    with pytest.raises(CatalogError, match="has no tools: the folder is empty"):
+        load_catalog(empty)
+    write(empty, "catalog.yaml", "name: nothing\n")
+    with pytest.raises(CatalogError, match=r"holds no profile file \(only catalog\.yaml\)"):
+        load_catalog(empty)
+    with pytest.raises(CatalogError, match=r"1 profile file\(s\) hold none \(e\.g\. tools\.json\)"):
+        load_catalog(write(tmp_path / "openai", "tools.json", "[]"))
     one = tmp_path / "one"
     write(one, "t.yaml", "id: solo\ndescription: the only tool\n")
     assert load_catalog(one).ids == ["solo"]

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.datasets import GUARD_QUERIES, metatool_profiles, metatool_rows, write_jsonl  # noqa: E402
+from bench.datasets import GUARD_QUERIES, metatool_rows, metatool_tools, write_json, write_jsonl  # noqa: E402
 
 SLICE = ROOT / "tests" / "data" / "metatool"
 #: Recall@5 of the shipped defaults on this slice, recorded with `python -m bench.quality --sets
@@ -32,7 +32,7 @@ MARGIN = 0.02
 @pytest.fixture(scope="module")
 def guard_set(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     folder = tmp_path_factory.mktemp("metatool-guard")
-    write_jsonl(folder / "catalog" / "tools.jsonl", metatool_profiles(SLICE / "plugin_des.json"))
+    write_json(folder / "catalog" / "tools.json", metatool_tools(SLICE / "plugin_des.json"))  # as published
     write_jsonl(folder / "guard.jsonl", metatool_rows(SLICE / "guard.csv"))
     return folder / "catalog", folder / "guard.jsonl"
 

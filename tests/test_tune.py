@@ -143,6 +143,12 @@ def test_no_tool_threshold_is_calibrated_through_the_retriever(small_retriever: 
     right = [(small_retriever.search(r.query, settings=cfg).decision is Decision.NO_TOOL)
              == (r.expect is Decision.NO_TOOL) for r in rows]
     assert sum(right) / len(rows) == pytest.approx(result.accuracy)
+    # The trade-off curve: thresholds in order; accuracy = 1 - (missed x tool rows + false calls x no-tool rows) / n
+    assert [p.threshold for p in result.curve] == sorted(p.threshold for p in result.curve)
+    for point in result.curve:
+        wrong = point.missed * result.n_tool + point.false_calls * result.n_no_tool
+        assert point.accuracy == pytest.approx(1 - wrong / len(rows))
+    assert any(p.threshold == result.threshold and p.accuracy == result.accuracy for p in result.curve)
     strict = calibrate_no_tool(small_retriever, rows, z=1000.0)  # no gain is that significant: keep it
     assert not strict.changed and strict.threshold == strict.base_threshold
     assert "no_tool_threshold" in strict.summary()

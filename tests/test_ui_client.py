@@ -44,10 +44,10 @@ def test_search_with_an_image(client: Any) -> None:
 def test_save_profile_moves_the_rank(client: Any, ui_server: Any) -> None:
     query = "查一下上海到北京明天的高铁余票"
     tool_id = "web.news.latest"
-    text, _, _ = client.predict(tool_id=tool_id, api_name="/profile")
+    text, _, _, version = client.predict(tool_id=tool_id, api_name="/profile")
     edited = text.replace("examples:\n", f"examples:\n  - query: {query}\n", 1)
     status, new_text, *_ = client.predict(tool_id=tool_id, yaml_text=edited, rank_query=query,
-                                          api_name="/save_profile")
+                                          base_version=version, api_name="/save_profile")
     found = re.search(r"Rank for “.*”: (#\d+|not ranked) → #(\d+)", status)
     assert found, status
     before = int(found.group(1)[1:]) if found.group(1).startswith("#") else 10_000
@@ -61,9 +61,10 @@ def test_invalid_yaml_is_refused_and_the_file_is_unchanged(client: Any, ui_serve
     tool = ui_server.backend.retriever.index.catalog.get("comm.email.send")
     before = Path(tool.source).read_bytes()
     snapshot = ui_server.backend.retriever.index.snapshot
+    version = client.predict(tool_id="comm.email.send", api_name="/profile")[3]
     with pytest.raises(AppError, match="invalid YAML"):
         client.predict(tool_id="comm.email.send", yaml_text="id: comm.email.send\n  name: [oops",
-                       rank_query="", api_name="/save_profile")
+                       rank_query="", base_version=version, api_name="/save_profile")
     assert Path(tool.source).read_bytes() == before
     assert ui_server.backend.retriever.index.snapshot is snapshot
 

@@ -149,24 +149,29 @@ def test_tool_space_draws_the_last_query_and_lists_lookalikes(h: Handlers) -> No
 
 
 def test_profile_handlers(h: Handlers) -> None:
-    text, info, _images = h.pick_tool("comm.email.send")
-    assert text.startswith("id: comm.email.send") and "communication.yaml" in info
+    text, info, _images, version = h.pick_tool("comm.email.send")
+    assert text.startswith("id: comm.email.send") and "communication.yaml" in info and len(version) == 16
     assert "valid" in h.validate_profile("comm.email.send", text)
     with pytest.raises(gr.Error, match="invalid YAML"):
         h.validate_profile("comm.email.send", text + "  bad: [\n")
     last = h.search("帮我发一封邮件给张三，主题是项目延期", None, *controls(top_k=5), [])[10]
     edited = text.replace("examples:\n", "examples:\n  - query: 帮我发一封邮件给张三，主题是项目延期\n", 1)
-    status, new_text, tool_update, catalog_df, *_ = h.save_profile("comm.email.send", edited, "", last)
-    assert status.startswith("✓ Saved `comm.email.send`") and "→" in status
+    with pytest.raises(gr.Error, match="no base_version"):
+        h.save_profile("comm.email.send", edited, "", last)
+    status, new_text, tool_update, catalog_df, *_, new_version = h.save_profile("comm.email.send", edited, "",
+                                                                                last, version)
+    assert status.startswith("✓ Saved `comm.email.send`") and "→" in status and new_version != version
+    with pytest.raises(gr.Error, match="changed in communication.yaml after you opened it"):
+        h.save_profile("comm.email.send", text, "", last, version)  # based on the version before the save
     assert "项目延期" in new_text and tool_update["value"] == "comm.email.send"
     assert len(catalog_df) == len(h.b.retriever.index.catalog)
-    template, tool_value, _note = h.new_tool("travel")
-    assert tool_value["value"] is None and "id: travel.new_tool" in template
-    status, *_ = h.save_profile(None, template, "", {})
+    template, tool_value, _note, no_version = h.new_tool("travel")
+    assert tool_value["value"] is None and "id: travel.new_tool" in template and no_version == ""
+    status, *_, added_version = h.save_profile(None, template, "", {})
     assert status.startswith("✓ Added `travel.new_tool`")
     row, question = h.ask_delete("travel.new_tool")
     assert row["visible"] and "travel.new_tool" in question
-    *outputs, row = h.delete_profile("travel.new_tool", "", {})
+    *outputs, row = h.delete_profile("travel.new_tool", "", {}, added_version)
     assert outputs[0].startswith("✓ Deleted") and not row["visible"]
     assert h.b.retriever.index.catalog.get("travel.new_tool") is None
     with pytest.raises(gr.Error, match="pick a tool"):

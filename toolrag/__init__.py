@@ -28,7 +28,10 @@ from toolrag.errors import (
     ToolragError,
 )
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
+from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import QueryRow, load_queries
+from toolrag.evaluation.report import CatalogReport, build_report
+from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.index.client import StoreConfig
 from toolrag.search.results import Candidate, Decision, DecisionScores, SearchResult, SignalScore, TokenReport
 from toolrag.search.retriever import ToolRetriever
@@ -42,6 +45,7 @@ __all__ = [
     "Candidate",
     "Catalog",
     "CatalogError",
+    "CatalogReport",
     "Decision",
     "DecisionScores",
     "EvalReport",
@@ -54,6 +58,8 @@ __all__ = [
     "ProfileError",
     "QueryError",
     "QueryRow",
+    "RetrievabilityChecker",
+    "RetrievabilityReport",
     "SearchResult",
     "Settings",
     "SettingsError",
@@ -65,6 +71,7 @@ __all__ = [
     "ToolRetriever",
     "ToolragError",
     "__version__",
+    "build_report",
     "load_catalog",
     "load_models",
     "load_queries",

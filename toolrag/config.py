@@ -18,6 +18,8 @@ from pathlib import Path
 from toolrag.errors import SettingsError
 
 __all__ = [
+    "AUDIT_LOG_ENV",
+    "AUDIT_REQUESTS_ENV",
     "CHROMA_URL_ENV",
     "CLIP_ENV",
     "DATA_DIR_ENV",
@@ -43,6 +45,10 @@ ENGLISH_MODEL_ENV = "TOOLRAG_ENGLISH_MODEL"
 CLIP_ENV = "TOOLRAG_CLIP_MODEL"
 RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
+#: The audit log file (JSON Lines) every search and forwarded call is appended to; unset = no audit log.
+AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
+#: ``text`` (default) keeps each request's text in the audit log, ``hash`` only its SHA-256.
+AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -102,6 +108,9 @@ def quiet_library_defaults() -> None:
     # Model loading progress bars would garble the CLI's output and JSON; toolrag reports progress itself.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    # numba (under UMAP) otherwise wraps and later restores sys.stdout/sys.stderr with colorama from whatever
+    # thread compiles, e.g. the app's map warm-up: output of the main thread then goes to a stale stream.
+    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
 
 
 def configure_environment(*, offline: bool | None = None) -> None:

@@ -1,13 +1,21 @@
 """Opening images safely: every image toolrag reads (a request's, a tool's example) goes through here.
 
-Pillow only, no models, so the catalog loader, the editor and the encoders share one definition of a usable
-image and one error message for each way an image can be unusable.
+Pillow only, no models, so the catalog loader, the editor, lint, the index and the encoders share one
+definition of a usable image and one error message for each way an image can be unusable:
+
+- every image: a readable file or bytes, a decodable, complete image, at most ``max_bytes`` and ``max_pixels``;
+- a request's image of a degenerate shape (a side under :data:`MIN_SIDE` pixels, or more than
+  :data:`MAX_ASPECT` times longer than wide, like a 1x5000 strip) is padded with white to a shape the models
+  read (RapidOCR cannot resize a 1x5000 strip; the image models would crop it to nothing);
+- a tool's example image of a degenerate shape (:func:`shape_problem`) is refused by ``toolrag lint``, the
+  index and the editor alike (:func:`check_example_image`): it is a mistake in the catalog, not a request.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import math
 import warnings
 from pathlib import Path
 
@@ -15,16 +23,28 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 
 from toolrag.errors import ImageError
 
-__all__ = ["ImageSource", "image_hash", "load_image"]
+__all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_example_image", "fit_for_models",
+           "image_hash", "load_image", "shape_problem"]
 
 
 ImageSource = str | Path | bytes | Image.Image
 
+#: Longest side / shortest side beyond which an image is degenerate: padded (a request), refused (an example).
+MAX_ASPECT = 20
+#: Shortest side a request's image is padded up to (RapidOCR rounds sides to multiples of 32).
+MIN_SIDE = 32
+#: Shortest side a tool's example image must have.
+MIN_EXAMPLE_SIDE = 16
+#: A degenerate image's long side is first scaled down to this (what RapidOCR reads at most), so padding a
+#: 1x40000 strip does not make an 80-megapixel image.
+_MAX_PADDED_SIDE = 2000
+
 
 def load_image(
-    source: ImageSource, *, max_bytes: int = 20_000_000, max_pixels: int = 40_000_000
+    source: ImageSource, *, max_bytes: int = 20_000_000, max_pixels: int = 40_000_000, fit: bool = True
 ) -> Image.Image:
-    """Open an image from a path, bytes or a PIL image as RGB (alpha on white, EXIF rotation applied).
+    """Open an image from a path, bytes or a PIL image as RGB (alpha on white, EXIF rotation applied); with
+    ``fit`` a degenerate shape is padded for the models (:func:`fit_for_models`).
 
     Raises ImageError naming the file for a missing file, a non-image, a truncated file (the whole image is
     decoded, truncation is never tolerated), a file above ``max_bytes`` or more than ``max_pixels`` pixels.
@@ -32,7 +52,8 @@ def load_image(
     if max_bytes < 1 or max_pixels < 1:
         raise ValueError(f"max_bytes and max_pixels must be positive (got {max_bytes}, {max_pixels})")
     if isinstance(source, Image.Image):
-        return _to_rgb(source, name="the given image", max_pixels=max_pixels)
+        rgb = _to_rgb(source, name="the given image", max_pixels=max_pixels)
+        return fit_for_models(rgb) if fit else rgb
     if isinstance(source, bytes | bytearray | memoryview):
         data, name = bytes(source), f"the uploaded image ({len(source):,} bytes)"
     elif isinstance(source, str | Path):
@@ -66,7 +87,52 @@ def load_image(
     except (OSError, SyntaxError, ValueError) as exc:
         kind = "is truncated or corrupt" if "truncat" in str(exc).lower() else "cannot be decoded"
         raise ImageError(f"{name} {kind}: {exc}") from exc
-    return _to_rgb(img, name=name, max_pixels=max_pixels)
+    rgb = _to_rgb(img, name=name, max_pixels=max_pixels)
+    return fit_for_models(rgb) if fit else rgb
+
+
+def shape_problem(size: tuple[int, int], *, min_side: int = MIN_EXAMPLE_SIDE) -> str | None:
+    """Why an image of ``size`` (width, height) is degenerate, or ``None``: a side under ``min_side``
+    pixels, or the long side more than :data:`MAX_ASPECT` times the short one."""
+    width, height = size
+    if min(width, height) < min_side:
+        return f"a side is under {min_side} pixels"
+    if max(width, height) > MAX_ASPECT * min(width, height):
+        return f"it is {max(width, height) / min(width, height):.0f} times longer than wide (at most {MAX_ASPECT})"
+    return None
+
+
+def check_example_image(source: ImageSource, *, name: str | None = None) -> Image.Image:
+    """Load a tool's example image and refuse a degenerate one (see :func:`shape_problem`) with an
+    ImageError naming it; the same rule for ``toolrag lint``, the index and the editor."""
+    img = load_image(source, fit=False)
+    problem = shape_problem(img.size)
+    if problem:
+        label = name or (str(source) if isinstance(source, str | Path) else "the image")
+        width, height = img.size
+        raise ImageError(f"example image {label} is {width}x{height} pixels: {problem}; use an image of at "
+                         f"least {MIN_EXAMPLE_SIDE} pixels a side and at most {MAX_ASPECT} times longer than "
+                         "wide (crop it to its content)")
+    return img
+
+
+def fit_for_models(img: Image.Image) -> Image.Image:
+    """``img`` unchanged when its shape is usable, else centred on white so every side is at least
+    :data:`MIN_SIDE` pixels and at most :data:`MAX_ASPECT` times the other (a degenerate strip is first
+    scaled so its long side is at most 2000 pixels)."""
+    width, height = img.size
+    if shape_problem(img.size, min_side=MIN_SIDE) is None:
+        return img
+    long_side = max(width, height)
+    if long_side > _MAX_PADDED_SIDE and long_side > MAX_ASPECT * min(width, height):
+        scale = _MAX_PADDED_SIDE / long_side
+        width, height = max(1, round(width * scale)), max(1, round(height * scale))
+        img = img.resize((width, height), Image.Resampling.BILINEAR)
+    short = max(MIN_SIDE, math.ceil(max(width, height) / MAX_ASPECT))
+    new_size = (max(width, short), max(height, short))
+    canvas = Image.new("RGB", new_size, (255, 255, 255))
+    canvas.paste(img.convert("RGB"), ((new_size[0] - width) // 2, (new_size[1] - height) // 2))
+    return canvas
 
 
 def _check_pixels(img: Image.Image, name: str, max_pixels: int) -> None:

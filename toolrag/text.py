@@ -1,15 +1,18 @@
-"""Language facts about text that several layers need: the one definition of a CJK character.
+"""Facts about text that several layers need: the one definition of a CJK character, and the one cleaner
+of text that no encoder can read (invalid UTF-8, lone surrogates, control characters).
 
 The tokenizer segments CJK runs with jieba, the English model skips mostly-CJK texts, and the clarifying
 question is asked in Chinese for a Chinese request: all three use :data:`CJK_RANGES`, so they never disagree
-about what counts as Chinese.
+about what counts as Chinese. Every request text (the library, the CLI's arguments, the app) goes through
+:func:`clean_text` before anything else reads it.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
-__all__ = ["CJK_RANGES", "has_cjk", "is_mostly_cjk"]
+__all__ = ["CJK_RANGES", "CleanText", "clean_text", "has_cjk", "is_mostly_cjk"]
 
 #: CJK Unified Ideographs with Extension A, the compatibility ideographs and Extensions B-F (a regex class body).
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
@@ -27,3 +30,81 @@ def is_mostly_cjk(text: str) -> bool:
     """True when at least 20% of the letters are CJK ideographs: an English-only model can't read the text."""
     letters = [c for c in text if c.isalpha()]
     return bool(letters) and sum(1 for c in letters if _CJK.match(c)) / len(letters) >= MOSTLY_CJK
+
+
+# ------------------------------------------------------------------------------------------ cleaning text
+
+#: Undecodable bytes 0x80-0xFF as Python's ``surrogateescape`` decodes them (command-line arguments that are
+#: not valid UTF-8): U+DC80-U+DCFF.
+_ESCAPED_BYTES = re.compile("[\udc80-\udcff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
+#: C0 controls except tab, line feed and carriage return; DEL; C1 controls. NUL included.
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_NONCHARACTERS = re.compile("[\ufdd0-\ufdef\ufffe\uffff]")
+_KINDS = (
+    (_ESCAPED_BYTES, "invalid UTF-8 byte"),
+    (_SURROGATES, "lone surrogate"),
+    (_CONTROLS, "control character"),
+    (_NONCHARACTERS, "non-character"),
+)
+
+
+@dataclass(frozen=True)
+class CleanText:
+    """Text with invalid code points replaced by spaces, what was replaced and how much was cut.
+
+    ``removed`` maps a kind ("invalid UTF-8 byte", "lone surrogate", "control character", "non-character") to its count;
+    ``length`` is the length of the text before cutting (``cut`` characters beyond the limit were dropped)."""
+
+    text: str
+    removed: dict[str, int] = field(default_factory=dict)
+    length: int = 0
+    cut: int = 0
+
+    def notes(self, what: str) -> list[str]:
+        """Sentences that tell the user what happened to ``what`` (e.g. "the query"); empty when nothing."""
+        out = []
+        if self.removed:
+            out.append(f"{what} had {_describe(self.removed)}; replaced by spaces")
+        if self.cut:
+            out.append(f"{what} has {self.length:,} characters; only the first {self.length - self.cut:,} "
+                       "were used")
+        return out
+
+
+def _describe(removed: dict[str, int]) -> str:
+    parts = [f"{n} {kind}{'s' if n != 1 else ''}" for _, kind in _KINDS if (n := removed.get(kind, 0))]
+    return " and ".join(parts)
+
+
+def clean_text(text: str, *, limit: int | None = None) -> CleanText:
+    """Replace what no encoder can read by spaces and cut the text to ``limit`` characters.
+
+    Replaced: bytes that are not UTF-8 (as ``surrogateescape`` gives them from ``sys.argv``), surrogates
+    without a partner (surrogate pairs are joined into their character first), control characters except
+    tab and line breaks (NUL included) and the non-characters U+FDD0-U+FDEF, U+FFFE and U+FFFF. The cut comes
+    after cleaning. ``str`` only: anything else is a ``TypeError`` (a bug in the caller).
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str, got {type(text).__name__}")
+    length = len(text)
+    if limit is not None and length > limit:
+        # Cleaning never lengthens the text, so cleaning a generous prefix gives the same first ``limit``.
+        text = text[: 2 * limit]
+    removed: dict[str, int] = {}
+    if _SURROGATES.search(text):
+        escaped = len(_ESCAPED_BYTES.findall(text))
+        # Join surrogate pairs (e.g. an emoji written as two JSON escapes); lone ones stay to be counted.
+        text = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+        if escaped:
+            removed["invalid UTF-8 byte"] = escaped
+            text = _ESCAPED_BYTES.sub(" ", text)
+    for pattern, kind in _KINDS[1:]:
+        text, n = pattern.subn(" ", text)
+        if n:
+            removed[kind] = n
+    cut = 0
+    if limit is not None and len(text) > limit:
+        text = text[:limit]
+        cut = length - limit
+    return CleanText(text, removed, length, cut)

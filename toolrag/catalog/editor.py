@@ -1,17 +1,25 @@
 """Editing a catalog in place (the app's Profiles tab): safe, atomic, re-indexing only what changed.
 
-Every change follows one path, under one lock (several people may edit one Space):
+Every change follows one path, under one lock that every process respects (a file lock on
+``<catalog>/.toolrag-edit.lock``: the app, a second app process and a script editing the same catalog take
+turns; a lock held longer than the timeout is an error saying so):
 
+0. if the catalog's files changed on disk since this process last read them (another process saved), reload
+   them first; a save *based on* an older version of the tool than the one on disk (``base_version``, from
+   :meth:`CatalogEditor.read_profile`) is refused: no silent last-writer-wins;
 1. parse the new profile text (:func:`toolrag.catalog.loader.parse_profile_yaml`): a bad field names itself;
 2. build the new text of the one file concerned by replacing exactly that tool's list item (its span is
    found from the YAML node marks, so comments and formatting of every other tool survive);
 3. validate the whole catalog as it would be after the change, in a temporary copy, before touching the real
-   file (duplicate ids, dangling ``replaced_by``, broken YAML all fail here and nothing changes);
+   file (duplicate ids, dangling ``replaced_by``, broken YAML, an unusable example image all fail here and
+   nothing changes);
 4. keep the previous file under ``<catalog>/.history/`` (timestamped; hidden folders are never loaded), write
    the new text atomically (temp file in the same folder, fsync, ``os.replace``);
 5. ``retriever.reload`` re-encodes only the changed tool; if that fails the file is restored.
 
 The rank of the edited tool for a probe query is measured before and after, so the effect of an edit shows.
+What a killed save leaves behind (temp files of the atomic write, the validation copy in the temp folder) is
+removed when the next editor of the catalog starts.
 """
 
 from __future__ import annotations
@@ -23,16 +31,17 @@ import json
 import logging
 import re
 import shutil
-import tempfile
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import yaml
 
-from toolrag.catalog.loader import META_FILE, catalog_files, load_catalog, parse_profile_yaml
+from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.catalog.staging import catalog_state, check_in_copy, remove_copies, version
 from toolrag.catalog.yaml_spans import (
     ItemSpan,
     append_item,
@@ -45,16 +54,21 @@ from toolrag.catalog.yaml_spans import (
     with_image,
 )
 from toolrag.errors import CatalogError, ProfileError, QueryError
-from toolrag.files import write_atomic
-from toolrag.images import load_image
+from toolrag.files import FileLock, write_atomic
+from toolrag.images import check_example_image
 from toolrag.settings import Settings
 
-__all__ = ["CatalogEditor", "EditTarget", "RankProbe", "SaveOutcome"]
+__all__ = ["LOCK_FILE", "CatalogEditor", "EditTarget", "ProfileText", "RankProbe", "SaveOutcome",
+           "profile_text"]
 
 log = logging.getLogger(__name__)
 
 
 HISTORY_DIR = ".history"
+#: The lock file every editing process takes (hidden: never read as a catalog file).
+LOCK_FILE = ".toolrag-edit.lock"
+#: Seconds an edit waits for another process's edit before giving up with a message.
+LOCK_TIMEOUT = 30.0
 
 
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
@@ -91,6 +105,16 @@ class RankProbe:
     image: Any = None
     role: str | None = None
     settings: Settings | None = None
+
+
+@dataclass(frozen=True)
+class ProfileText:
+    """One tool's YAML as written in its file and its ``version`` (a hash of that text): pass the version
+    back as ``base_version`` when saving, so a save over someone else's newer edit is refused."""
+
+    tool_id: str
+    text: str
+    version: str
 
 
 @dataclass(frozen=True)
@@ -134,7 +158,10 @@ class CatalogEditor:
     """Edits the YAML files behind ``target``'s catalog and keeps its index in step."""
 
     def __init__(self, target: EditTarget, *, lock: threading.Lock | None = None,
-                 catalog_path: str | Path | None = None, keep_versions: int = 20) -> None:
+                 catalog_path: str | Path | None = None, keep_versions: int = 20,
+                 disk_state: tuple[Any, ...] | None = None, lock_timeout: float = LOCK_TIMEOUT) -> None:
+        """``disk_state``: :func:`catalog_state` taken right before the target's catalog was loaded (default:
+        now), so files another process changed in between are reloaded before the first edit."""
         self.target = target
         self._lock = lock or threading.Lock()
         root = self.catalog.root
@@ -144,6 +171,10 @@ class CatalogEditor:
         self.path = Path(catalog_path) if catalog_path is not None else Path(root)  # type: ignore[arg-type]
         self.folder = self.path if self.path.is_dir() else self.path.parent
         self.keep_versions = keep_versions
+        self._file_lock = FileLock(self.folder / LOCK_FILE, timeout=lock_timeout, what=f"catalog {self.folder}",
+                                   error=CatalogError)
+        self._disk = disk_state if disk_state is not None else catalog_state(self.path)
+        self._clean_leftovers()
 
     @property
     def catalog(self) -> Catalog:
@@ -153,11 +184,14 @@ class CatalogEditor:
 
     def profile_yaml(self, tool_id: str) -> str:
         """The YAML of one tool as written in its file (dedented list item), or a re-dump if not locatable."""
-        tool = self._tool(tool_id)
-        span = self._span(tool)
-        if span is not None:
-            return span.text
-        return dump_yaml(profile_data(tool))
+        return self.read_profile(tool_id).text
+
+    def read_profile(self, tool_id: str) -> ProfileText:
+        """The YAML of one tool as its file holds it now, with its version (reloads files changed on disk)."""
+        with self._lock:
+            self._refresh()
+            text = self._text_of(self._tool(tool_id))
+            return ProfileText(tool_id, text, version(text))
 
     def new_tool_template(self, category: str) -> str:
         """A valid starting profile for ``category`` with a free id (edit, then save)."""
@@ -177,19 +211,26 @@ class CatalogEditor:
 
     def validate(self, tool_id: str | None, yaml_text: str) -> ToolProfile:
         """Parse ``yaml_text`` and check the whole catalog as it would be after saving it; write nothing."""
-        with self._lock:
+        with self._editing():
             profile, file, new_text = self._prepare(tool_id, yaml_text)
             self._check_catalog(file, new_text, profile)
             return profile
 
-    def save(self, tool_id: str | None, yaml_text: str, *, probe: RankProbe | None = None) -> SaveOutcome:
-        """Replace tool ``tool_id`` (``None``: add a new tool) with the profile in ``yaml_text``."""
-        with self._lock:
+    def save(self, tool_id: str | None, yaml_text: str, *, probe: RankProbe | None = None,
+             base_version: str | None = None) -> SaveOutcome:
+        """Replace tool ``tool_id`` (``None``: add a new tool) with the profile in ``yaml_text``.
+
+        ``base_version`` (from :meth:`read_profile`): refuse the save when the tool's text on disk is no longer
+        the one the edit started from; ``None`` skips that check (a script that just read the profile)."""
+        with self._editing():
+            self._check_version(tool_id, base_version)
             return self._save(tool_id, yaml_text, probe)
 
-    def delete(self, tool_id: str, *, probe: RankProbe | None = None) -> SaveOutcome:
+    def delete(self, tool_id: str, *, probe: RankProbe | None = None,
+               base_version: str | None = None) -> SaveOutcome:
         """Remove a tool from its file (validated first: a tool named by another's ``replaced_by`` stays)."""
-        with self._lock:
+        with self._editing():
+            self._check_version(tool_id, base_version)
             tool = self._tool(tool_id)
             file, span = self._file_of(tool), self._located(tool)
             new_text = replace_span(file.read_text(encoding="utf-8"), span, None)
@@ -199,13 +240,14 @@ class CatalogEditor:
             return SaveOutcome("deleted", tool_id, file, backup, encoded, before, None, _q(probe))
 
     def add_image(self, tool_id: str, image_path: str | Path, caption: str, *, replace: str | None = None,
-                  probe: RankProbe | None = None) -> SaveOutcome:
+                  probe: RankProbe | None = None, base_version: str | None = None) -> SaveOutcome:
         """Validate an image, copy it into the assets folder under a content-hash name and add it to the
         tool's ``images`` (replacing the entry whose path is ``replace``, if given), then save."""
-        with self._lock:
+        with self._editing():
+            self._check_version(tool_id, base_version)
             tool = self._tool(tool_id)
             assets = self.catalog.assets_dir or self.folder
-            image = load_image(image_path)
+            image = check_example_image(image_path)
             data = Path(image_path).read_bytes()
             suffix = Path(image_path).suffix.lower()
             digest = hashlib.sha256(data).hexdigest()[:16]
@@ -221,7 +263,7 @@ class CatalogEditor:
                     image.save(target, format="PNG")
             rel = target.relative_to(assets).as_posix()
             try:
-                text = with_image(self.profile_yaml(tool_id), tool, rel, caption.strip(), replace)
+                text = with_image(self._text_of(tool), tool, rel, caption.strip(), replace)
                 return self._save(tool_id, text, probe)
             except BaseException:
                 if created:
@@ -229,6 +271,49 @@ class CatalogEditor:
                 raise
 
     # ------------------------------------------------------------------------------------------- internals
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[None]:
+        """This process's lock, then the catalog's file lock (other processes), then files changed on disk
+        reloaded: every change starts from the files as they are."""
+        with self._lock, self._file_lock:
+            self._refresh()
+            yield
+
+    def _refresh(self) -> None:
+        state = catalog_state(self.path)
+        if state != self._disk:
+            log.info("the files of catalog %s changed on disk (another process saved): reloading", self.folder)
+            self.target.reload(load_catalog(self.path))
+            self._disk = state
+
+    def _check_version(self, tool_id: str | None, base_version: str | None) -> None:
+        if not tool_id or base_version is None:
+            return
+        tool = self.catalog.get(tool_id)
+        if tool is None:
+            raise CatalogError(f"tool {tool_id!r} was deleted after you opened it (by another editor or "
+                               "process); nothing was saved: copy your text, add it as a new tool if needed")
+        if version(self._text_of(tool)) != base_version:
+            raise CatalogError(f"tool {tool_id!r} was changed in {self._file_of(tool).name} after you opened it "
+                               "(by another editor or process); nothing was saved: reload the tool, apply your "
+                               "change again and save")
+
+    def _clean_leftovers(self) -> None:
+        """Remove what killed saves left (skipped while another process edits: its files are in use)."""
+        try:
+            if not self._file_lock.acquire(timeout=0):
+                return
+        except CatalogError as exc:  # a read-only folder: nothing of ours can be there
+            log.debug("no leftovers removed: %s", exc)
+            return
+        try:
+            remove_copies(self.folder)
+        finally:
+            self._file_lock.release()
+
+    def _text_of(self, tool: ToolProfile) -> str:
+        return profile_text(tool)
 
     def _tool(self, tool_id: str) -> ToolProfile:
         tool = self.catalog.get(tool_id)
@@ -242,10 +327,8 @@ class CatalogEditor:
         return Path(tool.source)
 
     def _span(self, tool: ToolProfile) -> ItemSpan | None:
-        file = self._file_of(tool)
-        if file.suffix.lower() not in (".yaml", ".yml") or tool.line is None:
-            return None
-        return find_span(file.read_text(encoding="utf-8"), tool.line, tool.id)
+        self._file_of(tool)
+        return _span(tool)
 
     def _located(self, tool: ToolProfile) -> ItemSpan:
         span = self._span(tool)
@@ -287,34 +370,7 @@ class CatalogEditor:
 
     def _check_catalog(self, file: Path, new_text: str, profile: ToolProfile | None) -> Catalog:
         """Load the catalog with ``file`` replaced by ``new_text`` in a temporary copy; raise on problems."""
-        tmp = Path(tempfile.mkdtemp(prefix="toolrag-edit-"))
-        try:
-            for src in catalog_files(self.path):
-                dst = tmp / src.relative_to(self.folder)
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(src, dst)
-            dst = tmp / file.relative_to(self.folder)
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            dst.write_text(new_text, encoding="utf-8")
-            meta_file = self.folder / META_FILE
-            meta = yaml.safe_load(meta_file.read_text(encoding="utf-8")) if meta_file.is_file() else None
-            meta = dict(meta or {})
-            meta["assets_dir"] = str(self.catalog.assets_dir or self.folder)
-            (tmp / META_FILE).write_text(yaml.safe_dump(meta, allow_unicode=True), encoding="utf-8")
-            try:
-                checked = load_catalog(tmp / self.path.name if self.path.is_file() else tmp)
-            except (ProfileError, CatalogError) as exc:
-                message = str(exc).replace(str(tmp), str(self.folder))
-                if isinstance(exc, ProfileError):
-                    raise ProfileError(message, [p.replace(str(tmp), str(self.folder)) for p in exc.problems]
-                                       ) from None
-                raise CatalogError(message) from None
-            if profile is not None and checked.get(profile.id) != profile:
-                raise CatalogError(f"the edited profile of {profile.id!r} does not read back the same from "
-                                   f"{file.name}; check its indentation (start keys at column 0)")
-            return checked
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        return check_in_copy(self.path, self.catalog, file, new_text, profile)
 
     def _save(self, tool_id: str | None, yaml_text: str, probe: RankProbe | None) -> SaveOutcome:
         profile, file, new_text = self._prepare(tool_id, yaml_text)
@@ -334,7 +390,9 @@ class CatalogEditor:
         backup = self._backup(file) if old_text is not None else None
         write_atomic(file, new_text, error=CatalogError)
         try:
-            return backup, int(self.target.reload(load_catalog(self.path)))
+            encoded = int(self.target.reload(load_catalog(self.path)))
+            self._disk = catalog_state(self.path)
+            return backup, encoded
         except BaseException:
             log.exception("re-indexing after editing %s failed; restoring the file", file)
             if old_text is None:
@@ -374,3 +432,17 @@ def _history_stem(folder: Path, file: Path) -> str:
     except ValueError:
         rel = Path(file.name)
     return rel.as_posix().replace("/", "__")
+
+
+def profile_text(tool: ToolProfile) -> str:
+    """The YAML of one tool as its file holds it now (the dedented list item, comments included), or a
+    re-dump of its fields when it is not a locatable YAML item (a JSON source). Reads, never writes."""
+    span = _span(tool)
+    return span.text if span is not None else dump_yaml(profile_data(tool))
+
+
+def _span(tool: ToolProfile) -> ItemSpan | None:
+    file = tool.source
+    if file is None or file.suffix.lower() not in (".yaml", ".yml") or tool.line is None:
+        return None
+    return find_span(Path(file).read_text(encoding="utf-8"), tool.line, tool.id)

@@ -1,12 +1,23 @@
-"""Catalog quality warnings: what makes a tool hard to find, before any model runs."""
+"""Catalog checks before any model runs: what the index would refuse, and what makes a tool hard to find or
+leaks a restricted tool's name.
+
+:func:`image_problems` lists every example image the index or the editor would refuse (not an image,
+truncated, too large, a degenerate shape: :func:`toolrag.images.check_example_image`), so ``toolrag lint``
+refuses a catalog that ``toolrag index`` would refuse. :func:`lint_catalog` gives quality warnings.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.errors import ImageError
+from toolrag.images import check_example_image
 
-__all__ = ["LintWarning", "lint_catalog", "lint_profile"]
+__all__ = ["LintWarning", "image_problems", "lint_catalog", "lint_profile", "restricted_mentions"]
 
 MIN_DESCRIPTION_CHARS = 40
 MIN_EXAMPLES = 3
@@ -48,4 +59,77 @@ def lint_profile(tool: ToolProfile) -> list[LintWarning]:
 
 
 def lint_catalog(catalog: Catalog) -> list[LintWarning]:
-    return [w for tool in catalog for w in lint_profile(tool)]
+    """Every profile's warnings, then the tools whose text names a tool with stricter permissions."""
+    return [*(w for tool in catalog for w in lint_profile(tool)), *restricted_mentions(catalog)]
+
+
+def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> list[str]:
+    """``file:line: tool 'id': problem`` for each example image (``images`` and ``examples[].image``) of
+    ``tools`` (default: all) that the index or the editor would refuse."""
+    problems: list[str] = []
+    checked: dict[Path, str | None] = {}
+    for tool in tools if tools is not None else catalog.tools:
+        for file in dict.fromkeys([*(i.file for i in tool.images), *(e.image for e in tool.examples if e.image)]):
+            if file not in checked:
+                try:
+                    check_example_image(file)
+                    checked[file] = None
+                except ImageError as exc:
+                    checked[file] = str(exc)
+            if checked[file]:
+                where = f"{tool.source}:{tool.line}" if tool.source else catalog.name
+                problems.append(f"{where}: tool {tool.id!r}: {checked[file]}")
+    return problems
+
+
+#: What may be a tool id or function name inside free text (trailing punctuation is not part of it).
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
+
+
+def restricted_mentions(catalog: Catalog) -> list[LintWarning]:
+    """Warnings for tools whose text (description, embedding text, examples, parameter descriptions) names
+    the id or function name of a tool needing permission codes this tool does not: a caller who may see this
+    tool but not that one would read the restricted tool's name in the prompt."""
+    restricted: dict[str, ToolProfile] = {}
+    for tool in catalog.tools:
+        if tool.permissions:
+            restricted[tool.id] = tool
+            if not tool.name.isalpha():  # a plain word ("search") names no tool in particular
+                restricted.setdefault(tool.name, tool)
+    if not restricted:
+        return []
+    out: list[LintWarning] = []
+    for tool in catalog.tools:
+        named: dict[str, ToolProfile] = {}
+        for text in _texts(tool):
+            for token in _TOKEN.findall(text):
+                other = restricted.get(token)
+                if other is not None and other.id != tool.id and set(other.permissions) - set(tool.permissions):
+                    named.setdefault(other.id, other)
+        for other in named.values():
+            codes = ", ".join(sorted(set(other.permissions) - set(tool.permissions)))
+            out.append(LintWarning(tool.id, "names-restricted-tool",
+                                   f"its text names {other.id!r} ({other.name}), which needs {codes} that this "
+                                   "tool does not: callers who may use this tool but not that one would read "
+                                   "its name in the prompt; leave it out or give this tool the same permissions"))
+    return out
+
+
+def _texts(tool: ToolProfile) -> Iterator[str]:
+    yield tool.description
+    if tool.embedding_text:
+        yield tool.embedding_text
+    yield from (e.query for e in tool.examples)
+    yield from _schema_texts(tool.parameters)
+
+
+def _schema_texts(schema: object) -> Iterator[str]:
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "description" and isinstance(value, str):
+                yield value
+            else:
+                yield from _schema_texts(value)
+    elif isinstance(schema, list):
+        for item in schema:
+            yield from _schema_texts(item)

@@ -7,89 +7,111 @@ A catalog is a folder (or a single file) of tool profiles. Accepted formats:
 - an OpenAI ``tools`` list: ``[{"type": "function", "function": {name, description, parameters}}]``;
 - an MCP ``tools/list`` result: ``{"tools": [{name, description, inputSchema}]}``.
 
-In a folder, ``catalog.yaml`` holds catalog metadata (``name``, ``assets_dir``, ``roles``) and files named
-``queries.*`` hold labelled queries; neither is read as profiles. Everything is validated before anything is
-returned, so a catalog that fails validation is never indexed.
+In a folder, ``catalog.yaml`` holds catalog metadata (``name``, ``assets_dir``, ``roles``), ``provenance.json``
+records where an imported catalog came from, and files named ``queries.*`` hold labelled queries; none is read
+as profiles. YAML is read strictly and imports (``.json``/``.jsonl``) leniently unless a :class:`LoadMode`
+says otherwise (:mod:`toolrag.catalog.report`); a catalog that fails strict validation is never returned, so
+it is never indexed, and a catalog without any tool is an error.
 """
 
 from __future__ import annotations
 
-import difflib
-import functools
-import json
-import re
-from collections.abc import Mapping, Sequence
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from toolrag.catalog.profile import PERMISSION_CODE, Catalog, Endpoint, Example, ToolImage, ToolProfile
-from toolrag.catalog.readers import read_records, yaml_load
+from toolrag.catalog.fields import CONVERTERS, FIELDS, FieldProblem, suggest, tool_description, tool_id, tool_name
+from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
+from toolrag.catalog.readers import from_foreign, read_records, yaml_load
+from toolrag.catalog.report import LoadMode, LoadReport
 from toolrag.errors import CatalogError, ProfileError
 
-__all__ = ["META_FILE", "PROFILE_SUFFIXES", "catalog_files", "load_catalog", "parse_profile_yaml"]
+__all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
+           "parse_profile_yaml"]
 
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/@+\-]{0,199}$")
-_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+log = logging.getLogger(__name__)
+
 PROFILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 META_FILE = "catalog.yaml"
+PROVENANCE_FILE = "provenance.json"
 _MAX_PROBLEMS_SHOWN = 1
 
 
-def load_catalog(path: str | Path) -> Catalog:
-    """Load and validate a catalog folder or file; raise ``ProfileError``/``CatalogError`` listing problems."""
+def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO) -> Catalog:
+    """Load and validate a catalog folder or file; ``catalog.report`` says what was loaded, skipped, degraded.
+
+    Raises ``ProfileError`` listing every problem found in strictly read files, ``CatalogError`` for a missing
+    path, a bad ``catalog.yaml`` or a catalog without any tool."""
     root = Path(path)
     if not root.exists():
         raise CatalogError(f"catalog {str(root)!r} does not exist; pass a folder of YAML profiles or a file")
     folder = root if root.is_dir() else root.parent
     meta = _load_meta(folder / META_FILE) if (folder / META_FILE).is_file() else {}
     assets = (folder / str(meta.get("assets_dir", "."))).resolve()
+    builder = _Builder(_mode(mode), assets)
     files = catalog_files(root)
-    problems: list[str] = []
-    profiles: list[ToolProfile] = []
     for file in files:
-        for raw, line in read_records(file, problems):
-            profile = _build_profile(raw, file=file, line=line, assets=assets, problems=problems)
-            if profile is not None:
-                profiles.append(profile)
-    _check_catalog(profiles, problems)
-    if problems:
-        _raise(problems)
+        builder.add_file(file)
     roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
-    return Catalog(tuple(profiles), str(meta.get("name", folder.name)), folder, assets, roles)
+    if not builder.errors and not builder.profiles:
+        raise CatalogError(_empty_message(root, files, builder))
+    return builder.finish(str(meta.get("name", folder.name)), folder, roles)
+
+
+def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = LoadMode.LENIENT,
+                 where: str | None = None, roles: Mapping[str, tuple[str, ...]] | None = None,
+                 root: Path | None = None) -> Catalog:
+    """A catalog from records already in memory (profiles, OpenAI entries or MCP tools, e.g. a live server's
+    ``tools/list``), validated like files; ``where`` names their origin in messages (default ``name``)."""
+    builder = _Builder(_mode(mode), (root or Path.cwd()).resolve())
+    builder.add_records(records, where or name, lenient=builder.mode is not LoadMode.STRICT)
+    if not builder.errors and not builder.profiles:
+        raise CatalogError(f"{where or name}: no tools to load ({builder.skipped} skipped"
+                           + (f": {builder.warnings[0]}" if builder.warnings else "") + ")")
+    return builder.finish(name, root, dict(roles or {}))
 
 
 def catalog_files(path: str | Path) -> list[Path]:
     """The profile files of a catalog: a file is itself; a folder gives its ``.yaml``/``.yml``/``.json``/
-    ``.jsonl`` files at any depth, sorted, except ``catalog.yaml``, labelled queries (``queries*``) and
-    anything under a hidden component (``.history/``, ``.git/``) *inside* the folder. Hidden folders above
-    the catalog (``~/.config/tools``, ``../tools``) do not count."""
+    ``.jsonl`` files at any depth, sorted, except ``catalog.yaml``, ``provenance.json``, labelled queries
+    (``queries*``) and anything under a hidden component (``.history/``, ``.git/``) *inside* the folder.
+    Hidden folders above the catalog (``~/.config/tools``, ``../tools``) do not count."""
     root = Path(path)
     if root.is_file():
         return [root]
     return sorted(
         p for p in root.rglob("*")
-        if p.is_file() and p.suffix.lower() in PROFILE_SUFFIXES and p.name != META_FILE
+        if p.is_file() and p.suffix.lower() in PROFILE_SUFFIXES and p.name not in (META_FILE, PROVENANCE_FILE)
         and not p.stem.startswith("queries")
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
 
 
 def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path) -> ToolProfile:
-    """Parse one profile from YAML text (the app's editor); raise ``ProfileError`` naming the problem."""
+    """Parse one profile from YAML text (the app's editor), strictly; raise ``ProfileError`` naming every
+    problem."""
     problems: list[str] = []
     data = yaml_load(text, source, problems)
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if not problems and not isinstance(data, dict):
         problems.append(f"{source}: expected one tool profile (a YAML mapping with id, description, ...)")
-    profile = None
-    if not problems:
-        profile = _build_profile(data, file=source, line=getattr(data, "line", 1), assets=assets_dir,
-                                 problems=problems)
-    if problems or profile is None:
-        _raise(problems or [f"{source}: invalid profile"])
+    if problems:
+        _raise(problems)
+    builder = _Builder(LoadMode.STRICT, assets_dir)
+    profile = builder.build(data, where=str(source), source=source, line=getattr(data, "line", 1), lenient=False)
+    if builder.errors or profile is None:
+        _raise(builder.errors or [f"{source}: invalid profile"])
     return profile  # type: ignore[return-value]
+
+
+def _mode(mode: LoadMode | str) -> LoadMode:
+    try:
+        return LoadMode(mode)
+    except ValueError:
+        raise ValueError(f"mode {mode!r} is not one of {', '.join(m.value for m in LoadMode)}") from None
 
 
 def _raise(problems: list[str]) -> None:
@@ -100,256 +122,159 @@ def _raise(problems: list[str]) -> None:
     raise ProfileError(message, problems)
 
 
-_FIELDS = (
-    "id", "name", "description", "category", "tags", "parameters", "examples", "negative_examples", "images",
-    "permissions", "mutation", "priority", "version", "deprecated", "replaced_by", "endpoint", "embedding_text",
-)
+class _Builder:
+    """Collects profiles, errors (strict problems: the catalog is refused) and warnings (lenient drops)."""
 
+    def __init__(self, mode: LoadMode, assets: Path) -> None:
+        self.mode, self.assets = mode, assets
+        self.profiles: list[ToolProfile] = []
+        self.errors: list[str] = []
+        self.warnings: list[str] = []
+        self.skipped = 0
+        self._degraded: set[int] = set()
+        self._lenient: dict[int, bool] = {}
 
-class _Problem(Exception):
-    """Internal: one field problem, turned into a located message by ``_build_profile``."""
+    def add_file(self, file: Path) -> None:
+        lenient = self.mode.lenient_for(file)
+        problems: list[str] = []
+        records = read_records(file, problems)
+        self._unreadable(problems, lenient)
+        for raw, line in records:
+            self._keep(self.build(raw, where=str(file), source=file, line=line, lenient=lenient), lenient)
 
-    def __init__(self, field_name: str, message: str) -> None:
-        super().__init__(message)
-        self.field_name = field_name
+    def add_records(self, records: Iterable[Any], where: str, *, lenient: bool) -> None:
+        for number, raw in enumerate(records, start=1):
+            self._keep(self.build(from_foreign(raw, mcp=True), where=f"{where} #{number}", source=None, line=None,
+                                  lenient=lenient), lenient)
 
-
-def _build_profile(
-    raw: Any, *, file: Path, line: int | None, assets: Path, problems: list[str]
-) -> ToolProfile | None:
-    where = f"{file}:{line}" if line else str(file)
-    if not isinstance(raw, dict):
-        problems.append(f"{where}: expected a tool profile mapping, got {type(raw).__name__}")
-        return None
-    tool_id = raw.get("id")
-    label = f"tool {tool_id!r}" if isinstance(tool_id, str) else "tool without id"
-    key_lines: dict[str, int] = getattr(raw, "key_lines", {})
-
-    def report(field_name: str, message: str) -> None:
-        at = key_lines.get(field_name, line)
-        problems.append(f"{file}:{at}: {label}: field {field_name!r}: {message}" if at
-                        else f"{file}: {label}: field {field_name!r}: {message}")
-
-    before = len(problems)
-    for key in raw:
-        if key not in _FIELDS:
-            report(str(key), f"unknown key{_suggest(str(key), _FIELDS)}")
-    try:
-        values = _convert(raw, assets)
-    except _Problem as exc:
-        report(exc.field_name, str(exc))
-        return None
-    if len(problems) > before:
-        return None
-    return ToolProfile(**values, source=file, line=line)
-
-
-def _convert(raw: dict[str, Any], assets: Path) -> dict[str, Any]:
-    tool_id = _required_str(raw, "id")
-    if not _ID_RE.match(tool_id):
-        raise _Problem("id", f"{tool_id!r} is not a valid id; use letters, digits and . _ - : / (no spaces)")
-    name = raw.get("name")
-    if name is None:
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_id)[:64]
-    elif not isinstance(name, str) or not _NAME_RE.match(name):
-        raise _Problem("name", f"{name!r} is not a valid function name; use 1-64 of [A-Za-z0-9_-]")
-    description = _required_str(raw, "description")
-    values: dict[str, Any] = {"id": tool_id, "name": name, "description": description.strip()}
-    values["category"] = _opt_str(raw, "category") or "general"
-    values["tags"] = _str_list(raw, "tags")
-    values["negative_examples"] = _str_list(raw, "negative_examples")
-    values["permissions"] = _permissions(raw)
-    values["parameters"] = _schema(raw.get("parameters"))
-    values["examples"] = tuple(_example(item, i, assets) for i, item in enumerate(_list(raw, "examples")))
-    values["images"] = tuple(_image(item, i, assets) for i, item in enumerate(_list(raw, "images")))
-    for flag in ("mutation", "deprecated"):
-        value = raw.get(flag, False)
-        if not isinstance(value, bool):
-            raise _Problem(flag, f"expected true or false, got {value!r}")
-        values[flag] = value
-    priority = raw.get("priority", 0)
-    if isinstance(priority, bool) or not isinstance(priority, int):
-        raise _Problem("priority", f"expected an integer, got {priority!r}")
-    values["priority"] = priority
-    version = raw.get("version")
-    if version is not None and not isinstance(version, str | int | float):
-        raise _Problem("version", f"expected a version string such as \"2.1\", got {version!r}")
-    values["version"] = None if version is None else str(version)
-    values["replaced_by"] = _opt_str(raw, "replaced_by")
-    values["embedding_text"] = _opt_str(raw, "embedding_text")
-    values["endpoint"] = _endpoint(raw.get("endpoint"))
-    return values
-
-
-def _required_str(raw: Mapping[str, Any], key: str) -> str:
-    value = raw.get(key)
-    if value is None:
-        raise _Problem(key, "is required")
-    if not isinstance(value, str) or not value.strip():
-        raise _Problem(key, f"expected a non-empty string, got {value!r}")
-    return value
-
-
-def _opt_str(raw: Mapping[str, Any], key: str) -> str | None:
-    value = raw.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _Problem(key, f"expected a string, got {type(value).__name__} {value!r}")
-    return value.strip() or None
-
-
-def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
-    value = raw.get(key)
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _Problem(key, f"expected a list, got {type(value).__name__}")
-    return value
-
-
-def _str_list(raw: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    items = _list(raw, key)
-    for item in items:
-        if not isinstance(item, str) or not item.strip():
-            raise _Problem(key, f"expected a list of non-empty strings, found {item!r}")
-    return tuple(item.strip() for item in items)
-
-
-def _permissions(raw: Mapping[str, Any]) -> tuple[str, ...]:
-    codes = _str_list(raw, "permissions")
-    for code in codes:
-        if not PERMISSION_CODE.match(code):
-            raise _Problem("permissions", f"permission code {code!r} is not valid: a code may not contain a "
-                                          "comma or a space (list several codes as separate items)")
-    return codes
-
-
-def _schema(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {"type": "object", "properties": {}}
-    if not isinstance(value, dict):
-        raise _Problem("parameters", "expected a JSON Schema object such as {type: object, properties: {...}}")
-    plain = _plain(value)
-    try:
-        canonical = json.dumps(plain, sort_keys=True, ensure_ascii=False)
-    except (TypeError, ValueError) as exc:  # YAML-only values: dates, timestamps, sets...
-        raise _Problem("parameters", f"must be plain JSON (strings, numbers, booleans, lists, mappings): {exc}; "
-                                     "quote dates and other YAML-only values") from None
-    problem = _schema_problem(canonical)
-    if problem:
-        raise _Problem("parameters", problem)
-    if value.get("type", "object") != "object":
-        raise _Problem("parameters", f"the top level must be {{type: object}}, got type {value.get('type')!r}")
-    return plain
-
-
-@functools.lru_cache(maxsize=4096)
-def _schema_problem(canonical: str) -> str:
-    """Why a parameters schema is not valid JSON Schema ('' when it is), cached: catalogs repeat schemas.
-
-    Checked against the meta-schema its ``$schema`` names, else draft 7 (what function-calling APIs
-    document; its meta-schema checks about 3x faster than 2020-12's, which matters at 100,000 tools).
-    """
-    import jsonschema
-
-    value = json.loads(canonical)
-    try:
-        jsonschema.validators.validator_for(value, default=jsonschema.Draft7Validator).check_schema(value)
-    except jsonschema.SchemaError as exc:
-        path = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        return f"not a valid JSON Schema at {path}: {exc.message}"
-    return ""
-
-
-def _plain(value: Any) -> Any:
-    """Deep copy into plain dicts and lists (drops the loader's line bookkeeping)."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _asset(path_value: Any, field_name: str, assets: Path) -> Path:
-    if not isinstance(path_value, str) or not path_value.strip():
-        raise _Problem(field_name, f"expected an image path relative to {assets}, got {path_value!r}")
-    resolved = (assets / path_value).resolve()
-    if not resolved.is_relative_to(assets):
-        raise _Problem(field_name, f"image path {path_value!r} resolves outside the catalog's assets folder "
-                                   f"{assets}; keep images inside it")
-    if not resolved.is_file():
-        raise _Problem(field_name, f"image {path_value!r} not found in {assets}")
-    return resolved
-
-
-def _example(item: Any, index: int, assets: Path) -> Example:
-    if isinstance(item, str):
-        item = {"query": item}
-    if not isinstance(item, dict):
-        raise _Problem("examples", f"item {index} must be a mapping {{query, arguments?, image?}}")
-    unknown = set(item) - {"query", "arguments", "image"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise _Problem("examples", f"item {index}: unknown key {key!r}{_suggest(key, ['query', 'arguments', 'image'])}")
-    query = item.get("query")
-    if not isinstance(query, str) or not query.strip():
-        raise _Problem("examples", f"item {index}: 'query' must be a non-empty string")
-    arguments = item.get("arguments")
-    if arguments is not None and not isinstance(arguments, dict):
-        raise _Problem("examples", f"item {index}: 'arguments' must be a mapping of argument values")
-    image = _asset(item["image"], "examples", assets) if item.get("image") is not None else None
-    return Example(query.strip(), _plain(arguments) if arguments is not None else None, image)
-
-
-def _image(item: Any, index: int, assets: Path) -> ToolImage:
-    if not isinstance(item, dict) or "path" not in item:
-        raise _Problem("images", f"item {index} must be a mapping {{path, caption}}")
-    unknown = set(item) - {"path", "caption"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise _Problem("images", f"item {index}: unknown key {key!r}{_suggest(key, ['path', 'caption'])}")
-    caption = item.get("caption") or ""
-    if not isinstance(caption, str):
-        raise _Problem("images", f"item {index}: 'caption' must be a string")
-    return ToolImage(str(item["path"]), caption.strip(), _asset(item["path"], "images", assets))
-
-
-def _endpoint(value: Any) -> Endpoint | None:
-    if value is None:
-        return None
-    if not isinstance(value, dict) or not isinstance(value.get("url"), str):
-        raise _Problem("endpoint", "expected {url: https://..., method: POST}")
-    method = str(value.get("method", "POST")).upper()
-    if method not in _HTTP_METHODS:
-        raise _Problem("endpoint", f"method {method!r} is not one of {', '.join(_HTTP_METHODS)}")
-    return Endpoint(value["url"], method)
-
-
-def _check_catalog(profiles: Sequence[ToolProfile], problems: list[str]) -> None:
-    seen: dict[str, ToolProfile] = {}
-    for profile in profiles:
-        first = seen.get(profile.id)
-        if first is not None:
-            problems.append(
-                f"duplicate tool id {profile.id!r} in {first.source}:{first.line} and "
-                f"{profile.source}:{profile.line}; ids must be unique across the catalog"
-            )
+    def _unreadable(self, problems: list[str], lenient: bool) -> None:
+        if lenient:
+            self.warnings.extend(f"{p}; skipped" for p in problems)
+            self.skipped += len(problems)
         else:
-            seen[profile.id] = profile
-    for profile in profiles:
-        if profile.replaced_by and profile.replaced_by not in seen:
-            problems.append(
-                f"{profile.source}:{profile.line}: tool {profile.id!r}: field 'replaced_by': "
-                f"no tool has id {profile.replaced_by!r}"
-            )
+            self.errors.extend(problems)
+
+    def _keep(self, profile: ToolProfile | None, lenient: bool) -> None:
+        if profile is not None:
+            self.profiles.append(profile)
+            self._lenient[id(profile)] = lenient
+
+    def build(self, raw: Any, *, where: str, source: Path | None, line: int | None,
+              lenient: bool) -> ToolProfile | None:
+        """One profile from one raw record, or ``None`` (its problems recorded)."""
+        here = f"{where}:{line}" if line else where
+        if not isinstance(raw, dict):
+            self._unreadable([f"{here}: expected a tool profile mapping, got {type(raw).__name__}"], lenient)
+            return None
+        raw_id = raw.get("id")
+        label = "tool without id" if raw_id is None else f"tool {raw_id!r}"
+        key_lines: dict[str, int] = getattr(raw, "key_lines", {})
+        fatal: list[str] = []
+        notes: list[str] = []
+
+        def message(field_name: str, text: str) -> str:
+            at = key_lines.get(field_name, line)
+            return f"{where}:{at}: {label}: field {field_name!r}: {text}" if at else \
+                f"{where}: {label}: field {field_name!r}: {text}"
+
+        def problem(field_name: str, text: str, *, required: bool = False) -> None:
+            if not lenient:
+                fatal.append(message(field_name, text))
+            elif required:
+                fatal.append(message(field_name, f"{text}; tool skipped"))
+            else:
+                notes.append(message(field_name, f"{text}; field dropped"))
+
+        for key in raw:
+            if key not in FIELDS:
+                problem(str(key), f"unknown key{suggest(str(key), FIELDS)}")
+        values: dict[str, Any] = {}
+        for key, read in (("id", tool_id), ("description", tool_description)):
+            try:
+                values[key] = read(raw)
+            except FieldProblem as exc:
+                problem(key, str(exc), required=True)
+        if "id" in values:
+            try:
+                values["name"] = tool_name(raw, values["id"])
+            except FieldProblem as exc:
+                problem("name", str(exc))
+                values["name"] = tool_name({}, values["id"])
+        for key in raw:
+            if key in CONVERTERS:
+                try:
+                    values[key] = CONVERTERS[key](raw, self.assets, lenient,
+                                                  lambda f, t: notes.append(message(f, t)))
+                except FieldProblem as exc:
+                    problem(exc.field_name, str(exc))
+        if fatal:
+            if lenient:
+                self.warnings.append(fatal[0])
+                self.skipped += 1
+            else:
+                self.errors.extend(fatal)
+            return None
+        profile = ToolProfile(**values, source=source, line=line)
+        if notes:
+            self.warnings.extend(notes)
+            self._degraded.add(id(profile))
+        return profile
+
+    def finish(self, name: str, root: Path | None, roles: dict[str, tuple[str, ...]]) -> Catalog:
+        """Catalog-wide checks (unique ids, ``replaced_by`` targets), then the catalog with its report."""
+        seen: dict[str, ToolProfile] = {}
+        kept: list[ToolProfile] = []
+        for profile in self.profiles:
+            first = seen.get(profile.id)
+            if first is None:
+                seen[profile.id] = profile
+                kept.append(profile)
+                continue
+            text = (f"duplicate tool id {profile.id!r} in {_at(first)} and {_at(profile)}; ids must be unique "
+                    "across the catalog")
+            if self._lenient[id(profile)]:
+                self.warnings.append(f"{text}; kept the first, skipped the second")
+                self.skipped += 1
+            else:
+                self.errors.append(text)
+        for i, profile in enumerate(kept):
+            if profile.replaced_by and profile.replaced_by not in seen:
+                text = f"{_at(profile)}: tool {profile.id!r}: field 'replaced_by': no tool has id " \
+                       f"{profile.replaced_by!r}"
+                if self._lenient[id(profile)]:
+                    self.warnings.append(f"{text}; field dropped")
+                    kept[i] = dataclasses.replace(profile, replaced_by=None)
+                    self._degraded.add(id(kept[i]))
+                else:
+                    self.errors.append(text)
+        if self.errors:
+            _raise(self.errors)
+        report = LoadReport(len(kept), self.skipped, sum(1 for p in kept if id(p) in self._degraded),
+                            tuple(self.warnings))
+        if not report.clean:
+            log.warning("catalog %s: %s; first warning: %s", name, report.summary(), report.warnings[0])
+            for warning in report.warnings:
+                log.debug("%s", warning)
+        folder = root if root is None or root.is_dir() else root.parent
+        assets = self.assets if root is not None else None
+        return Catalog(tuple(kept), name, folder, assets, roles, report=report)
 
 
-def _suggest(key: str, choices: Sequence[str]) -> str:
-    close = difflib.get_close_matches(key, list(choices), n=1, cutoff=0.5)
-    if close:
-        return f"; did you mean {close[0]!r}?"
-    return "; valid keys: " + ", ".join(choices)
+def _at(profile: ToolProfile) -> str:
+    return f"{profile.source}:{profile.line}" if profile.source is not None else f"tool {profile.id!r}"
+
+
+def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
+    if builder.skipped:
+        return (f"catalog {str(root)!r} has no usable tool: all {builder.skipped} records were skipped; first: "
+                f"{builder.warnings[0]}")
+    if files:
+        return (f"catalog {str(root)!r} has no tools: {len(files)} profile file(s) hold none (e.g. "
+                f"{files[0].name}); add profiles with at least an id and a description")
+    held = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    what = "is empty" if not held else f"holds no profile file (only {', '.join(held[:5])})"
+    return (f"catalog {str(root)!r} has no tools: the folder {what}; add .yaml, .json or .jsonl profiles "
+            "(see README 'Tool profiles')")
 
 
 def _load_meta(file: Path) -> dict[str, Any]:
@@ -364,11 +289,13 @@ def _load_meta(file: Path) -> dict[str, Any]:
     unknown = set(data) - {"name", "assets_dir", "roles", "description"}
     if unknown:
         key = sorted(unknown)[0]
-        raise CatalogError(f"{file}: unknown key {key!r}{_suggest(key, ['name', 'assets_dir', 'roles'])}")
+        raise CatalogError(f"{file}: unknown key {key!r}{suggest(key, ['name', 'assets_dir', 'roles'])}")
     return dict(data)
 
 
 def _parse_roles(raw: Any, file: Path) -> dict[str, tuple[str, ...]]:
+    if raw is None:
+        return {}
     if not isinstance(raw, dict):
         raise CatalogError(f"{file}: 'roles' must map a role name to a list of permission codes")
     roles: dict[str, tuple[str, ...]] = {}

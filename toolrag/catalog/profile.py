@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolrag.catalog.names import assign_function_names, derive_function_name
+from toolrag.catalog.report import LoadReport
 from toolrag.errors import CatalogError
 
 __all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
@@ -56,7 +58,11 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class ToolProfile:
-    """One tool as the retriever sees it. Built only by the loader, so every instance is valid."""
+    """One tool as the retriever sees it. Built only by the loader, so every instance is valid.
+
+    ``name`` is the original name, exactly as the tool's server knows it (what ``tools/call`` needs, any
+    characters); :attr:`function_name` is the name a model API accepts (see :mod:`toolrag.catalog.names`).
+    """
 
     id: str
     name: str
@@ -126,12 +132,19 @@ class ToolProfile:
         """Hash of what gets embedded: a changed hash means the text vector must be re-encoded."""
         return self._memo("hash", lambda: hashlib.sha256(self.document_text().encode("utf-8")).hexdigest())
 
-    def openai_tool(self) -> dict[str, Any]:
-        """The OpenAI ``tools`` entry for this tool (what gets injected into the LLM prompt)."""
+    @property
+    def function_name(self) -> str:
+        """A valid OpenAI function name for this tool on its own: ``name`` when valid, else derived from it.
+        Within a catalog use :meth:`Catalog.function_name`, which also keeps names unique."""
+        return derive_function_name(self.name)
+
+    def openai_tool(self, function_name: str | None = None) -> dict[str, Any]:
+        """The OpenAI ``tools`` entry for this tool (what gets injected into the LLM prompt), under
+        ``function_name`` (default :attr:`function_name`)."""
         return {
             "type": "function",
             "function": {
-                "name": self.name,
+                "name": function_name or self.function_name,
                 "description": self.description,
                 "parameters": copy.deepcopy(dict(self.parameters)),
             },
@@ -140,16 +153,36 @@ class ToolProfile:
 
 @dataclass(frozen=True)
 class Catalog:
-    """A validated set of tool profiles plus the catalog's roles (name -> permission codes)."""
+    """A validated set of tool profiles plus the catalog's roles (name -> permission codes) and the report of
+    how it was loaded (:class:`toolrag.catalog.report.LoadReport`)."""
 
     tools: tuple[ToolProfile, ...]
     name: str = "catalog"
     root: Path | None = None
     assets_dir: Path | None = None
     roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    report: LoadReport = field(default_factory=LoadReport, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {t.id: t for t in self.tools})
+
+    def function_name(self, tool_id: str) -> str:
+        """The OpenAI function name of tool ``tool_id``: valid, unique in this catalog, deterministic
+        (:func:`toolrag.catalog.names.assign_function_names`, computed once per catalog)."""
+        return self._function_names()[0][tool_id]
+
+    def by_function_name(self, function_name: str) -> ToolProfile | None:
+        """The tool a model called by its function name (the way back from :meth:`function_name`)."""
+        tool_id = self._function_names()[1].get(function_name)
+        return self.get(tool_id) if tool_id is not None else None
+
+    def _function_names(self) -> tuple[dict[str, str], dict[str, str]]:
+        cached: tuple[dict[str, str], dict[str, str]] | None = self.__dict__.get("_names")
+        if cached is None:
+            forward = assign_function_names((t.id, t.name) for t in self.tools)
+            cached = (forward, {fn: tool_id for tool_id, fn in forward.items()})
+            object.__setattr__(self, "_names", cached)
+        return cached
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -184,16 +217,17 @@ class Catalog:
         tools = [profile if t.id == profile.id else t for t in self.tools]
         if profile.id not in self._by_id:  # type: ignore[attr-defined]
             tools.append(profile)
-        return Catalog(tuple(tools), self.name, self.root, self.assets_dir, self.roles)
+        return Catalog(tuple(tools), self.name, self.root, self.assets_dir, self.roles, self.report)
 
     def without_tool(self, tool_id: str) -> Catalog:
         tools = tuple(t for t in self.tools if t.id != tool_id)
-        return Catalog(tools, self.name, self.root, self.assets_dir, self.roles)
+        return Catalog(tools, self.name, self.root, self.assets_dir, self.roles, self.report)
 
 
 def _humanize(identifier: str) -> str:
-    """``get_weatherForecast`` -> ``get weather Forecast``: function names read as words."""
-    return re.sub(r"[_\-.]+", " ", _CAMEL_RE.sub(" ", identifier)).strip()
+    """``get_weatherForecast`` -> ``get weather Forecast``, ``github/create_issue`` -> ``github create issue``:
+    function names read as words."""
+    return re.sub(r"[_\-./:]+", " ", _CAMEL_RE.sub(" ", identifier)).strip()
 
 
 def _schema_fields(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolrag.yamlio import YamlSyntaxError, read_yaml
 
-__all__ = ["read_records", "yaml_load"]
+__all__ = ["from_foreign", "read_records", "yaml_load"]
 
 
 def yaml_load(text: str, file: Path, problems: list[str]) -> Any:
@@ -39,7 +39,7 @@ def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]
             if not line.strip():
                 continue
             try:
-                records.append((_from_foreign(json.loads(line)), number))
+                records.append((from_foreign(json.loads(line)), number))
             except json.JSONDecodeError as exc:
                 problems.append(f"{file}:{number}: invalid JSON: {exc.msg}; each line must be one JSON object")
         return records
@@ -53,25 +53,32 @@ def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]
         data = yaml_load(text, file, problems)
     if data is None:
         return []
-    if isinstance(data, dict) and isinstance(data.get("tools"), list):
+    mcp = isinstance(data, dict) and "tools" in data
+    if mcp:
         data = data["tools"]
+        if not isinstance(data, list):
+            problems.append(f"{file}: 'tools' must be a list of tools, got {type(data).__name__}")
+            return []
     items = data if isinstance(data, list) else [data]
-    return [(_from_foreign(item), getattr(item, "line", None)) for item in items]
+    return [(from_foreign(item, mcp=mcp), getattr(item, "line", None)) for item in items]
 
 
-def _from_foreign(item: Any) -> Any:
-    """Turn an OpenAI tool entry or an MCP tool into a profile mapping; leave profiles as they are."""
+def from_foreign(item: Any, *, mcp: bool = False) -> Any:
+    """Turn an OpenAI tool entry (nested ``function`` or flat) or an MCP tool into a profile mapping; leave
+    profiles as they are. The tool's name is both the id and the original name. ``mcp``: the item comes from a
+    ``tools/list`` result, so a tool without ``inputSchema`` is still an MCP tool."""
     if not isinstance(item, dict):
         return item
-    if item.get("type") == "function" and isinstance(item.get("function"), dict):
-        fn = item["function"]
+    if item.get("type") == "function":
+        fn = item["function"] if isinstance(item.get("function"), dict) else item
         out = {"id": fn.get("name"), "name": fn.get("name"), "description": fn.get("description")}
         if fn.get("parameters") is not None:
             out["parameters"] = fn["parameters"]
         return out
-    if "inputSchema" in item and "id" not in item:
+    if "id" not in item and ("inputSchema" in item or (mcp and "name" in item)):
         out = {"id": item.get("name"), "name": item.get("name"), "description": item.get("description")}
-        out["parameters"] = item["inputSchema"]
+        if item.get("inputSchema") is not None:
+            out["parameters"] = item["inputSchema"]
         annotations = item.get("annotations") or {}
         if isinstance(annotations, dict) and annotations.get("destructiveHint"):
             out["mutation"] = True

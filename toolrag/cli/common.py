@@ -1,26 +1,42 @@
-"""What the commands share: the catalog/model/store options, settings from flags, opening a retriever."""
+"""What the commands share: the catalog/model/store options, settings from flags, opening a retriever.
+
+Every command checks what it can without a model first (settings, the catalog, the request, the labelled
+queries), so a mistake is reported in well under a second and nothing is opened or written for it."""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import os
+import sys
+from collections.abc import Iterable
 
-from toolrag.config import CHROMA_URL_ENV
+from toolrag.audit import AuditLog, requests_setting
+from toolrag.catalog.loader import catalog_files, load_catalog
+from toolrag.catalog.profile import Catalog
+from toolrag.catalog.report import LoadMode
+from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV
 from toolrag.errors import SettingsError
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
-__all__ = ["catalog_options", "codes", "open_retriever", "query_options", "settings_from_args"]
+__all__ = ["audit_from_args", "catalog_options", "codes", "load_inputs", "load_mode", "open_catalog", "open_retriever",
+           "query_options", "settings_from_args", "warn"]
+
+#: Warnings of a lenient load printed on stderr before "... more" (``toolrag lint`` prints them all).
+_WARNINGS_SHOWN = 3
 
 log = logging.getLogger("toolrag.cli")
 
 
-def catalog_options() -> argparse.ArgumentParser:
-    """Options of every command that opens a catalog: where it is, where the index lives, which models."""
+def catalog_options(*, catalog: bool | None = True) -> argparse.ArgumentParser:
+    """Options of every command that opens a catalog: where it is (``catalog``: True required, None optional,
+    False no such option), where the index lives, which models."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--catalog", required=True, help="catalog folder or file (YAML, JSONL, OpenAI, MCP)")
+    if catalog is not False:
+        common.add_argument("--catalog", required=bool(catalog),
+                            help="catalog folder or file (YAML, JSONL, OpenAI, MCP)")
     common.add_argument("--data-dir", help="index folder (default: TOOLRAG_DATA_DIR or ~/.cache/toolrag)")
     common.add_argument("--chroma-url", help="use a Chroma server, e.g. http://127.0.0.1:8000 "
                                              f"(default: {CHROMA_URL_ENV}, else an embedded index)")
@@ -29,6 +45,14 @@ def catalog_options() -> argparse.ArgumentParser:
     common.add_argument("--english-model", help="English text model: minilm, a path, a Hub id, or none")
     common.add_argument("--clip-model", help="open_clip model (ARCH:TAG, hf-hub:ID, random:ARCH, none)")
     common.add_argument("--rerank-model", help="cross-encoder path or Hub id (none = off)")
+    strictness = common.add_mutually_exclusive_group()
+    strictness.add_argument("--strict", dest="load_mode", action="store_const", const=LoadMode.STRICT.value,
+                            help="refuse the catalog on any problem (default for YAML)")
+    strictness.add_argument("--lenient", dest="load_mode", action="store_const", const=LoadMode.LENIENT.value,
+                            help="drop bad fields and skip unusable tools with warnings (default for .json/.jsonl)")
+    common.add_argument("--audit-log", help=f"append every search to this JSON Lines file (default: {AUDIT_LOG_ENV})")
+    common.add_argument("--audit-requests", choices=["text", "hash"],
+                        help="keep each request's text in the audit log, or only its SHA-256")
     common.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
     return common
 
@@ -76,15 +100,62 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
     return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})
 
 
-def open_retriever(args: argparse.Namespace, settings: Settings) -> ToolRetriever:
+def load_mode(args: argparse.Namespace) -> LoadMode:
+    """``--strict`` / ``--lenient``, else the default (YAML strict, imports lenient)."""
+    return LoadMode(getattr(args, "load_mode", None) or LoadMode.AUTO.value)
+
+
+def open_catalog(args: argparse.Namespace) -> Catalog:
+    """The catalog of ``--catalog``. How many tools were loaded, skipped and degraded goes to stderr when a file
+    was read leniently (an import) or anything was dropped; a clean hand-written catalog loads silently (``-v``
+    logs it), so an error stays the one line on stderr."""
+    mode = load_mode(args)
+    catalog = load_catalog(args.catalog, mode=mode)
+    report = catalog.report
+    imported = any(mode.lenient_for(file) for file in catalog_files(args.catalog))
+    if not (imported or not report.clean):
+        log.info("catalog %s: %s", catalog.name, report.summary())
+        return catalog
+    print(f"catalog {catalog.name}: {report.summary()}", file=sys.stderr)
+    for warning in report.warnings[:_WARNINGS_SHOWN]:
+        print(f"  {warning}", file=sys.stderr)
+    if len(report.warnings) > _WARNINGS_SHOWN:
+        print(f"  ... {len(report.warnings) - _WARNINGS_SHOWN} more warnings (toolrag lint lists them all)",
+              file=sys.stderr)
+    return catalog
+
+
+def audit_from_args(args: argparse.Namespace) -> AuditLog | None:
+    """The audit log of ``--audit-log`` (else ``TOOLRAG_AUDIT_LOG``), or ``None``."""
+    path = getattr(args, "audit_log", None)
+    audit = AuditLog(path) if path else AuditLog.from_env()
+    if audit is not None and getattr(args, "audit_requests", None):
+        audit.hash_requests = requests_setting(args.audit_requests)
+    return audit
+
+
+def load_inputs(args: argparse.Namespace) -> tuple[Catalog, Settings]:
+    """The settings and the catalog, checked before any model loads (a mistake in either costs no wait)."""
+    settings = settings_from_args(args)
+    return open_catalog(args), settings
+
+
+def warn(notes: Iterable[str]) -> None:
+    """Notes on a request (cleaned text, a cut query, an unknown permission code) as warnings on stderr."""
+    for note in notes:
+        print(f"toolrag: warning: {note}", file=sys.stderr)
+
+
+def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalog | None = None) -> ToolRetriever:
     """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``."""
 
     def progress(fraction: float, message: str) -> None:
         log.info("%3.0f%% %s", fraction * 100, message)
 
     return ToolRetriever.from_catalog(
-        args.catalog, settings=settings, data_dir=args.data_dir,
+        catalog if catalog is not None else open_catalog(args), settings=settings, data_dir=args.data_dir,
         chroma_url=args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None, progress=progress,
+        audit=audit_from_args(args),
     )
 
 

@@ -9,26 +9,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolrag.cli.common import codes, open_retriever, settings_from_args
+from toolrag.cli.common import codes, load_inputs, open_retriever
 from toolrag.errors import SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import DECISION_ACCURACY, METRIC_NAMES, metric
 from toolrag.evaluation.queries import load_queries
-from toolrag.evaluation.tune import calibrate_no_tool, save_settings, tune_weights
-from toolrag.search.results import Decision
+from toolrag.evaluation.report import tune_with_threshold
+from toolrag.evaluation.tune import save_settings
 
 __all__ = ["parse_gate", "register"]
 
 
 def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
     ev = sub.add_parser("eval", parents=[common, query], help="measure retrieval on labelled queries")
-    ev.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    ev.add_argument("--queries", required=True, help="YAML, JSON Lines or CSV of {query, gold, ...}")
     ev.add_argument("--fail-under", action="append", default=[], metavar="METRIC=VALUE",
                     help="exit 1 when METRIC (e.g. recall@5) is below VALUE (a fraction or a percentage)")
     ev.set_defaults(handler=run_eval)
     tune = sub.add_parser("tune", parents=[common, query],
                           help="choose the text-signal weights from labelled queries of this catalog")
-    tune.add_argument("--queries", required=True, help="YAML or JSON Lines of {query, gold, ...}")
+    tune.add_argument("--queries", required=True, help="YAML, JSON Lines or CSV of {query, gold, ...}")
     tune.add_argument("--metric", default="ndcg@10", help="what to maximise (default ndcg@10)")
     tune.add_argument("--step", type=float, default=0.1, help="grid step of the weights (default 0.1)")
     tune.add_argument("--out", help="write the chosen weights into this settings YAML (read it with --settings)")
@@ -37,9 +37,11 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 def run_eval(args: argparse.Namespace) -> int:
     gates = [parse_gate(item) for item in args.fail_under]
+    catalog, settings = load_inputs(args)
     evaluator = Evaluator(load_queries(Path(args.queries)), permissions=codes(args.permissions) or None,
                           role=args.role)
-    retriever = open_retriever(args, settings_from_args(args))
+    evaluator.check(catalog)  # unknown gold ids, roles or permission codes: refused before the models load
+    retriever = open_retriever(args, settings, catalog)
     report = retriever.evaluate(evaluator)
     if args.json:
         print(json.dumps(report.to_json(n_tools=len(retriever.catalog)), ensure_ascii=False, indent=2))
@@ -53,13 +55,12 @@ def run_eval(args: argparse.Namespace) -> int:
 
 
 def run_tune(args: argparse.Namespace) -> int:
+    catalog, settings = load_inputs(args)
     rows = load_queries(Path(args.queries))
-    retriever = open_retriever(args, settings_from_args(args))
-    result = tune_weights(retriever, rows, step=args.step, metric=args.metric)
-    no_tool = None
-    kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}
-    if kinds == {True, False}:  # rows that need no tool and rows that need one: calibrate the threshold too
-        no_tool = calibrate_no_tool(retriever, rows, base=result.settings)
+    Evaluator(rows).check(catalog)
+    retriever = open_retriever(args, settings, catalog)
+    # The threshold is calibrated too when the rows hold both kinds (rows that need no tool, rows that need one).
+    result, no_tool = tune_with_threshold(retriever, rows, step=args.step, metric=args.metric)
     if args.json:
         print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
                           "base_score": result.base_score, "best_score": result.best_score,

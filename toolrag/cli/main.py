@@ -11,14 +11,14 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from toolrag.cli import catalog, evaluate, search
+from toolrag.cli import audit, catalog, evaluate, report, search, serve
 from toolrag.cli.common import catalog_options, query_options
 from toolrag.config import configure_environment
 from toolrag.errors import ToolragError
 
 __all__ = ["main", "parser"]
 
-_COMMANDS = (search, evaluate, catalog)
+_COMMANDS = (search, evaluate, catalog, report, audit, serve)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -35,6 +35,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_environment()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",
                         stream=sys.stderr)
+    # Commands print a loaded catalog's report (counts and warnings) themselves.
+    logging.getLogger("toolrag.catalog.loader").setLevel(logging.INFO if args.verbose else logging.ERROR)
     try:
         code: int = args.handler(args)
         return code

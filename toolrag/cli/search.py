@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from toolrag.cli.common import codes, open_retriever, settings_from_args
+from toolrag.cli.common import codes, load_inputs, open_retriever, warn
+from toolrag.images import load_image
+from toolrag.search.request import prepare_request
 from toolrag.search.results import SearchResult
 from toolrag.signals import SIGNALS
 
@@ -23,7 +25,13 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 
 def run(args: argparse.Namespace) -> int:
-    retriever = open_retriever(args, settings_from_args(args))
+    catalog, settings = load_inputs(args)
+    request = prepare_request(catalog, args.query, image=args.image, history=args.history,
+                              permissions=codes(args.permissions), role=args.role, categories=args.category)
+    if args.image:
+        load_image(args.image)  # a missing or broken image is refused before the models load
+    warn(request.notes)
+    retriever = open_retriever(args, settings, catalog)
     result = retriever.search(
         args.query, image=args.image, history=args.history, permissions=codes(args.permissions),
         role=args.role, categories=args.category, include_deprecated=args.include_deprecated,

@@ -11,15 +11,18 @@ set ("no tool fits") have no retrieval metric and count only for decision accura
 
 from __future__ import annotations
 
+import difflib
 import itertools
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from toolrag.catalog.profile import Catalog
 from toolrag.errors import QueryError, ToolragError
 from toolrag.evaluation.metrics import DECISION_ACCURACY, metric_plan
 from toolrag.evaluation.queries import QueryRow
 from toolrag.progress import Progress
+from toolrag.search.request import unknown_codes
 from toolrag.search.results import Decision, SearchResult
 from toolrag.settings import Settings
 
@@ -34,7 +37,7 @@ class Searcher(Protocol):
     def search(self, query: str = "", *, image: Any = None, history: Sequence[str] = (),
                permissions: Collection[str] | None = None, role: str | None = None,
                categories: Collection[str] | None = None, include_deprecated: bool = False,
-               top_k: int | None = None, settings: Settings | None = None) -> SearchResult: ...
+               top_k: int | None = None, settings: Settings | None = None, audited: bool = True) -> SearchResult: ...
 
 
 @dataclass(frozen=True)
@@ -124,21 +127,57 @@ class Evaluator:
         metric_plan(ks)  # a bad cutoff fails here, not after the searches
         self.ks = tuple(ks)
         self.name = name
+        self._defaults = (tuple(permissions or ()), role)
         self.rows = tuple(r if r.permissions is not None or r.role or (permissions is None and role is None)
                           else replace(r, permissions=tuple(permissions or ()), role=role) for r in rows)
+
+    def check(self, catalog: Catalog) -> None:
+        """Refuse rows that cannot be scored against ``catalog`` (QueryError, before any search): gold ids it
+        lacks, named with the closest ids (a typo would otherwise score every metric 0), roles it does not
+        define and permission codes that no tool or role of it uses."""
+        known = set(catalog.ids)
+        missing: dict[str, QueryRow] = {}
+        for row in self.rows:
+            for gold in row.gold:
+                if gold not in known:
+                    missing.setdefault(gold, row)
+        if missing:
+            shown = [f"{g!r} (line {missing[g].line or '?'}{_closest(g, catalog.ids)})" for g in list(missing)[:3]]
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            raise QueryError(f"{len(missing)} gold id{'s are' if len(missing) > 1 else ' is'} not in catalog "
+                             f"{catalog.name!r}: {', '.join(shown)}{more}; fix the ids in the queries file")
+        permissions, role = self._defaults
+        unknown = unknown_codes(catalog, permissions)
+        if unknown:
+            raise QueryError(f"permission code {unknown[0]!r} (given for every row) is used by no tool or role of "
+                             f"catalog {catalog.name!r}; fix the spelling (it would grant nothing)")
+        if role:
+            catalog.role_codes(role)  # CatalogError naming the roles
+        for row in self.rows:
+            if row.role and row.role not in catalog.roles:
+                known_roles = ", ".join(sorted(catalog.roles)) or "(none)"
+                raise QueryError(f"query row {row.line or '?'}: unknown role {row.role!r}; roles of catalog "
+                                 f"{catalog.name!r}: {known_roles}")
+            unknown = unknown_codes(catalog, row.permissions or ())
+            if unknown:
+                raise QueryError(f"query row {row.line or '?'}: permission code {unknown[0]!r} is used by no tool "
+                                 f"or role of catalog {catalog.name!r}; fix the spelling (it would grant nothing)")
 
     def run_row(self, retriever: Searcher, row: QueryRow, *, settings: Settings | None = None,
                 top_k: int | None = None) -> SearchResult:
         """Search one labelled row as a user would; a refused row names its line."""
         try:
             return retriever.search(row.query, image=row.image, history=row.history, permissions=row.permissions,
-                                    role=row.role, settings=settings, top_k=top_k)
+                                    role=row.role, settings=settings, top_k=top_k, audited=False)
         except ToolragError as exc:
             raise QueryError(f"query row {row.line or '?'} ({row.query[:40]!r}): {exc}") from exc
 
     def __call__(self, retriever: Searcher, *, settings: Settings | None = None,
                  progress: Progress | None = None) -> EvalReport:
         """Run every row and score it; the result list of each row is at least as deep as the largest cutoff."""
+        catalog = getattr(retriever, "catalog", None)
+        if isinstance(catalog, Catalog):
+            self.check(catalog)
         cfg = settings or retriever.settings
         depth = max(max(self.ks), cfg.top_k)
         say = progress or (lambda f, m: None)
@@ -153,3 +192,8 @@ class Evaluator:
             return QueryOutcome(row, tuple(result.ids), result.decision)
 
         return evaluate(run, self.rows, ks=self.ks)
+
+
+def _closest(value: str, choices: Sequence[str]) -> str:
+    close = difflib.get_close_matches(value, choices, n=2, cutoff=0.6)
+    return f"; closest: {', '.join(repr(c) for c in close)}" if close else ""

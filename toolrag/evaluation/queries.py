@@ -1,11 +1,14 @@
-"""Labelled query files: YAML (a list of rows) or JSON Lines, each row a request, the tools that fit it and
-optional context. Every problem raises :class:`toolrag.errors.QueryError` naming the file, row, line, field
+"""Labelled query files: YAML (a list of rows), JSON Lines or CSV, each row a request, the tools that fit it
+and optional context. Every problem raises :class:`toolrag.errors.QueryError` naming the file, row, line, field
 and the fix."""
 
 from __future__ import annotations
 
+import csv
 import difflib
+import io
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +17,7 @@ from toolrag.errors import QueryError
 from toolrag.search.results import Decision
 from toolrag.yamlio import LineDict, LineList, YamlSyntaxError, read_yaml
 
-__all__ = ["FIELDS", "QueryRow", "load_queries"]
+__all__ = ["CSV_FIELDS", "FIELDS", "QueryRow", "load_queries"]
 
 
 # ------------------------------------------------------------------------------------------------ rows
@@ -33,6 +36,9 @@ class QueryRow:
 
 
 FIELDS = ("query", "gold", "image", "permissions", "role", "expect", "history")
+#: The columns a CSV file may have (earlier turns need YAML or JSON Lines).
+CSV_FIELDS = ("query", "gold", "image", "permissions", "role", "expect")
+_LIST_SEPARATORS = re.compile(r"[|;,\s]+")
 
 
 class _Row:
@@ -158,8 +164,50 @@ def _jsonl_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int],
     return rows
 
 
+def _csv_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int], object]]:
+    """Rows of a CSV file with a header naming its columns; ``gold`` and ``permissions`` cells list ids
+    separated by ``|``, ``;``, ``,`` or spaces (an empty ``gold`` cell: no tool fits); empty cells are absent."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except StopIteration:
+        return []
+    except csv.Error as exc:
+        raise QueryError(f"{path}, line 1: invalid CSV ({exc})") from None
+    for name in header:
+        if name not in CSV_FIELDS:
+            close = difflib.get_close_matches(name, CSV_FIELDS, n=1, cutoff=0.5)
+            hint = f"did you mean '{close[0]}'?" if close else f"valid columns: {', '.join(CSV_FIELDS)}"
+            raise QueryError(f"{path}, line 1: unknown column '{name}'; {hint}")
+    missing = [name for name in ("query", "gold") if name not in header]
+    if missing:
+        raise QueryError(f"{path}, line 1: the header needs the columns query and gold (missing: "
+                         f"{', '.join(missing)}), e.g. query,gold")
+    rows: list[tuple[int | None, dict[str, int], object]] = []
+    line = reader.line_num + 1
+    try:
+        for cells in reader:
+            if any(c.strip() for c in cells):
+                if len(cells) > len(header):
+                    raise QueryError(f"{path}, line {line}: {len(cells)} cells for {len(header)} columns; quote "
+                                     'a cell that contains a comma ("...")')
+                data: dict[str, Any] = {}
+                for name, cell in zip(header, cells, strict=False):
+                    if name in ("gold", "permissions"):
+                        data[name] = [v for v in _LIST_SEPARATORS.split(cell.strip()) if v]
+                    elif name == "query" or cell.strip():
+                        data[name] = cell
+                data.setdefault("gold", [])
+                rows.append((line, {}, data))
+            line = reader.line_num + 1
+    except csv.Error as exc:
+        raise QueryError(f"{path}, line {line}: invalid CSV ({exc})") from None
+    return rows
+
+
 def load_queries(path: Path) -> list[QueryRow]:
-    """Read labelled queries from YAML (a list of mappings) or JSON Lines (.jsonl/.json, one object a line).
+    """Read labelled queries from YAML (a list of mappings), JSON Lines (.jsonl/.json, one object a line) or
+    CSV (.csv, a header row naming the columns; ids in a cell separated by ``|``, ``;``, ``,`` or spaces).
 
     Fields: ``query`` (text; "" only with ``image``), ``gold`` (tool ids; [] = no tool fits), optional
     ``image`` (relative to the file's folder; must exist), ``permissions``, ``role``, ``expect``
@@ -170,13 +218,16 @@ def load_queries(path: Path) -> list[QueryRow]:
     if not path.is_file():
         raise QueryError(f"queries file {path} does not exist")
     suffix = path.suffix.lower()
-    if suffix not in (".yaml", ".yml", ".jsonl", ".json"):
-        raise QueryError(f"{path}: unknown queries format '{suffix}'; use .yaml/.yml or .jsonl/.json")
+    if suffix not in (".yaml", ".yml", ".jsonl", ".json", ".csv"):
+        raise QueryError(f"{path}: unknown queries format '{suffix}'; use .yaml/.yml, .jsonl/.json or .csv")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         raise QueryError(f"{path}: cannot read the file as UTF-8 text ({exc})") from None
-    raw_rows = _yaml_rows(path, text) if suffix in (".yaml", ".yml") else _jsonl_rows(path, text)
+    if suffix in (".yaml", ".yml"):
+        raw_rows = _yaml_rows(path, text)
+    else:
+        raw_rows = _csv_rows(path, text) if suffix == ".csv" else _jsonl_rows(path, text)
     if not raw_rows:
         raise QueryError(f"{path}: contains no queries; add rows like {{query: ..., gold: [...]}}")
     return [

@@ -35,8 +35,8 @@ from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import TEXT_SIGNALS, Settings
 from toolrag.signals import ModelRole
 
-__all__ = ["ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_no_tool", "save_settings", "simplex_grid",
-           "tune_weights"]
+__all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_no_tool", "save_settings",
+           "simplex_grid", "tune_weights"]
 
 log = logging.getLogger(__name__)
 
@@ -198,6 +198,17 @@ def save_settings(path: str | Path, changes: Mapping[str, Any], *, comment: str 
 
 
 @dataclass(frozen=True)
+class ThresholdPoint:
+    """One candidate NO_TOOL threshold: the share of rows it decides right, of rows that need a tool it
+    refuses (``missed``) and of rows that need none it lets through (``false_calls``)."""
+
+    threshold: float
+    accuracy: float
+    missed: float
+    false_calls: float
+
+
+@dataclass(frozen=True)
 class ThresholdResult:
     """The NO_TOOL threshold chosen from labelled rows, and the evidence for it."""
 
@@ -211,6 +222,8 @@ class ThresholdResult:
     changed: bool
     n_tool: int
     n_no_tool: int
+    curve: tuple[ThresholdPoint, ...] = ()
+    """Every candidate threshold tried, in increasing order: the trade-off the choice was made on."""
 
     def summary(self) -> str:
         verdict = "new no_tool_threshold" if self.changed else "kept the no_tool_threshold (no significant gain)"
@@ -255,6 +268,13 @@ def calibrate_no_tool(retriever: ToolRetriever, rows: Sequence[QueryRow], *, bas
     stderr = float(gains.std(ddof=1) / math.sqrt(len(gains))) if len(gains) > 1 else 0.0
     changed = bool(gains.mean() > 0 and gains.mean() > z * stderr)
     pick = best if changed else 0
+    refused = conf[None, :] < candidates[:, None]
+    missed = (refused & ~needs_none[None, :]).sum(axis=1) / max(int((~needs_none).sum()), 1)
+    false_calls = (~refused & needs_none[None, :]).sum(axis=1) / max(int(needs_none.sum()), 1)
+    curve = tuple(sorted({float(candidates[i]): ThresholdPoint(float(candidates[i]), float(accuracy[i]),
+                                                                float(missed[i]), float(false_calls[i]))
+                          for i in range(len(candidates))}.values(), key=lambda p: p.threshold))
     return ThresholdResult(threshold=float(candidates[pick]), base_threshold=float(current),
                            accuracy=float(accuracy[pick]), base_accuracy=float(accuracy[0]), gain_stderr=stderr,
-                           changed=changed, n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()))
+                           changed=changed, n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()),
+                           curve=curve)

@@ -21,6 +21,7 @@ tests/test_lexical.py (top-1 hits; MRR@5):
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -133,8 +134,19 @@ def tokenize(text: str) -> list[str]:
     and all punctuation separate tokens; tokens are lower-cased, English plurals are stripped, and the
     stop lists ``EN_STOPWORDS``/``ZH_STOPWORDS`` are dropped. Order follows the text; repeats are kept
     (they are term frequencies).
+
+    Lines are tokenised apart and remembered (no token spans a line break, so the result is the same): a
+    document edited in one line, or searched with one line left out, re-segments that line only.
     """
-    text = unicodedata.normalize("NFKC", text)
+    tokens: list[str] = []
+    for line in text.split("\n"):
+        tokens.extend(_line_tokens(line))
+    return tokens
+
+
+@functools.lru_cache(maxsize=65_536)
+def _line_tokens(line: str) -> tuple[str, ...]:
+    text = unicodedata.normalize("NFKC", line)
     tokens: list[str] = []
     for match in _SEGMENT_RE.finditer(text):
         cjk = match.group("cjk")
@@ -145,4 +157,4 @@ def tokenize(text: str) -> list[str]:
                     tokens.append(piece)
         else:
             tokens.extend(_word_tokens(match.group("word")))
-    return tokens
+    return tuple(tokens)

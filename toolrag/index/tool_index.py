@@ -26,7 +26,8 @@ import numpy as np
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
-from toolrag.images import load_image
+from toolrag.errors import ImageError
+from toolrag.images import check_example_image, load_image
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.filters import allowed_perm_keys, build_where
@@ -152,13 +153,14 @@ class ToolIndex:
         # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
         # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
         same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
+        image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
+        image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
+        self._check_new_images(image_rows, image_ids)  # a bad image is refused before anything is written
         for spec in COLLECTIONS:
             if spec.rows == "tool" and spec.kind in self._collections:
                 progress(0.0, f"indexing tool texts ({spec.kind})")
                 model = getattr(self.models, spec.model.value)
                 vectors[spec.kind] = self._sync_texts(spec.kind, model, tools, same, progress)
-        image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
-        image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
@@ -251,6 +253,18 @@ class ToolIndex:
                 return updated
         self._bm25_texts = tuple(texts.values())
         return BM25Index.build(list(texts), list(texts.values()))
+
+    def _check_new_images(self, rows: Sequence[tuple[int, Path]], image_ids: Sequence[str]) -> None:
+        """Decode every example image the image collections do not hold yet and refuse an unusable one
+        (ImageError, :func:`toolrag.images.check_example_image`); images already indexed were checked then."""
+        kinds = [s.kind for s in COLLECTIONS if s.rows != "tool" and s.kind in self._collections]
+        stored = [self._collections[k].metadata() for k in kinds]
+        for iid, (_, path) in zip(image_ids, rows, strict=True):
+            if any(iid not in meta for meta in stored):
+                try:
+                    check_example_image(path)
+                except ImageError as exc:
+                    raise ImageError(f"tool {iid.split('#', 1)[0]!r}: {exc}") from None
 
     def _sync_image_text(self, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
                          image_ids: Sequence[str]) -> dict[str, str]:

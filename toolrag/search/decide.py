@@ -196,8 +196,9 @@ def named_tools(query: str, lookup: dict[str, int]) -> list[int]:
     return rows
 
 
-def name_lookup(names_and_ids: Sequence[tuple[str, str]]) -> dict[str, int]:
-    """Lower-cased name and id -> row, for names that look like identifiers.
+def name_lookup(names_and_ids: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Lower-cased name, function name and id -> row, for names that look like identifiers (one tuple of
+    names per row, e.g. ``(name, function_name, id)``).
 
     Only identifier-like names count (with ``_ . - / : @``, a digit or an inner capital, 4+ characters):
     a tool named "search" or "Now" must not be "named" by every request that uses the word. A name two tools
@@ -205,8 +206,8 @@ def name_lookup(names_and_ids: Sequence[tuple[str, str]]) -> dict[str, int]:
     """
     out: dict[str, int] = {}
     clash: set[str] = set()
-    for row, (name, tool_id) in enumerate(names_and_ids):
-        for value in dict.fromkeys((name, tool_id)):
+    for row, names in enumerate(names_and_ids):
+        for value in dict.fromkeys(names):
             if len(value) < 4 or not _NAME_LIKE.search(value) or not _IDENT.fullmatch(value):
                 continue
             key = value.lower()

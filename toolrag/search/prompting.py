@@ -52,9 +52,13 @@ def count_tokens(text: str) -> int:
     return math.ceil(len(text) / 3)
 
 
-def openai_tools(profiles: Iterable[ToolProfile]) -> list[dict[str, Any]]:
-    """The OpenAI ``tools`` list for ``profiles``, in order."""
-    return [p.openai_tool() for p in profiles]
+def openai_tools(profiles: Iterable[ToolProfile], *, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The OpenAI ``tools`` list for ``profiles``, in order, under their function ``names`` (default: each
+    profile's own :attr:`~toolrag.catalog.profile.ToolProfile.function_name`)."""
+    profiles = list(profiles)
+    if names is not None and len(names) != len(profiles):
+        raise ValueError(f"{len(names)} names for {len(profiles)} tools")
+    return [p.openai_tool(names[i] if names is not None else None) for i, p in enumerate(profiles)]
 
 
 def schema_tokens(tools: Sequence[Mapping[str, Any]]) -> int:
@@ -64,19 +68,21 @@ def schema_tokens(tools: Sequence[Mapping[str, Any]]) -> int:
     return count_tokens("\n".join(json.dumps(t, ensure_ascii=False, separators=(",", ":")) for t in tools))
 
 
-def prompt_block(profiles: Sequence[ToolProfile], *, clarification: str | None = None) -> str:
-    """A system-prompt block listing the selected tools with their schemas and usage notes."""
+def prompt_block(profiles: Sequence[ToolProfile], *, clarification: str | None = None,
+                 names: Sequence[str] | None = None) -> str:
+    """A system-prompt block listing the selected tools (by the function ``names`` the model calls) with their
+    schemas and usage notes."""
     if not profiles:
         return "No tool fits this request: answer directly, without calling a tool."
     lines = ["You can call these tools (selected for this request):", ""]
-    for p in profiles:
+    for i, p in enumerate(profiles):
         notes = []
         if p.mutation:
             notes.append("irreversible: confirm with the user before calling")
         if p.deprecated:
             notes.append(f"deprecated, prefer {p.replaced_by}" if p.replaced_by else "deprecated")
         suffix = f" ({'; '.join(notes)})" if notes else ""
-        lines.append(f"- {p.name}: {p.description}{suffix}")
+        lines.append(f"- {names[i] if names is not None else p.function_name}: {p.description}{suffix}")
         lines.append("  parameters: " + json.dumps(p.parameters, ensure_ascii=False, separators=(",", ":")))
     if clarification:
         lines += ["", f"The request is ambiguous: ask the user first: {clarification}"]

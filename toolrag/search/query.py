@@ -9,7 +9,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,42 @@ class QueryAnalyzer:
             absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
         return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
                              timing)
+
+    def prime(self, texts: Sequence[str], *, known: Mapping[tuple[str, str], np.ndarray] | None = None
+              ) -> dict[tuple[str, str], np.ndarray]:
+        """Make the text vectors of many requests ready at once, so that searching them encodes nothing.
+
+        For each text model (``dense``, and ``dense_en`` for texts that are not mostly Chinese), a text's
+        vector comes from the cache, else from ``known`` (``(kind, text)`` -> vector, e.g. kept by the
+        caller from an earlier run), else from one batched encoding of all the missing texts. Texts are
+        cleaned as :meth:`analyze` cleans them; the cache keeps the last ``cache_size``. Returns the vectors
+        by ``(kind, text as given)``."""
+        known = known or {}
+        models: list[tuple[str, Any]] = [("dense", self.models.text)]
+        if self.models.english is not None:
+            models.append(("dense_en", self.models.english))
+        out: dict[tuple[str, str], np.ndarray] = {}
+        for kind, model in models:
+            todo: dict[str, list[str]] = {}
+            for text in dict.fromkeys(texts):
+                clean = _WS.sub(" ", text).strip()[:MAX_QUERY_CHARS]
+                if not clean or (kind == "dense_en" and is_mostly_cjk(clean)):
+                    continue
+                vec = self._texts.get((kind, clean))
+                if vec is None and (kind, text) in known:
+                    vec = np.asarray(known[(kind, text)], dtype=np.float32)
+                    self._texts.put((kind, clean), vec)
+                if vec is None:
+                    todo.setdefault(clean, []).append(text)
+                else:
+                    out[(kind, text)] = vec
+            batch_texts = list(todo)
+            for start in range(0, len(batch_texts), 32):
+                batch = batch_texts[start:start + 32]
+                for clean, vec in zip(batch, np.asarray(model.encode_queries(batch), dtype=np.float32), strict=True):
+                    self._texts.put((kind, clean), vec)
+                    out.update({(kind, text): vec for text in todo[clean]})
+        return out
 
     # ----------------------------------------------------------------------------------------- internals
 

@@ -75,6 +75,9 @@ class Candidate:
     deprecated: bool = False
     replaced_by: str | None = None
     rerank_score: float | None = None
+    function_name: str = ""
+    """The name the model calls in the OpenAI ``tools`` JSON (valid, unique in the catalog); ``name`` is the
+    original name the tool's server answers to."""
 
     def top_signal(self) -> str | None:
         """The signal that contributed most to this candidate's score."""
@@ -86,6 +89,7 @@ class Candidate:
         out: dict[str, Any] = {
             "id": self.id,
             "name": self.name,
+            "function_name": self.function_name or self.name,
             "score": round(self.score, 6),
             "signals": {name: s.to_json() for name, s in self.signals.items()},
             "category": self.category,
@@ -144,6 +148,15 @@ class SearchResult:
     @property
     def ids(self) -> list[str]:
         return [c.id for c in self.candidates]
+
+    def candidate_for(self, function_name: str) -> Candidate | None:
+        """The candidate a model's tool call names (by function name, else by original name or id): the way
+        from the OpenAI ``tools`` JSON back to the tool to call."""
+        for key in ("function_name", "name", "id"):
+            for c in self.candidates:
+                if getattr(c, key) == function_name:
+                    return c
+        return None
 
     def to_json(self) -> dict[str, Any]:
         return {

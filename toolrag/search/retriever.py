@@ -6,6 +6,7 @@ are built once; query vectors are cached, so re-ranking the same query with othe
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from toolrag.audit import AuditLog
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
@@ -22,18 +24,20 @@ from toolrag.config import data_dir as default_data_dir
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
-from toolrag.errors import ModelUnavailable, QueryError
-from toolrag.index.client import StoreConfig
+from toolrag.errors import ModelUnavailable
+from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search import adaptive, fusion
+from toolrag.search.auditing import search_record
 from toolrag.search.calibration import DecisionCalibrator, LabelledCase
 from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
 from toolrag.search.decision_step import DecisionStep
 from toolrag.search.features import FEATURES
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.search.query import QueryAnalyzer, QueryFeatures
+from toolrag.search.request import prepare_request, visible_successor
 from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
 from toolrag.search.scoring import RawScores, score_signals
 from toolrag.settings import Fusion, Normalization, Settings
@@ -87,9 +91,11 @@ class ToolRetriever:
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
-                 reranker_factory: Callable[[], Reranker] | None = None,
+                 reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None,
                  decisions: DecisionCalibrator | None = None) -> None:
         self.index = index
+        self.audit = audit
+        """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
         self.settings = settings or Settings()
         #: The catalog's decision model (fitted on first need; see toolrag.search.calibration).
         self.decisions = decisions or DecisionCalibrator(index.models)
@@ -99,8 +105,8 @@ class ToolRetriever:
         self._reranker_lock = threading.Lock()
         self.reranker_note = reranker_note or (
             "no reranker configured" if reranker is None and reranker_factory is None else "")
-        self._tokens_cache: tuple[IndexSnapshot, np.ndarray] | None = None
-        self._names_cache: tuple[IndexSnapshot, dict[str, int]] | None = None
+        self._tokens_cache: tuple[Catalog, np.ndarray] | None = None
+        self._names_cache: tuple[Catalog, dict[str, int]] | None = None
 
     @classmethod
     def from_catalog(
@@ -112,10 +118,18 @@ class ToolRetriever:
         chroma_url: str | None = None,
         progress: Progress | None = None,
         models: ModelSet | None = None,
+        audit: AuditLog | None = None,
     ) -> ToolRetriever:
-        """Load and validate the catalog, load the models, sync the index (encoding only what changed)."""
+        """Load and validate the catalog, load the models, sync the index (encoding only what changed).
+
+        What can be checked without a model is checked first (the catalog, a Chroma server's heartbeat), so a
+        mistake there is reported in well under a second, before the models load. ``audit`` records every
+        search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
         settings = settings or Settings()
+        audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        if chroma_url:
+            open_client(StoreConfig(url=chroma_url))  # a closed port fails here, not after the models load
         models = models or load_models(settings, progress=progress)
         folder = Path(data_dir) if data_dir else default_data_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
@@ -125,11 +139,11 @@ class ToolRetriever:
         if not is_off(setting):
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
             retriever = cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting),
-                            decisions=decisions)
+                            audit=audit, decisions=decisions)
         else:
             note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
                     "(or --rerank-model) to a cross-encoder path or Hub id")
-            retriever = cls(index, settings=settings, reranker_note=note, decisions=decisions)
+            retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decisions=decisions)
         if progress is not None:
             progress(1.0, "calibrating the decision model")
         retriever.decision_model()
@@ -206,7 +220,7 @@ class ToolRetriever:
         catalog = self.catalog
         permissions = None if role else catalog.permission_codes
         result = self.search(query, image=image, role=role, permissions=permissions, settings=settings,
-                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True)
+                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True, audited=False)
         ids = result.ids
         return ids.index(tool_id) + 1 if tool_id in ids else None
 
@@ -224,29 +238,26 @@ class ToolRetriever:
         include_deprecated: bool = False,
         top_k: int | None = None,
         settings: Settings | None = None,
+        audited: bool = True,
+        snapshot: IndexSnapshot | None = None,
     ) -> SearchResult:
         """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+        ``audited=False`` keeps an internal probe (:meth:`rank_of`, an evaluation, the retrievability
+        report) out of the audit log.
 
         ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
         sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
+        ``snapshot``: search this view of the index instead of the live one (the retrievability report
+        searches views where one tool's document leaves one example out; up to ``EXACT_LIMIT`` tools).
         """
         t0 = time.perf_counter()
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
-        if not isinstance(query, str):
-            raise QueryError(f"query must be text, got {type(query).__name__}")
-        if not query.strip() and image is None and not any(h.strip() for h in history):
-            raise QueryError("empty query: type a request or give an image")
-        snap = self.index.snapshot
-        codes = set(permissions or ())
-        if role:
-            codes |= set(snap.catalog.role_codes(role))
-        if categories:
-            unknown = set(categories) - set(snap.catalog.categories)
-            if unknown:
-                raise QueryError(f"unknown category {sorted(unknown)[0]!r}; categories: "
-                                 f"{', '.join(snap.catalog.categories)}")
+        snap = snapshot if snapshot is not None else self.index.snapshot
+        request = prepare_request(snap.catalog, query, image=image, history=history, permissions=permissions,
+                                  role=role, categories=categories)
+        query, history, codes = request.query, request.history, set(request.codes)
         timing: dict[str, float] = {}
         features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
         timing.update(features.timing_ms)
@@ -266,9 +277,9 @@ class ToolRetriever:
             first = np.searchsorted(rows, np.asarray(named))
             order = np.concatenate([first, order[~np.isin(order, first)]])
         timing["fusion"] = (time.perf_counter() - t3) * 1000
-        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()})
-                      for i in order[: cfg.top_k]]
-        notes: list[str] = []
+        candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
+                                      codes) for i in order[: cfg.top_k]]
+        notes = list(request.notes)
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
         confidence = self._confidence(scores, rows, order[: cfg.top_k], features)
@@ -277,9 +288,12 @@ class ToolRetriever:
                                confidence, len(named))
         timing["decision"] = (time.perf_counter() - t4) * 1000
         result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
-                              confidence, timing, notes)
+                              confidence, timing, notes, codes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
         timing["total"] = (time.perf_counter() - t0) * 1000
+        if self.audit is not None and audited:
+            self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
+                                           n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
 
     def evaluate(self, evaluator: Callable[[ToolRetriever], R]) -> R:
@@ -373,11 +387,12 @@ class ToolRetriever:
         return fused, explained, absent
 
     def _candidate(self, snap: IndexSnapshot, row: int, score: float,
-                   signals: dict[str, SignalScore]) -> Candidate:
+                   signals: dict[str, SignalScore], codes: Collection[str]) -> Candidate:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, tool.replaced_by)
+                         tool.deprecated, visible_successor(snap.catalog, tool, codes),
+                         function_name=snap.catalog.function_name(tool.id))
 
     def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
@@ -420,11 +435,12 @@ class ToolRetriever:
         return best
 
     def _name_lookup(self, snap: IndexSnapshot) -> dict[str, int]:
-        """Lower-cased identifier-like tool names and ids -> row, built once per index snapshot."""
+        """Lower-cased identifier-like tool names, function names and ids -> row, built once per catalog."""
         cached = self._names_cache
-        if cached is None or cached[0] is not snap:
-            lookup = name_lookup([(t.name, t.id) for t in snap.catalog.tools])
-            cached = self._names_cache = (snap, lookup)
+        if cached is None or cached[0] is not snap.catalog:
+            cat = snap.catalog
+            lookup = name_lookup([(t.name, cat.function_name(t.id), t.id) for t in cat.tools])
+            cached = self._names_cache = (cat, lookup)
         return cached[1]
 
     def _decide(self, snap: IndexSnapshot, query: str, history: Sequence[str], q: QueryFeatures, rows: np.ndarray,
@@ -437,19 +453,23 @@ class ToolRetriever:
         return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named)
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
-        """Schema tokens of every tool, computed once per index snapshot (for the whole-catalog count)."""
+        """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""
         cached = self._tokens_cache
-        if cached is None or cached[0] is not snap:
+        if cached is None or cached[0] is not snap.catalog:
             counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
-            cached = self._tokens_cache = (snap, counts)
+            cached = self._tokens_cache = (snap.catalog, counts)
         return cached[1]
 
     def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
                 outcome: DecisionOutcome, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
-                confidence: float, timing: dict[str, float], notes: list[str]) -> SearchResult:
+                confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str]
+                ) -> SearchResult:
         chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
-        profiles = [p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
-        tools = openai_tools(profiles)
+        # A successor the caller may not see is not named in the prompt either.
+        profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
+                    if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
+        names = [snap.catalog.function_name(p.id) for p in profiles]
+        tools = openai_tools(profiles, names=names)
         per_tool = self._tool_tokens(snap)
         # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
         tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), int(per_tool[mask].sum()),
@@ -462,7 +482,7 @@ class ToolRetriever:
             query=query, decision=outcome.decision, clarification=outcome.clarification,
             candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
             timing_ms=timing, confidence=confidence, tools=tuple(tools),
-            prompt=prompt_block(profiles, clarification=outcome.clarification), notes=tuple(notes),
+            prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
             decision_reason=outcome.reason, scores=outcome.scores, selected=tuple(c.id for c in chosen),
             decision_features=dict(zip(FEATURES, outcome.features, strict=False)),
         )

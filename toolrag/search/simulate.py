@@ -61,6 +61,8 @@ MAX_EXAMPLES = 400
 MAX_DESCRIPTIONS = 300
 MAX_VAGUE = 60  # edited examples; half as many generic ones
 MAX_PAIRS = 90
+#: Profile cosine from which two tools count as copies of one tool (published twice, e.g. by two servers).
+DUPLICATE_COSINE = 0.99
 #: Share of the catalog's nearest-neighbour pairs treated as look-alikes (the closest ones).
 LOOKALIKE_SHARE = 0.25
 #: Request context of a pseudo-request: the names, places, dates and numbers real requests carry and tool
@@ -489,8 +491,13 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[_Request
         cjk, words = is_mostly_cjk(req.text), word_count(req.text)
         for kind, label, gold in _variants(req):
             keep = everyone.copy()
+            # A copy of a right tool (the same tool published twice, e.g. by two servers of a gateway) is right
+            # too, and goes with it when the request's tool is removed (else that case is a perfect match).
+            copies = [j for row in req.gold for j in np.flatnonzero(
+                dense_tools @ dense_tools[position[row]] >= DUPLICATE_COSINE).tolist()]
+            gold = tuple(dict.fromkeys((*gold, *(int(allowed[j]) for j in copies)))) if gold else gold
             if kind == "removed":
-                keep[[position[row] for row in req.gold]] = False
+                keep[copies] = False
             sub = np.flatnonzero(keep)
             view = score_view({s: v[sub] for s, v in raw.items()}, {s: v[sub] for s, v in present.items()},
                               weights=weights, ids=[ids[j] for j in sub], priority=priority[sub],

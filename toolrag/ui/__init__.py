@@ -16,6 +16,6 @@ from toolrag.config import configure_environment
 
 configure_environment()
 
-from toolrag.ui.backend import Backend  # noqa: E402
+from toolrag.ui.backend import Access, Backend  # noqa: E402
 
-__all__ = ["Backend"]
+__all__ = ["Access", "Backend"]

@@ -1,11 +1,15 @@
 """The Gradio playground: the tabs of :mod:`toolrag.ui.tabs` around one process-wide :class:`Backend`.
 
 Per-session values (history, last request) are small ``gr.State`` dicts; sliders re-rank on ``.release``
-(the retriever caches query vectors, so nothing is re-encoded).
+(the retriever caches query vectors, so nothing is re-encoded). Whether the catalog can be edited is the
+backend's :class:`toolrag.ui.backend.Access`, decided from where the app is served; the page says which
+mode it is in, a read-only app has no editing endpoint, and :func:`launch` refuses to share an app that
+edits without sign-in.
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from toolrag.config import configure_environment
@@ -14,8 +18,12 @@ configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before g
 
 import gradio as gr  # noqa: E402
 
-from toolrag.ui.backend import Backend  # noqa: E402
+from toolrag.errors import SettingsError  # noqa: E402
+from toolrag.ui.backend import Access, Backend  # noqa: E402
+from toolrag.ui.evaluate_handlers import StudioHandlers  # noqa: E402
+from toolrag.ui.evaluate_tab import evaluate_tab, share_link, wire_links  # noqa: E402
 from toolrag.ui.handlers import MAX_IMAGE_MB, Handlers  # noqa: E402
+from toolrag.ui.studio import Studio  # noqa: E402
 from toolrag.ui.tabs import PRIVATE, profiles_tab, search_tab, space_tab  # noqa: E402
 
 __all__ = ["CSS", "create_app", "launch"]
@@ -32,23 +40,49 @@ def create_app(backend: Backend) -> gr.Blocks:
     h = Handlers(backend)
     with gr.Blocks(title="toolrag playground") as demo:
         gr.Markdown("## toolrag playground — find the few tools a request needs, with every score explained")
+        gr.Markdown(f"Mode: **{backend.access.reason}**", elem_id="mode")
         status = gr.HTML(backend.status_html(), label="status", elem_id="status")
         history, last = gr.State([]), gr.State({})
-        with gr.Tabs(elem_id="tabs"):
+        with gr.Tabs(elem_id="tabs") as tabs:
             search = search_tab(h, backend, history, last)
             space_tab(h, last)
             profiles = profiles_tab(h, backend, last, search.categories)
-        for event in search.searched:
-            event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
-        demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
-                  show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
-            h.catalog_views, None, [profiles.tool, profiles.catalog_df, search.categories, profiles.new_category],
-            **PRIVATE)
+            studio = StudioHandlers(h, Studio(backend))
+            # The Evaluate tab is the catalog editors' studio: a read-only instance (a shared demo) keeps
+            # only the share link, as its reports would name tools that need permissions.
+            link = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs).link
+                    if backend.access.editing else share_link(studio, search))
+        if profiles.rank_query is not None:
+            for event in search.searched:
+                event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
+        views = [profiles.tool, profiles.catalog_df, search.categories]
+        if profiles.new_category is not None:
+            views.append(profiles.new_category)
+        ready = demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
+                          show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
+            lambda: h.catalog_views()[:len(views)], None, views, **PRIVATE)
+        wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
+    _ACCESS[demo] = backend.access
     return demo
 
 
+#: The access each app was built with, for :func:`launch` to check.
+_ACCESS: weakref.WeakKeyDictionary[gr.Blocks, Access] = weakref.WeakKeyDictionary()
+
+
 def launch(demo: gr.Blocks, **kwargs: Any) -> Any:
-    """``demo.launch`` with the app's CSS and upload limit (Gradio 6 takes theme/css here)."""
+    """``demo.launch`` with the app's CSS, upload limit and sign-in (Gradio 6 takes theme/css here).
+
+    Refuses (SettingsError) to share, through a non-local address or a share link, an app built to edit
+    without sign-in; an app built with ``TOOLRAG_AUTH`` credentials gets Gradio's ``auth`` with them."""
     kwargs.setdefault("max_file_size", f"{MAX_IMAGE_MB}mb")
+    built = _ACCESS.get(demo, Access.local())
+    served = Access.from_env(server_name=kwargs.get("server_name"), share=kwargs.get("share"))
+    if served.shared and built.editing and not (built.auth or built.editors):
+        raise SettingsError(f"this app edits the catalog without sign-in but would be shared ({served.reason}); "
+                            "build it with Access.from_env() for this address, set TOOLRAG_EDITING=off, or give "
+                            "TOOLRAG_AUTH=user:password")
+    if built.auth:
+        kwargs.setdefault("auth", list(built.auth))
     return demo.launch(css=CSS, theme=gr.themes.Soft(), **kwargs)

@@ -13,30 +13,118 @@ from __future__ import annotations
 
 import html
 import logging
+import os
 import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.editor import CatalogEditor
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
+from toolrag.catalog.staging import catalog_state
 from toolrag.config import data_dir as default_data_dir
-from toolrag.errors import ToolragError
+from toolrag.errors import SettingsError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 
-__all__ = ["Backend"]
+__all__ = ["AUTH_ENV", "EDITING_ENV", "EDITORS_ENV", "Access", "Backend"]
 
 log = logging.getLogger(__name__)
+
+EDITING_ENV = "TOOLRAG_EDITING"
+AUTH_ENV = "TOOLRAG_AUTH"
+EDITORS_ENV = "TOOLRAG_EDITORS"
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_ON, _OFF = frozenset({"1", "on", "true", "yes"}), frozenset({"0", "off", "false", "no"})
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who may edit the catalog through the app, decided once at start from where the app is served.
+
+    On the local machine (bound to 127.0.0.1, the default of ``python app.py``) editing is on, as it always
+    was. A shared deployment (a Hugging Face Space: ``SPACE_ID``; a bind address other than loopback:
+    ``GRADIO_SERVER_NAME``; a share link: ``GRADIO_SHARE``/``share=True``) is read-only unless
+    ``TOOLRAG_EDITING=on``, and then only with credentials: ``TOOLRAG_AUTH=user:password,...`` puts the whole
+    app behind Gradio's sign-in, or on a Space ``TOOLRAG_EDITORS=hf_user,...`` lets those Hugging Face users
+    edit after signing in with Hugging Face. ``TOOLRAG_EDITING=off`` makes any instance read-only. A read-only
+    app registers no editing endpoint at all.
+    """
+
+    editing: bool
+    shared: bool
+    reason: str
+    auth: tuple[tuple[str, str], ...] = ()
+    editors: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, *, server_name: str | None = None, share: bool | None = None,
+                 environ: Mapping[str, str] | None = None) -> Access:
+        """The access of an app served at ``server_name`` (default ``GRADIO_SERVER_NAME``, else loopback)
+        with or without a share link (default ``GRADIO_SHARE``), from the environment."""
+        env = os.environ if environ is None else environ
+        flag = env.get(EDITING_ENV, "").strip().lower()
+        if flag and flag not in _ON | _OFF:
+            raise SettingsError(f"{EDITING_ENV}={flag!r}: use on (edit, with credentials when shared) or off "
+                                "(read-only)")
+        auth = _credentials(env.get(AUTH_ENV, ""))
+        editors = tuple(u.strip() for u in env.get(EDITORS_ENV, "").split(",") if u.strip())
+        host = (server_name if server_name is not None else env.get("GRADIO_SERVER_NAME", "")).strip()
+        share = share if share is not None else env.get("GRADIO_SHARE", "").strip().lower() in _ON
+        where = [w for w, on in (("a Hugging Face Space", bool(env.get("SPACE_ID"))),
+                                 (f"bound to {host}", bool(host) and host not in _LOCAL_HOSTS),
+                                 ("a share link", share)) if on]
+        shared = bool(where)
+        if flag in _OFF:
+            return cls(False, shared, f"read-only: {EDITING_ENV}=off", auth, editors)
+        if not shared:
+            note = "signed-in users" if auth else "bound to this machine only"
+            return cls(True, False, f"editing on: local ({note})", auth, editors)
+        place = " and ".join(where)
+        if flag not in _ON:
+            return cls(False, True, f"read-only: shared ({place}); set {EDITING_ENV}=on with {AUTH_ENV} (or "
+                                    f"{EDITORS_ENV} on a Space) to allow editing", auth, editors)
+        if auth:
+            return cls(True, True, f"editing on for signed-in users ({place}, {AUTH_ENV})", auth, editors)
+        if editors and env.get("SPACE_ID"):
+            return cls(True, True, f"editing on for the Hugging Face users in {EDITORS_ENV} after signing in "
+                                   f"({place})", (), editors)
+        log.warning("%s=on but no credentials (%s, or %s on a Space): the shared app stays read-only",
+                    EDITING_ENV, AUTH_ENV, EDITORS_ENV)
+        return cls(False, True, f"read-only: {EDITING_ENV}=on but no credentials are set ({AUTH_ENV}=user:password"
+                                f", or {EDITORS_ENV}=hf_user on a Space); editing a shared app needs sign-in",
+                   auth, editors)
+
+    @classmethod
+    def local(cls) -> Access:
+        """Editing on, no sign-in: the playground on the local machine (and the default of the test suite)."""
+        return cls(True, False, "editing on: local (bound to this machine only)")
+
+
+def _credentials(raw: str) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    for item in raw.replace("\n", ",").split(","):
+        if item.strip():
+            user, sep, password = item.strip().partition(":")
+            if not sep or not user or not password:
+                raise SettingsError(f"{AUTH_ENV}: {user or item.strip()!r} has no password; write "
+                                    "user:password pairs separated by commas")
+            pairs.append((user, password))
+    return tuple(pairs)
 
 
 class Backend:
     """Process-wide state shared by every session: catalog, retriever, editor, build progress."""
 
     def __init__(self, catalog_path: str | Path, *, data_dir: str | Path | None = None,
-                 settings: Settings | None = None, chroma_url: str | None = None, models: Any = None) -> None:
+                 settings: Settings | None = None, chroma_url: str | None = None, models: Any = None,
+                 access: Access | None = None) -> None:
         self.catalog_path = Path(catalog_path)
+        self.access = access or Access.local()
+        self._disk_state = catalog_state(self.catalog_path)  # so the editor sees saves made during the build
         self.catalog: Catalog = load_catalog(self.catalog_path)  # fast; a broken catalog fails at start
         self.data_dir = Path(data_dir) if data_dir else None
         self.settings = settings or Settings()
@@ -66,7 +154,9 @@ class Backend:
             self.retriever = ToolRetriever.from_catalog(
                 self.catalog, settings=self.settings, data_dir=self.data_dir, chroma_url=self.chroma_url,
                 progress=self._on_progress, models=self.models)
-            self.editor = CatalogEditor(self.retriever, lock=self.lock, catalog_path=self.catalog_path)
+            if self.access.editing:  # a read-only instance never opens the catalog for writing
+                self.editor = CatalogEditor(self.retriever, lock=self.lock, catalog_path=self.catalog_path,
+                                            disk_state=self._disk_state)
             self.progress = (1.0, "ready")
         except Exception as exc:  # shown in the status bar and in every handler's toast
             log.exception("building the retriever failed")
@@ -112,8 +202,10 @@ class Backend:
         retriever = self.require()
         off = ", ".join(sorted(retriever.signal_notes()))
         extra = f" · off here: {off} (see the notes by the sliders)" if off else " · all signals on"
+        report = retriever.catalog.report  # imported catalogs may have skipped or degraded tools
         return (f'<div class="toolrag-status ready">● ready: {len(retriever.catalog)} tools indexed from '
-                f"<code>{html.escape(self.catalog_path.name)}</code>{extra}</div>")
+                f"<code>{html.escape(self.catalog_path.name)}</code> ({report.skipped} skipped, "
+                f"{report.degraded} degraded){extra}</div>")
 
     def require(self) -> ToolRetriever:
         """The retriever, or a ``ToolragError`` while it is still being built (or if the build failed)."""
@@ -126,6 +218,6 @@ class Backend:
 
     def require_editor(self) -> CatalogEditor:
         self.require()
-        if self.editor is None:  # pragma: no cover - set together with the retriever
-            raise ToolragError("the catalog editor is not available")
+        if self.editor is None:
+            raise ToolragError(f"editing is off on this instance ({self.access.reason})")
         return self.editor

@@ -15,17 +15,19 @@ from typing import Any, Literal, TypeVar
 
 import gradio as gr
 
-from toolrag.catalog.editor import RankProbe
+from toolrag.catalog.editor import CatalogEditor, RankProbe, profile_text
 from toolrag.catalog.lint import lint_profile
+from toolrag.catalog.profile import Catalog
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.evaluation.reliability import reliability_bins, reliability_figure
+from toolrag.images import load_image
 from toolrag.settings import Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import Backend
 
-__all__ = ["MAX_IMAGE_MB", "Handlers"]
+__all__ = ["MAX_IMAGE_MB", "Handlers", "checked_image"]
 
 log = logging.getLogger(__name__)
 MAX_IMAGE_MB = 10
@@ -147,8 +149,27 @@ class Handlers:
 
     # -------------------------------------------------------------------------------------------- profiles
 
+    def visible_catalog(self, catalog: Catalog) -> Catalog:
+        """The tools the Profiles tab shows: all of them where editing is on; where it is off (a shared,
+        read-only instance) only tools without permissions, so no restricted tool's profile is served."""
+        if self.b.access.editing:
+            return catalog
+        return Catalog(tuple(t for t in catalog.tools if not t.permissions), catalog.name, catalog.root,
+                       catalog.assets_dir, catalog.roles)
+
     def _tool_choices(self) -> list[tuple[str, str]]:
-        return [(f"{t.id} — {t.name}", t.id) for t in self.b.require().catalog.tools]
+        return [(f"{t.id} — {t.name}", t.id) for t in self.visible_catalog(self.b.require().catalog).tools]
+
+    def _editor(self, oauth: gr.OAuthProfile | None) -> CatalogEditor:
+        """The editor, for a caller allowed to edit (with ``TOOLRAG_EDITORS``: a listed, signed-in HF user)."""
+        editors = self.b.access.editors if self.b.access.editing and not self.b.access.auth else ()
+        if editors:
+            user = oauth.get("preferred_username") if oauth is not None else None
+            if user not in editors:
+                who = f"signed in as {user!r}, which is" if user else "not signed in:"
+                raise gr.Error(f"only this Space's editors may edit ({who} not one of them); sign in with "
+                               "Hugging Face as an editor")
+        return self.b.require_editor()
 
     def _probe(self, rank_query: str | None, last: dict[str, Any] | None) -> RankProbe | None:
         last = last or {}
@@ -163,42 +184,63 @@ class Handlers:
     def _after_change(self, message: str, tool_id: str | None) -> tuple[Any, ...]:
         catalog = self.b.require().catalog
         editor = self.b.require_editor()
-        text = editor.profile_yaml(tool_id) if tool_id and catalog.get(tool_id) else ""
-        return (message, text, gr.update(choices=self._tool_choices(), value=tool_id),
+        read = editor.read_profile(tool_id) if tool_id and catalog.get(tool_id) else None
+        return (message, read.text if read else "", gr.update(choices=self._tool_choices(), value=tool_id),
                 fmt.catalog_table(catalog), gr.update(choices=catalog.categories),
-                gr.update(choices=catalog.categories))
+                gr.update(choices=catalog.categories), read.version if read else "")
+
+    @staticmethod
+    def _base(tool_id: str | None, base_version: str | None) -> str | None:
+        """The version an edit of an existing tool is based on; the app requires one (no blind overwrite)."""
+        if tool_id and not (base_version or "").strip():
+            raise gr.Error(f"no base_version for {tool_id!r}: load the tool first (/profile returns its version) "
+                           "so a save cannot overwrite someone else's newer edit")
+        return (base_version or "").strip() or None
 
     @_guard
     def pick_tool(self, tool_id: str | None) -> tuple[Any, ...]:
-        """YAML, summary and image choices of the selected tool."""
+        """YAML, summary, image choices and version of the selected tool (read-only instances: only tools
+        without permissions)."""
         if not tool_id:
-            return "", "", gr.update(choices=[], value=None)
-        editor = self.b.require_editor()
-        tool = editor.catalog.get(tool_id)
+            return "", "", gr.update(choices=[], value=None), ""
+        catalog = self.visible_catalog(self.b.require().catalog)
+        tool = catalog.get(tool_id)
         if tool is None:
-            raise gr.Error(f"no tool has id {tool_id!r}")
+            raise gr.Error(f"no tool has id {tool_id!r}" + ("" if self.b.access.editing else
+                                                            " among the tools every caller may see"))
+        if self.b.editor is not None:
+            read = self.b.editor.read_profile(tool_id)
+            text, version = read.text, read.version
+        else:
+            text, version = profile_text(tool), ""
         lint = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(tool)) or "\n- ✓ no lint warnings"
         info = f"`{tool.id}` · {tool.source.name if tool.source else '?'}:{tool.line}{lint}"
         images = [i.path for i in tool.images]
-        return editor.profile_yaml(tool_id), info, gr.update(choices=images, value=None)
+        return text, info, gr.update(choices=images, value=None), version
 
     @_guard
-    def validate_profile(self, tool_id: str | None, yaml_text: str) -> str:
-        profile = self.b.require_editor().validate(tool_id or None, yaml_text)
+    def validate_profile(self, tool_id: str | None, yaml_text: str,
+                         oauth: gr.OAuthProfile | None = None) -> str:
+        profile = self._editor(oauth).validate(tool_id or None, yaml_text)
         warnings = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(profile))
         return f"✓ `{profile.id}` is valid; the catalog still loads.{warnings}"
 
     @_guard
     def save_profile(self, tool_id: str | None, yaml_text: str, rank_query: str | None = None,
-                     last: dict[str, Any] | None = None) -> tuple[Any, ...]:
-        """Save (or add, when no tool is selected) a profile; shows the rank before → after."""
-        outcome = self.b.require_editor().save(tool_id or None, yaml_text, probe=self._probe(rank_query, last))
+                     last: dict[str, Any] | None = None, base_version: str | None = None,
+                     oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """Save (or add, when no tool is selected) a profile; shows the rank before → after. Refused when the
+        tool changed on disk since ``base_version`` was read (another editor saved first)."""
+        editor = self._editor(oauth)
+        outcome = editor.save(tool_id or None, yaml_text, probe=self._probe(rank_query, last),
+                              base_version=self._base(tool_id, base_version))
         return self._after_change("✓ " + outcome.message, outcome.tool_id)
 
     @_guard
-    def new_tool(self, category: str | None) -> tuple[Any, ...]:
-        template = self.b.require_editor().new_tool_template(category or "general")
-        return template, gr.update(value=None), "New tool: edit the template, then Save (no tool selected = add)."
+    def new_tool(self, category: str | None, oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        template = self._editor(oauth).new_tool_template(category or "general")
+        return (template, gr.update(value=None), "New tool: edit the template, then Save (no tool selected = add).",
+                "")
 
     @_guard
     def ask_delete(self, tool_id: str | None) -> tuple[Any, ...]:
@@ -208,23 +250,28 @@ class Handlers:
 
     @_guard
     def delete_profile(self, tool_id: str | None, rank_query: str | None = None,
-                       last: dict[str, Any] | None = None) -> tuple[Any, ...]:
+                       last: dict[str, Any] | None = None, base_version: str | None = None,
+                       oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         if not tool_id:
             raise gr.Error("pick a tool to delete first")
-        outcome = self.b.require_editor().delete(tool_id, probe=self._probe(rank_query, last))
+        editor = self._editor(oauth)
+        outcome = editor.delete(tool_id, probe=self._probe(rank_query, last),
+                                base_version=self._base(tool_id, base_version))
         return (*self._after_change("✓ " + outcome.message, None), gr.update(visible=False))
 
     @_guard
     def add_image(self, tool_id: str | None, image: str | None, caption: str, replace: str | None,
-                  rank_query: str | None = None, last: dict[str, Any] | None = None) -> tuple[Any, ...]:
+                  rank_query: str | None = None, last: dict[str, Any] | None = None,
+                  base_version: str | None = None, oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         if not tool_id:
             raise gr.Error("pick a tool first")
         if not image:
             raise gr.Error("upload an image first")
         if Path(image).stat().st_size > MAX_IMAGE_MB * 1_000_000:
             raise gr.Error(f"the image is above {MAX_IMAGE_MB} MB")
-        outcome = self.b.require_editor().add_image(tool_id, image, caption or "", replace=replace or None,
-                                                    probe=self._probe(rank_query, last))
+        editor = self._editor(oauth)
+        outcome = editor.add_image(tool_id, image, caption or "", replace=replace or None,
+                                   probe=self._probe(rank_query, last), base_version=self._base(tool_id, base_version))
         return self._after_change("✓ " + outcome.message, outcome.tool_id)
 
     def catalog_views(self) -> tuple[Any, ...]:
@@ -233,5 +280,30 @@ class Handlers:
         if not self.b.ready:
             return tuple(gr.skip() for _ in range(4))
         catalog = self.b.require().catalog
-        return (gr.update(choices=self._tool_choices()), fmt.catalog_table(catalog),
+        return (gr.update(choices=self._tool_choices()), fmt.catalog_table(self.visible_catalog(catalog)),
                 gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))
+
+
+def checked_image(**kwargs: Any) -> gr.Image:
+    """A ``gr.Image`` (filepath) whose upload check says what is wrong with a file that is not a usable
+    image (toolrag's message, as for a path given to the library) instead of Gradio's generic error. The
+    check wraps the component's ``preprocess``: a subclass of a Gradio component would make Gradio write a
+    ``.pyi`` stub next to this module at import."""
+    image = gr.Image(type="filepath", **kwargs)
+    original = image.preprocess
+
+    def preprocess(payload: Any) -> Any:
+        try:
+            return original(payload)
+        except gr.Error:
+            raise
+        except Exception as exc:
+            path = getattr(payload, "path", None)
+            try:
+                load_image(path) if path else None
+            except ImageError as error:
+                raise gr.Error(f"cannot use this image: {error}") from None
+            raise gr.Error(f"cannot use this upload as an image: {type(exc).__name__}: {exc}") from None
+
+    setattr(image, "preprocess", preprocess)  # noqa: B010 - an instance attribute, on purpose
+    return image

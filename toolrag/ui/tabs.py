@@ -6,7 +6,8 @@ crosses tabs (the page load, the last search feeding the Profiles tab's rank que
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
@@ -16,7 +17,7 @@ from toolrag.settings import Normalization
 from toolrag.signals import SIGNALS, signal
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import Backend
-from toolrag.ui.handlers import Handlers
+from toolrag.ui.handlers import Handlers, checked_image
 
 __all__ = ["ProfilesTab", "SearchTab", "profiles_tab", "search_tab", "space_tab"]
 
@@ -50,24 +51,31 @@ class SearchTab:
     weights: list[gr.Slider]
     searched: list[Any]
     """The events of a finished search (button, Enter): the Profiles tab's rank query follows them."""
+    tab: Any = None
+    inputs: list[Any] = field(default_factory=list)
+    outputs: list[Any] = field(default_factory=list)
+    controls: dict[str, Any] = field(default_factory=dict)
+    """The controls by name (query, role, categories, top_k, fusion, ..., w_<signal>): links and tuning set them."""
 
 
 def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State) -> SearchTab:
     """Request, image, caller role and every retrieval control; the ranked, explained result."""
     catalog, base = backend.catalog, backend.settings
     roles = fmt.role_choices(catalog)
-    with gr.Tab("Search", id="search", elem_id="tab-search"):
+    with gr.Tab("Search", id="search", elem_id="tab-search") as tab:
         with gr.Row():
             with gr.Column(scale=3):
                 query = gr.Textbox(label="Request (中文 or English)", lines=2, elem_id="query",
                                    placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
                 with gr.Row():
-                    image = gr.Image(type="filepath", label="Image (optional)", elem_id="query-image",
-                                     height=210, sources=["upload", "clipboard"])
+                    image = checked_image(label="Image (optional)", elem_id="query-image", height=210,
+                                          sources=["upload", "clipboard"])
                     with gr.Column():
                         image_note = gr.Markdown(label="image signals", elem_id="image-note")
                         role = gr.Dropdown(roles, value="employee" if "employee" in roles else fmt.GUEST,
-                                           label="Caller role (permission filter)", elem_id="role")
+                                           label="Caller role (simulated)", elem_id="role",
+                                           info="Simulates the caller your agent passes (role = permission "
+                                                "codes); it is not a sign-in")
                         categories = gr.Dropdown(catalog.categories, multiselect=True, value=[],
                                                  allow_custom_value=True, label="Categories (empty = all)",
                                                  elem_id="categories")
@@ -120,7 +128,10 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
         control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
-    return SearchTab(query, image_note, categories, rerank, weights, searched)
+    controls = {"query": query, "role": role, "categories": categories, "top_k": top_k, "fusion": fusion,
+                "normalization": normalization, "rerank": rerank, "clarify_gap": clarify, "no_tool_threshold": no_tool,
+                **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
+    return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls)
 
 
 def space_tab(h: Handlers, last: gr.State) -> None:
@@ -141,58 +152,90 @@ def space_tab(h: Handlers, last: gr.State) -> None:
 
 @dataclass
 class ProfilesTab:
-    """The Profiles tab's components that the page load and the Search tab update."""
+    """The Profiles tab's components that the page load and the Search tab update (``None`` where the
+    instance is read-only and the component does not exist)."""
 
     tool: gr.Dropdown
-    rank_query: gr.Textbox
+    rank_query: gr.Textbox | None
     catalog_df: gr.Dataframe
-    new_category: gr.Dropdown
+    new_category: gr.Dropdown | None
+    tab: Any = None
+    code: Any = None
+    tool_info: Any = None
+    replace: Any = None
+    version: Any = None
+    saved: list[Any] = field(default_factory=list)
+    """The events of a finished save, delete or image addition: the effect of the edit follows them."""
+    effect_slot: Any = None
 
 
 def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.Dropdown) -> ProfilesTab:
-    """Edit, validate, add and delete profiles and their example images; the rank of a probe request moves."""
-    catalog = backend.catalog
-    with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles"):
+    """Edit, validate, add and delete profiles and their example images; the rank of a probe request moves.
+
+    A read-only instance (:class:`toolrag.ui.backend.Access`) shows profiles of the tools every caller may
+    see and registers no editing event at all."""
+    editing = backend.access.editing
+    catalog = h.visible_catalog(backend.catalog)
+    with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles") as tab:
+        if not editing:
+            gr.Markdown(f"**Read-only** — {backend.access.reason}. Tools that need permissions are not listed.",
+                        elem_id="profiles-readonly")
+        elif backend.access.editors and not backend.access.auth and os.environ.get("SPACE_ID"):
+            gr.LoginButton(elem_id="login")  # Hugging Face sign-in exists on a Space only
         with gr.Row():
             with gr.Column(scale=3):
                 tool = gr.Dropdown([(f"{t.id} — {t.name}", t.id) for t in catalog.tools], value=None,
                                    allow_custom_value=True, label="Tool", elem_id="profile-tool")
                 code = gr.Code(language="yaml", label="Profile (YAML)", lines=22, wrap_lines=True,
-                               elem_id="profile-yaml")
-                with gr.Row():
-                    validate_btn = gr.Button("Validate", elem_id="validate-btn")
-                    save_btn = gr.Button("Save", variant="primary", elem_id="save-btn")
-                    delete_btn = gr.Button("Delete…", variant="stop", elem_id="delete-btn")
-                with gr.Row(visible=False) as confirm_row:
-                    confirm_text = gr.Markdown(label="confirm", elem_id="confirm-text")
-                    confirm_btn = gr.Button("Yes, delete", variant="stop", elem_id="confirm-delete")
-                    cancel_btn = gr.Button("Cancel", elem_id="cancel-delete")
-                status = gr.Markdown(label="status", elem_id="profile-status")
+                               elem_id="profile-yaml", interactive=editing)
+                version = gr.Textbox(visible=False, elem_id="profile-version")
+                if editing:
+                    with gr.Row():
+                        validate_btn = gr.Button("Validate", elem_id="validate-btn")
+                        save_btn = gr.Button("Save", variant="primary", elem_id="save-btn")
+                        delete_btn = gr.Button("Delete…", variant="stop", elem_id="delete-btn")
+                    with gr.Row(visible=False) as confirm_row:
+                        confirm_text = gr.Markdown(label="confirm", elem_id="confirm-text")
+                        confirm_btn = gr.Button("Yes, delete", variant="stop", elem_id="confirm-delete")
+                        cancel_btn = gr.Button("Cancel", elem_id="cancel-delete")
+                    status = gr.Markdown(label="status", elem_id="profile-status")
+                    with gr.Column(elem_id="profile-effect") as effect_slot:
+                        pass  # the effect of an edit on every labelled request goes here (toolrag.ui.evaluate_tab)
             with gr.Column(scale=2):
-                rank_query = gr.Textbox(label="Query whose rank to show (defaults to your last search)",
-                                        elem_id="rank-query")
+                if editing:
+                    rank_query = gr.Textbox(label="Query whose rank to show (defaults to your last search)",
+                                            elem_id="rank-query")
                 tool_info = gr.Markdown(label="tool info", elem_id="tool-info")
-                new_category = gr.Dropdown(catalog.categories, value=None, allow_custom_value=True,
-                                           label="Category of a new tool", elem_id="new-category")
-                new_btn = gr.Button("New tool from template", elem_id="new-tool")
-                with gr.Accordion("Add or replace an example image", open=False):
-                    new_image = gr.Image(type="filepath", label="Image", elem_id="profile-image", height=160)
-                    caption = gr.Textbox(label="Caption", elem_id="image-caption")
-                    replace = gr.Dropdown([], value=None, allow_custom_value=True, label="Replace (optional)",
-                                          elem_id="image-replace")
-                    add_image_btn = gr.Button("Add image", elem_id="add-image")
+                replace = gr.Dropdown([], value=None, allow_custom_value=True, label="Replace (optional)",
+                                      elem_id="image-replace", render=False, visible=editing)
+                if editing:
+                    new_category = gr.Dropdown(catalog.categories, value=None, allow_custom_value=True,
+                                               label="Category of a new tool", elem_id="new-category")
+                    new_btn = gr.Button("New tool from template", elem_id="new-tool")
+                    with gr.Accordion("Add or replace an example image", open=False):
+                        new_image = checked_image(label="Image", elem_id="profile-image", height=160)
+                        caption = gr.Textbox(label="Caption", elem_id="image-caption")
+                        replace.render()
+                        add_image_btn = gr.Button("Add image", elem_id="add-image")
+                else:
+                    replace.render()
         catalog_df = gr.Dataframe(fmt.catalog_table(catalog), interactive=False, wrap=True,
                                   column_widths=["21%", "20%", "11%", "7%", "6%", "17%", "11%", "7%"],
                                   label="Catalog", elem_id="catalog-table")
 
-    changed = [status, code, tool, catalog_df, categories, new_category]
-    tool.input(h.pick_tool, tool, [code, tool_info, replace], api_name="profile")
+    tool.input(h.pick_tool, tool, [code, tool_info, replace, version], api_name="profile")
+    if not editing:
+        return ProfilesTab(tool, None, catalog_df, None, tab, code, tool_info, replace, version)
+    changed = [status, code, tool, catalog_df, categories, new_category, version]
     validate_btn.click(h.validate_profile, [tool, code], status, api_name="validate_profile")
-    save_btn.click(h.save_profile, [tool, code, rank_query, last], changed, api_name="save_profile")
-    new_btn.click(h.new_tool, new_category, [code, tool, status], api_name="new_tool")
+    saved = [save_btn.click(h.save_profile, [tool, code, rank_query, last, version], changed,
+                            api_name="save_profile")]
+    new_btn.click(h.new_tool, new_category, [code, tool, status, version], api_name="new_tool")
     delete_btn.click(h.ask_delete, tool, [confirm_row, confirm_text], **PRIVATE)
     cancel_btn.click(lambda: gr.update(visible=False), None, confirm_row, **PRIVATE)
-    confirm_btn.click(h.delete_profile, [tool, rank_query, last], [*changed, confirm_row], api_name="delete_profile")
-    add_image_btn.click(h.add_image, [tool, new_image, caption, replace, rank_query, last], changed,
-                        api_name="add_image")
-    return ProfilesTab(tool, rank_query, catalog_df, new_category)
+    saved.append(confirm_btn.click(h.delete_profile, [tool, rank_query, last, version], [*changed, confirm_row],
+                                   api_name="delete_profile"))
+    saved.append(add_image_btn.click(h.add_image, [tool, new_image, caption, replace, rank_query, last, version],
+                                     changed, api_name="add_image"))
+    return ProfilesTab(tool, rank_query, catalog_df, new_category, tab, code, tool_info, replace, version, saved,
+                       effect_slot)

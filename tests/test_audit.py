@@ -1,0 +1,79 @@
+"""The audit log: records of real searches, hashing, rotation, a folder that cannot be written, the summary."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolrag.audit import AuditLog, read_audit, summarize
+from toolrag.errors import SettingsError
+from toolrag.search.retriever import ToolRetriever
+
+
+def test_every_search_is_recorded_without_names_of_hidden_tools(small_retriever: Any, tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "audit.jsonl")
+    retriever = ToolRetriever(small_retriever.index, audit=audit)  # the same index, with an audit log
+    result = retriever.search("approve this month's payroll", role="employee", top_k=3)
+    retriever.search("will it rain tomorrow in Berlin", top_k=2)
+    assert retriever.rank_of("weather.forecast", "rain tomorrow") is not None  # an internal probe: not audited
+    assert audit.flush()
+    first, second = list(read_audit(audit.path))
+    assert first["kind"] == "search" and first["role"] == "employee"
+    assert first["request"] == "approve this month's payroll" and first["image"] is False
+    assert first["decision"] == result.decision.value and "reason" in first
+    assert [r["id"] for r in first["returned"]] == result.ids
+    assert first["returned"][0]["score"] == pytest.approx(result.candidates[0].score, abs=1e-4)
+    # The employee cannot see hr.payroll.approve or the deprecated tool: a count, never a name.
+    assert first["filtered"] == 2 and "hr.payroll.approve" not in json.dumps(first)
+    assert first["latency_ms"] > 0 and first["time"].endswith("Z")
+    assert second["role"] is None and len(second["returned"]) == 2
+
+
+def test_requests_can_be_kept_as_hashes(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "a.jsonl", hash_requests=True)
+    assert audit.request_fields("secret plan") == {
+        "request_sha256": hashlib.sha256(b"secret plan").hexdigest()}
+    audit.write({"kind": "search", **audit.request_fields("secret plan"), "decision": "EXECUTE"})
+    assert audit.flush() and "secret plan" not in audit.path.read_text(encoding="utf-8")
+
+
+def test_rotation_by_size_keeps_every_record_readable(tmp_path: Path) -> None:
+    audit = AuditLog(tmp_path / "a.jsonl", max_bytes=300, backups=10)
+    for n in range(20):
+        audit.write({"kind": "search", "n": n, "decision": "EXECUTE", "latency_ms": float(n)})
+    assert audit.flush()
+    files = sorted(p.name for p in tmp_path.iterdir())
+    assert "a.jsonl.1" in files and all((tmp_path / f).stat().st_size <= 300 for f in files)
+    assert [r["n"] for r in read_audit(audit.path)] == list(range(20))  # oldest first, across the files
+    summary = summarize(audit.path)
+    assert summary.searches == 20 and summary.decisions == {"EXECUTE": 20}
+    # Nearest rank: p50 = the 10th of 0..19 = 9, p95 = the 19th = 18.
+    assert (summary.p50_ms, summary.p95_ms) == (9.0, 18.0)
+    assert summary.line().startswith("20 searches (EXECUTE 20), 0 calls (none), search latency p50 9 ms p95 18 ms")
+
+
+def test_an_unwritable_folder_warns_once_and_searches_go_on(small_retriever: Any, tmp_path: Path,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x", encoding="utf-8")
+    audit = AuditLog(blocker / "audit.jsonl")  # its folder is a file: nothing can be written there
+    retriever = ToolRetriever(small_retriever.index, audit=audit)
+    with caplog.at_level(logging.WARNING, logger="toolrag.audit"):
+        for _ in range(3):
+            assert retriever.search("book a meeting room").ids
+            audit.flush()
+    warnings = [r for r in caplog.records if r.name == "toolrag.audit"]
+    assert len(warnings) == 1 and "audit log off: cannot write" in warnings[0].getMessage()
+    assert audit.failed is not None and not blocker.joinpath("audit.jsonl").exists()
+
+
+def test_summary_of_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match="no audit log at"):
+        summarize(tmp_path / "none.jsonl")
+    with pytest.raises(ValueError, match="must be positive"):
+        AuditLog(tmp_path / "a.jsonl", max_bytes=0)

@@ -1,0 +1,228 @@
+"""The playground where it is shared: who may edit is decided from where it is served, a read-only instance
+has no editing endpoint and serves no restricted profile, sign-in guards editing, and bad uploads get
+toolrag's message. Real servers on loopback ports, real ``gradio_client`` calls, the real handlers."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from PIL import Image
+from ui_support import Server, free_port
+
+from toolrag.catalog.editor import LOCK_FILE
+from toolrag.errors import SettingsError
+from toolrag.ui import Access, Backend
+from toolrag.ui.app import create_app, launch
+from toolrag.ui.handlers import Handlers
+
+pytest_plugins = ["ui_support"]
+pytestmark = pytest.mark.slow
+
+EDITING_ENDPOINTS = {"/save_profile", "/delete_profile", "/add_image", "/new_tool", "/validate_profile"}
+#: The Evaluate tab (the editors' studio): its reports name every tool, so a read-only app has none of it.
+STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings"}
+
+
+@pytest.mark.parametrize(("environ", "share", "editing", "shared", "reason"), [
+    ({}, None, True, False, "editing on: local"),
+    ({"GRADIO_SERVER_NAME": "127.0.0.1"}, None, True, False, "editing on: local"),
+    ({"GRADIO_SERVER_NAME": "0.0.0.0"}, None, False, True, "read-only: shared (bound to 0.0.0.0)"),
+    ({"SPACE_ID": "me/demo"}, None, False, True, "read-only: shared (a Hugging Face Space)"),
+    ({}, True, False, True, "read-only: shared (a share link)"),
+    ({"GRADIO_SHARE": "true"}, None, False, True, "a share link"),
+    ({"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on"}, None, False, True, "but no credentials are set"),
+    ({"GRADIO_SERVER_NAME": "0.0.0.0", "TOOLRAG_EDITING": "on", "TOOLRAG_EDITORS": "alice"}, None, False, True,
+     "no credentials"),  # Hugging Face sign-in exists on a Space only
+    ({"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on", "TOOLRAG_AUTH": "ed:pw"}, None, True, True,
+     "editing on for signed-in users"),
+    ({"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on", "TOOLRAG_EDITORS": "alice, bob"}, None, True, True,
+     "Hugging Face users in TOOLRAG_EDITORS"),
+    ({"TOOLRAG_EDITING": "off"}, None, False, False, "read-only: TOOLRAG_EDITING=off"),
+])
+def test_who_may_edit_follows_where_the_app_is_served(environ: dict[str, str], share: bool | None, editing: bool,
+                                                      shared: bool, reason: str) -> None:
+    access = Access.from_env(environ=environ, share=share)
+    assert (access.editing, access.shared) == (editing, shared) and reason in access.reason
+
+
+def test_bad_sharing_settings_are_refused() -> None:
+    with pytest.raises(SettingsError, match="TOOLRAG_EDITING='maybe': use on .* or off"):
+        Access.from_env(environ={"TOOLRAG_EDITING": "maybe"})
+    with pytest.raises(SettingsError, match="TOOLRAG_AUTH: 'editor' has no password"):
+        Access.from_env(environ={"TOOLRAG_AUTH": "editor"})
+    assert Access.from_env(environ={"TOOLRAG_AUTH": "a:1, b:x:y", "SPACE_ID": "s", "TOOLRAG_EDITING": "on"}).auth == (
+        ("a", "1"), ("b", "x:y"))
+
+
+def variant(backend: Backend, environ: dict[str, str]) -> Backend:
+    """The session's backend (same retriever and index) under another access."""
+    other = copy.copy(backend)
+    other.access = Access.from_env(environ=environ)
+    if not other.access.editing:
+        other.editor = None
+    return other
+
+
+@pytest.fixture(scope="module")
+def readonly(ui_backend: Backend) -> Iterator[Server]:
+    """The app as a Space serves it without TOOLRAG_EDITING."""
+    backend = variant(ui_backend, {"SPACE_ID": "me/demo"})
+    yield from serve(backend)
+
+
+def serve(backend: Backend) -> Iterator[Server]:
+    demo = create_app(backend)
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    try:
+        yield Server(f"http://127.0.0.1:{port}/", backend, demo)
+    finally:
+        demo.close()
+
+
+def page_config(url: str) -> dict[str, Any]:
+    with urllib.request.urlopen(url + "config", timeout=30) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
+def test_a_read_only_app_registers_no_editing_endpoint(readonly: Server) -> None:
+    from gradio_client import Client
+
+    client = Client(readonly.url, verbose=False, download_files=False)
+    named = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert {"/search", "/profile", "/tool_space"} <= named and not named & (EDITING_ENDPOINTS | STUDIO_ENDPOINTS)
+    config = page_config(readonly.url)
+    assert "tab-evaluate" not in json.dumps(config) and "share-link" in json.dumps(config)  # the link stays
+    assert not {d.get("api_name") for d in config["dependencies"]} & {e[1:] for e in EDITING_ENDPOINTS}
+    texts = json.dumps(config, ensure_ascii=False)
+    assert "read-only: shared (a Hugging Face Space)" in texts and "Caller role (simulated)" in texts
+    def call(endpoint: str, data: list[Any]) -> int:
+        request = urllib.request.Request(f"{readonly.url}gradio_api/call/{endpoint}", method="POST",
+                                         data=json.dumps({"data": data}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert call("profile", ["comm.email.send"]) == 200
+    for endpoint in ("save_profile", "delete_profile", "add_image"):  # not even a raw call reaches one
+        assert call(endpoint, ["comm.email.send", "id: x"]) >= 400
+
+
+def test_a_read_only_app_serves_no_restricted_profile(readonly: Server) -> None:
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    catalog = readonly.backend.require().catalog
+    restricted = [t for t in catalog.tools if t.permissions]
+    public = next(t for t in catalog.tools if not t.permissions)
+    client = Client(readonly.url, verbose=False, download_files=False)
+    text, _info, _images, version = client.predict(tool_id=public.id, api_name="/profile")
+    assert text.startswith(f"id: {public.id}") and version == ""
+    with pytest.raises(AppError, match="no tool has id 'it.account.delete_user' among the tools every caller"):
+        client.predict(tool_id="it.account.delete_user", api_name="/profile")
+    texts = json.dumps(page_config(readonly.url), ensure_ascii=False)
+    assert restricted and not any(f'"{t.id}"' in texts for t in restricted)  # nor in the tool list or table
+
+
+def test_a_read_only_backend_never_opens_the_catalog_for_writing(small_catalog_dir: Path, tmp_path: Path,
+                                                                 data_dir: Path, models: Any) -> None:
+    folder = tmp_path / "catalog"
+    shutil.copytree(small_catalog_dir, folder)
+    before = {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+    backend = Backend(folder, data_dir=data_dir, models=models, access=Access.from_env(environ={"SPACE_ID": "s"}))
+    backend.build()
+    assert backend.ready and backend.editor is None and not (folder / LOCK_FILE).exists()
+    assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
+    h = Handlers(backend)
+    with pytest.raises(gr.Error, match="among the tools every caller may see"):
+        h.pick_tool("hr.payroll.approve")
+    with pytest.raises(gr.Error, match="editing is off on this instance .*read-only: shared"):
+        h.save_profile(None, "id: x\ndescription: y\n")
+    assert "hr.payroll.approve" not in list(h.catalog_views()[1]["id"])
+
+
+def test_sharing_an_app_that_edits_without_sign_in_is_refused(ui_backend: Backend) -> None:
+    demo = create_app(ui_backend)
+    for where in ({"server_name": "0.0.0.0"}, {"share": True}):
+        with pytest.raises(SettingsError, match="edits the catalog without sign-in but would be shared"):
+            launch(demo, prevent_thread_lock=True, quiet=True, **where)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module")
+def signed_in(ui_backend: Backend) -> Iterator[Server]:
+    """A shared app with editing on for the users of TOOLRAG_AUTH (Gradio's sign-in)."""
+    environ = {"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on", "TOOLRAG_AUTH": "editor:s3cret"}
+    yield from serve(variant(ui_backend, environ))
+
+
+def test_editors_sign_in_before_anything(signed_in: Server) -> None:
+    from gradio_client import Client
+
+    with pytest.raises(Exception):  # noqa: B017 - gradio_client raises its own errors for a refused login
+        Client(signed_in.url, verbose=False, download_files=False)
+    with pytest.raises(Exception):  # noqa: B017
+        Client(signed_in.url, auth=("editor", "wrong"), verbose=False, download_files=False)
+    client = Client(signed_in.url, auth=("editor", "s3cret"), verbose=False, download_files=False)
+    named = set(client.view_api(print_info=False, return_format="dict")["named_endpoints"])
+    assert named >= EDITING_ENDPOINTS
+    _text, _info, _images, version = client.predict(tool_id="it.account.delete_user", api_name="/profile")
+    assert len(version) == 16  # an editor sees every profile, with the version to save against
+
+
+def test_space_editors_are_checked_by_their_hugging_face_name(ui_backend: Backend) -> None:
+    backend = variant(ui_backend, {"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on", "TOOLRAG_EDITORS": "alice"})
+    h = Handlers(backend)
+    text = h.pick_tool("comm.email.send")[0]
+
+    def user(name: str) -> gr.OAuthProfile:
+        return gr.OAuthProfile({"preferred_username": name, "name": name, "profile": "", "picture": ""})
+
+    with pytest.raises(gr.Error, match="only this Space's editors may edit \\(not signed in"):
+        h.validate_profile("comm.email.send", text)
+    with pytest.raises(gr.Error, match="signed in as 'bob', which is not one of them"):
+        h.validate_profile("comm.email.send", text, user("bob"))
+    assert h.validate_profile("comm.email.send", text, user("alice")).startswith("✓ `comm.email.send` is valid")
+    # The sign-in button itself (gr.LoginButton) needs a Space's OAuth settings: not built here, offline.
+
+
+@pytest.fixture(scope="module")
+def client(ui_server: Server) -> Any:
+    from gradio_client import Client
+
+    return Client(ui_server.url, verbose=False, download_files=False)
+
+
+def test_an_upload_that_is_not_an_image_gets_toolrags_message(client: Any, tmp_path: Path) -> None:
+    from gradio_client import handle_file
+    from gradio_client.exceptions import AppError
+
+    fake = tmp_path / "receipt.png"
+    fake.write_text("this is a text file named .png", encoding="utf-8")
+    with pytest.raises(AppError, match="cannot use this image: .*receipt.png is not an image Pillow can read"):
+        client.predict(query="报销", image=handle_file(str(fake)), api_name="/search")
+
+
+def test_a_degenerate_upload_is_searched(client: Any, tmp_path: Path) -> None:
+    from gradio_client import handle_file
+
+    strip = tmp_path / "strip.png"  # both orientations are searched through the library in test_bad_inputs
+    Image.new("RGB", (1, 5000), (250, 250, 250)).save(strip)
+    out = client.predict(query="报销", image=handle_file(str(strip)), api_name="/search")
+    assert out[7]["candidates"]
+
+
+def test_the_local_app_says_it_edits_and_that_the_role_is_simulated(ui_server: Server) -> None:
+    texts = json.dumps(page_config(ui_server.url), ensure_ascii=False)
+    assert "editing on: local" in texts and "Caller role (simulated)" in texts and "it is not a sign-in" in texts

@@ -1,0 +1,66 @@
+"""Tool names: the original name a server answers to, and the function name a model API accepts.
+
+MCP tool names (SEP-986) use letters, digits, ``_``, ``-``, ``.`` and ``/`` and real servers go beyond them
+(leading underscores, spaces, 200 characters); OpenAI function names must match ``^[A-Za-z0-9_-]{1,64}$``.
+A profile keeps the original name (it is what ``tools/call`` needs); the OpenAI ``tools`` JSON uses a
+function name derived from it. The derivation is deterministic (the same catalog always gives the same
+names) and collision-free within a catalog, and a search result maps a function name back to its tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+__all__ = ["FUNCTION_NAME", "assign_function_names", "derive_function_name", "is_function_name"]
+
+#: What OpenAI accepts as a function name.
+FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_OUTSIDE = re.compile(r"[^A-Za-z0-9_-]+")
+_HASH_CHARS = 8
+_MAX = 64
+
+
+def is_function_name(name: str) -> bool:
+    return bool(FUNCTION_NAME.match(name))
+
+
+def derive_function_name(name: str, *, salt: str = "") -> str:
+    """A valid function name for ``name``: ``name`` itself when it is valid (and no ``salt``), else the name
+    with every run of other characters turned into ``_`` (trimmed to 55 characters), ``_`` and the first 8
+    hex digits of the SHA-256 of the name (and salt). The hash keeps two names that differ only in the
+    replaced characters apart (``get.rates`` and ``get_rates`` -> ``get_rates_1f0c...``, ``get_rates``)."""
+    if not salt and is_function_name(name):
+        return name
+    base = _OUTSIDE.sub("_", name).strip("_") or "tool"
+    digest = hashlib.sha256(f"{name}\x00{salt}".encode()).hexdigest()[:_HASH_CHARS]
+    return f"{base[: _MAX - _HASH_CHARS - 1]}_{digest}"
+
+
+def assign_function_names(tools: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Function names for ``(tool_id, original_name)`` pairs, unique across them, as ``{tool_id: name}``.
+
+    Valid names keep themselves, the first tool (in the given order) winning when two tools share one;
+    every other tool gets :func:`derive_function_name` of its name, salted with its id and a counter until
+    the result is free. The same input in the same order always gives the same names."""
+    pairs = list(tools)
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    pending: list[tuple[str, str]] = []
+    for tool_id, name in pairs:
+        if is_function_name(name) and name not in taken:
+            out[tool_id] = name
+            taken.add(name)
+        else:
+            pending.append((tool_id, name))
+    for tool_id, name in pending:
+        candidate = derive_function_name(name) if not is_function_name(name) else derive_function_name(
+            name, salt=tool_id)
+        n = 0
+        while candidate in taken:
+            n += 1
+            candidate = derive_function_name(name, salt=f"{tool_id}\x00{n}")
+        out[tool_id] = candidate
+        taken.add(candidate)
+    return out

@@ -1,0 +1,128 @@
+"""``toolrag serve`` and ``toolrag import mcp``: toolrag as an MCP server or gateway, and a live MCP server's
+tools as a catalog. Thin: the work is in :mod:`toolrag.serve`."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import sys
+from typing import Any
+
+from toolrag.catalog.profile import Catalog
+from toolrag.cli.common import audit_from_args, catalog_options, load_mode, open_retriever, settings_from_args
+from toolrag.config import CHROMA_URL_ENV
+from toolrag.errors import SettingsError, ToolragError
+from toolrag.search.retriever import ToolRetriever
+from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
+
+__all__ = ["register"]
+
+
+def register(sub: Any, common: argparse.ArgumentParser, query: argparse.ArgumentParser) -> None:
+    serve = sub.add_parser("serve", parents=[catalog_options(catalog=None)],
+                           help="serve search_tools over MCP for a catalog, or be a gateway to MCP servers")
+    serve.add_argument("--gateway", help="gateway config (YAML): upstream MCP servers, roles, tokens")
+    serve.add_argument("--transport", choices=["stdio", "http"], default="stdio",
+                       help="stdio (default) or streamable HTTP at http://HOST:PORT/mcp")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--role", help="the role of every caller (default: the gateway config's role)")
+    serve.set_defaults(handler=run_serve)
+    importing = sub.add_parser("import", help="import a catalog from elsewhere").add_subparsers(
+        dest="source", required=True)
+    mcp = importing.add_parser("mcp", parents=[catalog_options(catalog=False)],
+                               help="read a live MCP server's tools into a catalog folder (and index them)")
+    mcp.add_argument("--out", required=True, help="the catalog folder to write (re-importing shows what changed)")
+    mcp.add_argument("--name", help="the server's name in messages (default: its URL or command)")
+    mcp.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, help="seconds to wait for each answer")
+    mcp.add_argument("--no-index", action="store_true", help="only write the folder, do not index it")
+    mcp.add_argument("server", nargs=argparse.REMAINDER,
+                     help="http(s)://host:port/mcp, or the command that starts a stdio server (after the options)")
+    mcp.set_defaults(handler=run_import)
+
+
+def run_import(args: argparse.Namespace) -> int:
+    from toolrag.serve.importer import import_server
+
+    target = [part for part in args.server if part != "--"] if args.server[:1] == ["--"] else args.server
+    spec = ServerSpec.from_target(target, name=args.name, timeout=args.timeout)
+    result = import_server(spec, args.out, mode=load_mode(args))
+    print(f"imported {result.summary()} into {result.folder}")
+    again = bool(result.unchanged or result.removed or result.changed)  # not the first import: show the diff
+    for label, names in (("added", result.added), ("removed", result.removed), ("changed", result.changed)):
+        if names and again:
+            print(f"  {label}: " + ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else ""))
+    for warning in result.listing.warnings:
+        print(f"  {warning}", file=sys.stderr)
+    print(f"catalog {result.catalog.name}: {result.catalog.report.summary()}", file=sys.stderr)
+    if not args.no_index:
+        retriever = ToolRetriever.from_catalog(result.catalog, settings=settings_from_args(args),
+                                               data_dir=args.data_dir, chroma_url=_chroma(args))
+        print(f"indexed {len(retriever.catalog)} tools ({retriever.index.encoded_last_sync} texts/images encoded, "
+              "the rest unchanged)")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    if bool(args.catalog) == bool(args.gateway):
+        raise SettingsError("serve what? give --catalog FOLDER (search_tools) or --gateway CONFIG.yaml "
+                            "(search_tools and call_tool for upstream MCP servers), not both")
+    from toolrag.serve.app import build_app, run_gateway, serve
+
+    try:
+        if args.catalog:
+            from toolrag.serve.service import ToolService
+
+            retriever = open_retriever(args, settings_from_args(args))
+            app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {retriever.catalog.name}")
+            anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))
+            return 0
+        from toolrag.serve.config import GatewayConfig
+
+        config = GatewayConfig.from_yaml(args.gateway)
+        if args.role:
+            if args.role not in config.roles:
+                raise SettingsError(f"--role {args.role!r} is not a role of {args.gateway}: "
+                                    f"{', '.join(sorted(config.roles)) or '(none)'}")
+            config = type(config)(config.servers, config.roles, args.role, config.tokens, config.name)
+        settings = settings_from_args(args)
+
+        def build(catalog: Catalog) -> ToolRetriever:
+            return ToolRetriever.from_catalog(catalog, settings=settings, data_dir=args.data_dir,
+                                              chroma_url=_chroma(args), audit=audit_from_args(args))
+
+        anyio.run(functools.partial(run_gateway, config, build_retriever=build, transport=args.transport,
+                                    host=args.host, port=args.port, on_ready=_report_upstreams))
+    except BaseException as exc:  # errors raised inside the server's task groups arrive in exception groups
+        raise (_first_toolrag_error(exc) or exc) from None
+    return 0
+
+
+def _report_upstreams(gateway: Any, catalog: Catalog) -> None:
+    for name, upstream in gateway.upstreams.items():
+        state = (f"{len(upstream.tools)} tools (version {upstream.version or '?'})" if upstream.session is not None
+                 else f"unavailable: {upstream.error}")
+        print(f"upstream {name}: {state}", file=sys.stderr)
+        for warning in upstream.warnings:
+            print(f"  {warning}", file=sys.stderr)
+    print(f"catalog {catalog.name}: {catalog.report.summary()}", file=sys.stderr)
+    for warning in catalog.report.warnings[:5]:
+        print(f"  {warning}", file=sys.stderr)
+
+
+def _first_toolrag_error(exc: BaseException) -> ToolragError | None:
+    if isinstance(exc, ToolragError):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _first_toolrag_error(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _chroma(args: argparse.Namespace) -> str | None:
+    import os
+
+    return args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None

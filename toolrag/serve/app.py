@@ -1,0 +1,100 @@
+"""The MCP server of ``toolrag serve``, built with the official SDK (``mcp.server.mcpserver.MCPServer``).
+
+Two tools, the way hosted "tool search" tools work: ``search_tools`` (a request, an optional image, how many
+tools) answers with the decision and the few tools that fit, schemas included, so a client with hundreds of
+tools loads them on demand; in gateway mode ``call_tool`` forwards a call to the upstream server that owns the
+tool. Over streamable HTTP the caller's role can come from its bearer token (see
+:class:`toolrag.serve.service.ToolService`).
+
+This module imports the SDK at the top: it is imported only when serving. Its tool functions are thin; the
+logic is in :mod:`toolrag.serve.service`.
+"""
+
+import functools
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult
+
+from toolrag.catalog.profile import Catalog
+from toolrag.errors import ToolragError
+from toolrag.search.retriever import ToolRetriever
+from toolrag.serve.config import GatewayConfig
+from toolrag.serve.gateway import Gateway
+from toolrag.serve.service import ToolService
+
+__all__ = ["build_app", "run_gateway", "serve"]
+
+SEARCH_DESCRIPTION = (
+    "Find the tools that fit a request among all the tools available (hundreds may be). Give the user's "
+    "request in their words (any language) and optionally an image as base64. Returns a decision (EXECUTE: "
+    "call the best tool; CLARIFY: ask the user the clarification question first; NO_TOOL: answer without a "
+    "tool), its reason and the selected tools with their names and input schemas."
+)
+CALL_DESCRIPTION = (
+    "Call a tool found with search_tools: tool = its id (or its name when unique), arguments = an object "
+    "matching its input_schema. The call is forwarded to the server that owns the tool."
+)
+
+
+def build_app(service: ToolService, *, name: str) -> MCPServer:
+    """An MCP server exposing ``search_tools`` (and ``call_tool`` when ``service`` has a gateway)."""
+    app: MCPServer = MCPServer(name, instructions="Call search_tools first; it returns the tools to use.")
+
+    def role(ctx: Context) -> str | None:
+        try:
+            return service.role_for(ctx.headers)
+        except ToolragError as exc:
+            raise ToolError(str(exc)) from None
+
+    @app.tool(name="search_tools", description=SEARCH_DESCRIPTION)
+    async def search_tools(query: str, ctx: Context, image: str | None = None, k: int = 5) -> dict[str, Any]:
+        caller = role(ctx)
+        try:
+            answer: dict[str, Any] = await anyio.to_thread.run_sync(
+                functools.partial(service.search, query, image=image, k=k, role=caller))
+        except ToolragError as exc:
+            raise ToolError(str(exc)) from None
+        return answer
+
+    if service.gateway is not None:
+        @app.tool(name="call_tool", description=CALL_DESCRIPTION)
+        async def call_tool(tool: str, ctx: Context, arguments: dict[str, Any] | None = None) -> CallToolResult:
+            caller = role(ctx)
+            try:
+                result: CallToolResult = await service.call(tool, arguments, role=caller)
+            except ToolragError as exc:
+                raise ToolError(str(exc)) from None
+            return result
+
+    return app
+
+
+async def serve(app: MCPServer, *, transport: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run ``app`` over stdio or streamable HTTP (``http://host:port/mcp``) until the client or a signal ends
+    it."""
+    if transport == "stdio":
+        await app.run_stdio_async()
+    else:
+        await app.run_streamable_http_async(host=host, port=port)
+
+
+async def run_gateway(config: GatewayConfig, *, build_retriever: Any, transport: str, host: str = "127.0.0.1",
+                      port: int = 8000, on_ready: Any = None) -> None:
+    """Connect the upstream servers, index their tools (``build_retriever(catalog)``, run in a thread) and
+    serve ``search_tools`` and ``call_tool`` until the client or a signal ends it."""
+    async with anyio.create_task_group() as tg:
+        gateway = Gateway(config, tg)
+        try:
+            await gateway.start()
+            catalog: Catalog = gateway.catalog()
+            retriever: ToolRetriever = await anyio.to_thread.run_sync(build_retriever, catalog)
+            service = ToolService(retriever, role=config.role, tokens=config.tokens, gateway=gateway)
+            if on_ready is not None:
+                on_ready(gateway, catalog)
+            await serve(build_app(service, name=config.name), transport=transport, host=host, port=port)
+        finally:
+            gateway.close()
+            tg.cancel_scope.deadline = anyio.current_time() + 5  # upstreams get 5 s to shut down

@@ -1,0 +1,182 @@
+"""The gateway's upstream servers: one session per server, their tools as one catalog, calls forwarded.
+
+Each upstream lives in its own task, so a server that fails to start, times out or dies mid-session is
+recorded (``Upstream.error``) and reported, never fatal to the gateway or to the other servers. A call to a
+server whose session died reconnects once (the server is launched again) before giving up. Tool ids are
+``<server>/<original name>``, so two servers may publish the same tool name and both stay addressable; the
+original name is what the upstream server is called with.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from toolrag.catalog.loader import load_records
+from toolrag.catalog.profile import Catalog
+from toolrag.catalog.readers import from_foreign
+from toolrag.catalog.report import LoadMode
+from toolrag.errors import CatalogError
+from toolrag.serve.config import GatewayConfig
+from toolrag.serve.upstream import ServerSpec, UpstreamError, connect, describe_error, list_all_tools
+
+__all__ = ["Gateway", "Route", "Upstream"]
+
+log = logging.getLogger(__name__)
+
+_CONNECTION_CLOSED = -32000  # mcp_types.jsonrpc.CONNECTION_CLOSED
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where a gateway tool lives: its upstream server and the name that server knows it by."""
+
+    server: str
+    name: str
+
+
+class Upstream:
+    """One upstream MCP server: its session (held open by a task of the gateway's task group), its tools,
+    and the last error. Methods run on the gateway's event loop."""
+
+    def __init__(self, spec: ServerSpec, task_group: Any) -> None:
+        import anyio
+
+        self.spec = spec
+        self.session: Any = None
+        self.version = ""
+        self.tools: list[dict[str, Any]] = []
+        self.warnings: list[str] = []
+        self.error: str | None = None
+        self._tg = task_group
+        self._stop: Any = None
+        self._reconnect = anyio.Lock()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    async def open(self) -> bool:
+        """Connect (launching a stdio server) and list its tools; True when the session is up."""
+        import anyio
+
+        ready, stop = anyio.Event(), anyio.Event()
+        self._stop = stop
+        self._tg.start_soon(self._hold, ready, stop)
+        await ready.wait()
+        return self.session is not None
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+
+    async def _hold(self, ready: Any, stop: Any) -> None:
+        try:
+            async with connect(self.spec) as (session, info):  # initialize has its own timeout
+                try:
+                    tools, _, warnings = await list_all_tools(session, where=f"MCP server {self.name!r}",
+                                                              timeout=self.spec.timeout)
+                    self.session, self.version, self.tools, self.warnings, self.error = (
+                        session, info.version, tools, warnings, None)
+                    ready.set()
+                    await stop.wait()
+                finally:
+                    if self._stop is stop:
+                        self.session = None
+        except Exception as exc:  # whatever the transport raised: the gateway reports it and goes on
+            self.error = describe_error(exc)
+            log.warning("upstream MCP server %r unavailable: %s", self.name, self.error)
+        finally:
+            ready.set()
+
+    async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
+        """Forward ``tools/call``; :class:`UpstreamError` when the server is down (after one reconnect) or
+        does not answer in time. A tool's own error comes back as the server's ``is_error`` result."""
+        import anyio
+        from mcp import MCPError
+
+        session = await self._session()
+        try:
+            with anyio.fail_after(self.spec.timeout):
+                return await session.call_tool(name, dict(arguments))
+        except TimeoutError:
+            raise UpstreamError(f"upstream server {self.name!r} did not answer {name!r} within "
+                                f"{self.spec.timeout:g} s") from None
+        except MCPError as exc:
+            if exc.code != _CONNECTION_CLOSED:
+                raise UpstreamError(f"upstream server {self.name!r} answered {name!r} with an error: "
+                                    f"{exc.error.message}") from None
+            self._lost(f"connection closed ({exc.error.message})")
+        except Exception as exc:  # the transport broke (the process died, the connection dropped)
+            self._lost(describe_error(exc))
+        raise UpstreamError(f"upstream server {self.name!r} is unavailable: {self.error}")
+
+    async def _session(self) -> Any:
+        if self.session is not None:
+            return self.session
+        async with self._reconnect:
+            if self.session is None:
+                log.info("reconnecting to upstream MCP server %r", self.name)
+                await self.open()
+        if self.session is None:
+            raise UpstreamError(f"upstream server {self.name!r} is unavailable: {self.error}")
+        return self.session
+
+    def _lost(self, why: str) -> None:
+        self.error = why
+        self.session = None
+        log.warning("upstream MCP server %r lost: %s", self.name, why)
+        self.close()
+
+
+class Gateway:
+    """The upstream servers of a :class:`GatewayConfig`, their tools as one catalog, and the routes back."""
+
+    def __init__(self, config: GatewayConfig, task_group: Any) -> None:
+        self.config = config
+        self.upstreams = {spec.name: Upstream(spec, task_group) for spec in config.servers}
+        self.routes: dict[str, Route] = {}
+
+    async def start(self) -> None:
+        """Connect to every upstream at once; each that fails is recorded, not raised."""
+        import anyio
+
+        async with anyio.create_task_group() as tg:
+            for upstream in self.upstreams.values():
+                tg.start_soon(upstream.open)
+
+    def close(self) -> None:
+        for upstream in self.upstreams.values():
+            upstream.close()
+
+    def unavailable(self) -> dict[str, str]:
+        """Upstream servers that are down now, with the reason."""
+        return {name: u.error or "not connected" for name, u in self.upstreams.items() if u.session is None}
+
+    def catalog(self) -> Catalog:
+        """Every upstream's tools as one catalog (read leniently, like any import); the config's roles and
+        each server's permissions apply. Raises ``CatalogError`` when no upstream has any tool."""
+        records: list[dict[str, Any]] = []
+        for upstream in self.upstreams.values():
+            for tool in upstream.tools:
+                record = from_foreign(tool, mcp=True)
+                name = record.get("name")
+                if not isinstance(name, str):
+                    records.append(record)  # the loader skips it with a warning naming the server
+                    continue
+                spec = upstream.spec
+                record = {**record, "id": f"{spec.name}/{name}", "category": spec.name,
+                          "permissions": sorted({*spec.permissions, *spec.tool_permissions.get(name, ())})}
+                records.append(record)
+                self.routes[record["id"]] = Route(spec.name, name)
+        if not any(u.tools for u in self.upstreams.values()):
+            down = "; ".join(f"{n}: {why}" for n, why in self.unavailable().items()) or "no server listed a tool"
+            raise CatalogError(f"no upstream MCP server has tools to serve ({down})")
+        return load_records(records, name=self.config.name, where="gateway", mode=LoadMode.LENIENT,
+                            roles=self.config.roles)
+
+    async def call(self, tool_id: str, arguments: Mapping[str, Any]) -> Any:
+        route = self.routes[tool_id]
+        return await self.upstreams[route.server].call(route.name, arguments)

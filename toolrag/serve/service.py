@@ -1,0 +1,183 @@
+"""What ``search_tools`` and ``call_tool`` do, apart from MCP: the caller's role, the search answer, the
+check that a caller only calls what it can see, forwarding, and the audit record of each call.
+
+Kept free of the MCP SDK so the logic is tested directly; :mod:`toolrag.serve.app` wraps it in an MCP
+server. A caller never learns of a tool its role hides: ``search_tools`` cannot return it and ``call_tool``
+answers exactly as for a tool that does not exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from toolrag.catalog.profile import ToolProfile
+from toolrag.errors import ImageError, QueryError, ToolragError
+from toolrag.search.results import Decision
+from toolrag.search.retriever import ToolRetriever
+from toolrag.serve.gateway import Gateway
+from toolrag.serve.upstream import UpstreamError
+
+__all__ = ["MAX_K", "CallRefused", "ToolService"]
+
+MAX_K = 50
+
+
+class CallRefused(ToolragError):
+    """A ``call_tool`` the caller may not make: an unknown tool, a hidden one, an ambiguous name."""
+
+
+class ToolService:
+    """Searches for a caller (its role decides what it sees) and, in a gateway, forwards its tool calls."""
+
+    def __init__(self, retriever: ToolRetriever, *, role: str | None = None, tokens: Mapping[str, str] | None = None,
+                 gateway: Gateway | None = None) -> None:
+        self.retriever = retriever
+        self.role = role
+        self.tokens = dict(tokens or {})
+        self.gateway = gateway
+        if role is not None:
+            retriever.catalog.role_codes(role)  # an unknown role is an error now, not at the first search
+
+    def role_for(self, headers: Mapping[str, str] | None) -> str | None:
+        """The caller's role: the one its ``Authorization: Bearer`` token maps to, else the configured one. A
+        token that is given but unknown is refused (no silent fallback to another role)."""
+        auth = next((v for k, v in (headers or {}).items() if k.lower() == "authorization"), None)
+        if not auth or not self.tokens:
+            return self.role
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() == "bearer":
+            for known, role in self.tokens.items():
+                if hmac.compare_digest(known.encode("utf-8"), token.strip().encode("utf-8")):
+                    return role
+        raise CallRefused("the Authorization bearer token is not one this server knows; ask its operator for one")
+
+    def search(self, query: str, *, image: str | None = None, k: int = 5, role: str | None = None) -> dict[str, Any]:
+        """The answer of ``search_tools``: decision, its reason (when the result has one), clarification,
+        confidence and the selected tools with their original names, function names and input schemas;
+        ``probabilities`` and ``selected`` (the ids the decision would inject, a prefix of ``tools``) from the
+        decision model (docs/decisions.md)."""
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+            raise QueryError(f"k is {k!r}; ask for 1 to {MAX_K} tools")
+        result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k)
+        catalog = self.retriever.catalog
+        selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
+        tools = []
+        for candidate in selected:
+            profile = catalog.get(candidate.id)
+            if profile is None:  # removed by a reload since the search
+                continue
+            tools.append(self._tool(profile, candidate.function_name, candidate.score))
+        answer: dict[str, Any] = {
+            "decision": result.decision.value,
+            "reason": _plain_reason(getattr(result, "decision_reason", None)),
+            "clarification": result.clarification,
+            "confidence": round(float(result.confidence), 4),
+            "tools": tools,
+        }
+        if result.scores is not None:  # the decision model's probabilities and what it would inject
+            answer["probabilities"] = result.scores.to_json()
+        answer["selected"] = list(result.selected)
+        if self.gateway is not None:
+            down = self._unavailable(role)
+            if down:
+                answer["unavailable_servers"] = down
+            answer["how_to_call"] = "call_tool with tool = a tool's id and arguments matching its input_schema"
+        return answer
+
+    def _tool(self, profile: ToolProfile, function_name: str, score: float) -> dict[str, Any]:
+        entry: dict[str, Any] = {"id": profile.id, "name": profile.name, "function_name": function_name,
+                                 "description": profile.description, "input_schema": dict(profile.parameters),
+                                 "score": round(float(score), 4)}
+        if profile.mutation:
+            entry["mutation"] = True
+        if self.gateway is not None:
+            entry["server"] = self.gateway.routes[profile.id].server
+        return entry
+
+    def _codes(self, role: str | None) -> set[str]:
+        return set(self.retriever.catalog.role_codes(role)) if role else set()
+
+    def _unavailable(self, role: str | None) -> dict[str, str]:
+        """Upstream servers that are down, among those whose tools this role could see."""
+        if self.gateway is None:
+            return {}
+        codes = self._codes(role)
+        specs = {u.name: u.spec for u in self.gateway.upstreams.values()}
+        return {name: why for name, why in self.gateway.unavailable().items() if set(specs[name].permissions) <= codes}
+
+    def resolve(self, tool: str, role: str | None) -> ToolProfile:
+        """The tool a caller names (its id, else its original name, else its function name) among the tools
+        its role can see; :class:`CallRefused` otherwise, with the same words for hidden and unknown tools."""
+        catalog = self.retriever.catalog
+        codes = self._codes(role)
+        visible = [t for t in catalog if set(t.permissions) <= codes]
+        for key in ("id", "name"):
+            found = [t for t in visible if getattr(t, key) == tool]
+            if len(found) == 1:
+                return found[0]
+            if len(found) > 1:
+                raise CallRefused(f"{len(found)} tools are named {tool!r}; call one by its id: "
+                                  + ", ".join(t.id for t in found))
+        by_function = catalog.by_function_name(tool)
+        if by_function is not None and by_function in visible:
+            return by_function
+        raise CallRefused(f"no tool {tool!r} is available to you; search_tools lists the tools you can call "
+                          "(call them by id)")
+
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None, *, role: str | None) -> Any:
+        """Forward a call to the upstream server owning ``tool``, after checking the caller can see it; every
+        call (refused, failed or done) is audited."""
+        if self.gateway is None:
+            raise CallRefused("this server only searches; call the tool on its own server")
+        start = time.perf_counter()
+        record: dict[str, Any] = {"kind": "call", "role": role, "tool": tool}
+        try:
+            if arguments is not None and not isinstance(arguments, Mapping):
+                raise QueryError(f"arguments must be an object of argument values, got {type(arguments).__name__}")
+            profile = self.resolve(tool, role)
+            route = self.gateway.routes[profile.id]
+            record.update(tool=profile.id, server=route.server)
+            result = await self.gateway.call(profile.id, arguments or {})
+            record["outcome"] = "error" if getattr(result, "is_error", False) else "ok"
+            return result
+        except CallRefused:
+            record["outcome"] = "refused"
+            raise
+        except UpstreamError:
+            record["outcome"] = "unavailable"
+            raise
+        except ToolragError:
+            record["outcome"] = "invalid"
+            raise
+        finally:
+            record["latency_ms"] = round((time.perf_counter() - start) * 1000, 2)
+            if self.retriever.audit is not None:
+                self.retriever.audit.write(record)
+
+
+def _plain_reason(reason: Any) -> Any:
+    """The result's decision reason as JSON (text, a mapping, or an object's ``to_json()``); ``None`` when the
+    result has none."""
+    if reason is None or isinstance(reason, str | int | float | dict | list):
+        return reason
+    to_json = getattr(reason, "to_json", None)
+    return to_json() if callable(to_json) else str(reason)
+
+
+def _image_bytes(image: str | None) -> bytes | None:
+    """An image given as base64 (or a ``data:image/...;base64,`` URL) as bytes; never a path: an MCP caller
+    must not make the server read its own files."""
+    if image is None or not image.strip():
+        return None
+    data = image.strip()
+    if data.startswith("data:"):
+        data = data.partition(",")[2]
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ImageError("image: expected the image's bytes as base64 (or a data:image/png;base64,... URL)") from None

@@ -1,0 +1,217 @@
+"""Talking to MCP servers as a client (the official ``mcp`` SDK): connect over stdio or streamable HTTP, page
+through ``tools/list`` tolerating what real servers send, call a tool.
+
+Used by ``toolrag import mcp`` (read a server's tools once) and by the gateway (keep a session per upstream
+server and forward calls). Every wait has a timeout; a server that fails, hangs or sends malformed pages is
+reported with its name, never a crash of the caller.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolrag.errors import ToolragError
+
+__all__ = ["Listing", "ServerSpec", "UpstreamError", "connect", "describe_error", "list_all_tools", "require_mcp"]
+
+#: Pages of ``tools/list`` read at most (a server whose cursors never end is cut off there, with a warning).
+MAX_PAGES = 1000
+DEFAULT_TIMEOUT = 30.0
+
+
+class UpstreamError(ToolragError):
+    """An MCP server cannot be reached, does not answer in time or answers something unusable."""
+
+
+def require_mcp() -> Any:
+    """The ``mcp`` package, or an error that says how to install it."""
+    try:
+        import mcp
+    except ImportError as exc:  # pragma: no cover - mcp is a declared dependency
+        raise UpstreamError(f"the MCP SDK is not installed ({exc}); pip install 'mcp==2.3.0' (or toolrag[mcp])"
+                            ) from exc
+    return mcp
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """Where an MCP server is: a ``command`` (with ``args``) launched over stdio, or a streamable HTTP ``url``.
+
+    ``permissions``: codes a caller needs for every tool of this server (gateway); ``tool_permissions``: extra
+    codes for single tools, by original name; ``timeout``: seconds for connecting, each page and each call."""
+
+    name: str
+    command: str | None = None
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    permissions: tuple[str, ...] = ()
+    tool_permissions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __post_init__(self) -> None:
+        if (self.command is None) == (self.url is None):
+            raise UpstreamError(f"MCP server {self.name!r}: give either a command (stdio) or a url (streamable "
+                                "HTTP), not both or neither")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise UpstreamError(f"MCP server {self.name!r}: url {self.url!r} must start with http:// or https://")
+        if not self.timeout > 0:
+            raise UpstreamError(f"MCP server {self.name!r}: timeout {self.timeout!r} must be a positive number")
+
+    @classmethod
+    def from_target(cls, target: Sequence[str], *, name: str | None = None,
+                    timeout: float = DEFAULT_TIMEOUT) -> ServerSpec:
+        """A spec from the command line: one ``http(s)://`` URL, or a command and its arguments (one quoted
+        string is split like a shell would)."""
+        parts = list(target)
+        if len(parts) == 1 and parts[0].startswith(("http://", "https://")):
+            return cls(name or parts[0], url=parts[0], timeout=timeout)
+        if len(parts) == 1:
+            parts = shlex.split(parts[0])
+        if not parts:
+            raise UpstreamError("which MCP server? give its URL (http://host:port/mcp) or the command that starts "
+                                "it (e.g. python server.py)")
+        return cls(name or " ".join(parts), command=parts[0], args=tuple(parts[1:]), timeout=timeout)
+
+    def describe(self) -> dict[str, Any]:
+        """Where the server is, for provenance files and reports (environment values are never written)."""
+        if self.url is not None:
+            return {"transport": "streamable-http", "url": self.url}
+        return {"transport": "stdio", "command": [self.command, *self.args]}
+
+
+@dataclass
+class Listing:
+    """A server's ``tools/list``: the tools as MCP dicts (``name``, ``description``, ``inputSchema`` ...), the
+    server's name and version, pages read, and warnings about what could not be read."""
+
+    server_name: str
+    server_version: str
+    tools: list[dict[str, Any]]
+    pages: int
+    warnings: list[str]
+
+
+@asynccontextmanager
+async def connect(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+    """``(session, server_info)``: an initialised ``mcp.ClientSession`` with the server (launched over stdio,
+    or over streamable HTTP) and the ``Implementation`` it announced. Raises :class:`UpstreamError` on
+    timeout."""
+    require_mcp()
+    import anyio
+    from mcp import ClientSession
+
+    async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout
+                                                                 ) as session:
+        try:
+            with anyio.fail_after(spec.timeout):
+                init = await session.initialize()
+        except TimeoutError:
+            raise UpstreamError(f"MCP server {spec.name!r} did not answer initialize within {spec.timeout:g} s"
+                                ) from None
+        yield session, init.server_info
+
+
+@asynccontextmanager
+async def _transport(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+    if spec.url is not None:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        client = httpx2.AsyncClient(headers=dict(spec.headers), timeout=httpx2.Timeout(spec.timeout, read=300.0))
+        async with client, streamable_http_client(spec.url, http_client=client) as streams:
+            yield streams[0], streams[1]
+    else:
+        from mcp import StdioServerParameters
+        from mcp.client.stdio import stdio_client
+
+        params = StdioServerParameters(command=spec.command or "", args=list(spec.args), env=dict(spec.env) or None,
+                                       cwd=spec.cwd)
+        async with stdio_client(params) as streams:
+            yield streams[0], streams[1]
+
+
+async def list_all_tools(session: Any, *, where: str, timeout: float = DEFAULT_TIMEOUT,
+                         max_pages: int = MAX_PAGES) -> tuple[list[dict[str, Any]], int, list[str]]:
+    """Every tool of every ``tools/list`` page as an MCP dict, the number of pages, and warnings.
+
+    A page the SDK refuses (a tool whose ``inputSchema`` is not an object, ``tools`` that is not a list) is
+    re-read as raw JSON and its usable tools kept; an item that is not a tool, a repeated cursor and more than
+    ``max_pages`` pages are warnings. The loader then validates each tool (leniently)."""
+    import anyio
+    from pydantic import ValidationError
+
+    tools: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    pages = 0
+    while True:
+        pages += 1
+        label = f"{where}: tools/list page {pages}" + (f" (cursor {cursor!r})" if cursor else "")
+        try:
+            with anyio.fail_after(timeout):
+                try:
+                    page = await _page(session, cursor)
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    where_bad = ".".join(str(p) for p in first.get("loc", ()))
+                    warnings.append(f"{label} is malformed ({where_bad}: {first.get('msg')}); read it as raw JSON")
+                    page = await _raw_page(session, cursor)
+        except TimeoutError:
+            raise UpstreamError(f"{label}: no answer within {timeout:g} s") from None
+        items = page.get("tools")
+        if not isinstance(items, list):
+            warnings.append(f"{label}: 'tools' is {type(items).__name__}, not a list; page skipped")
+            items = []
+        for number, item in enumerate(items, start=1):
+            if isinstance(item, dict):
+                tools.append(item)
+            else:
+                warnings.append(f"{label}: item {number} is {type(item).__name__}, not a tool; skipped")
+        cursor = page.get("nextCursor")
+        if cursor is None or cursor == "":
+            return tools, pages, warnings
+        if not isinstance(cursor, str):
+            warnings.append(f"{label}: nextCursor {cursor!r} is not a string; stopped paging")
+            return tools, pages, warnings
+        if cursor in seen:
+            warnings.append(f"{label}: the server sent cursor {cursor!r} again; stopped paging")
+            return tools, pages, warnings
+        if pages >= max_pages:
+            warnings.append(f"{label}: more than {max_pages} pages; stopped paging")
+            return tools, pages, warnings
+        seen.add(cursor)
+
+
+async def _page(session: Any, cursor: str | None) -> dict[str, Any]:
+    import mcp_types
+
+    params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None
+    result = await session.list_tools(params=params)
+    page: dict[str, Any] = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return page
+
+
+async def _raw_page(session: Any, cursor: str | None) -> dict[str, Any]:
+    """The page as the server sent it, past the SDK's validation (its JSON-RPC dispatcher, an internal of
+    mcp 2.x: a malformed page must not cost the well-formed tools on it)."""
+    dispatcher = getattr(session, "_dispatcher", None)
+    if dispatcher is None or not hasattr(dispatcher, "send_raw_request"):
+        raise UpstreamError("this mcp version cannot read a malformed tools/list page raw; pin mcp==2.3.0")
+    raw = await dispatcher.send_raw_request("tools/list", {"cursor": cursor} if cursor else None, {})
+    return raw if isinstance(raw, dict) else {}
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for an exception from a transport (exception groups unwrapped to their first cause)."""
+    while getattr(exc, "exceptions", None):  # an exception group: its first cause says what happened
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
