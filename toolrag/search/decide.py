@@ -29,8 +29,8 @@ from toolrag.search.results import Decision, DecisionScores
 from toolrag.text import has_cjk
 
 __all__ = [
-    "DecisionInputs", "DecisionOutcome", "OperatingPoint", "clarification_question", "decide", "name_lookup",
-    "named_tools",
+    "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint", "clarification_question", "decide",
+    "name_lookup", "named_tools",
 ]
 
 #: EXECUTE needs the top tool to be more likely right than wrong among the cases a tool fits:
@@ -38,6 +38,8 @@ __all__ = [
 #: human check; when the best permitted tool is probably not the one (e.g. the fitting tool is hidden from the
 #: caller) it answers directly instead.
 RIGHT_SHARE = 0.5
+#: Words of the reason of a call the request asked for by name (rule 2).
+NAMED_REASON = "the request names"
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
 _IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
 _NAME_LIKE = re.compile(r"[_.\-/:@]|\d|[a-z][A-Z]")
@@ -116,7 +118,7 @@ def decide(
                                "invisible characters)", scores)
     if inputs.named:
         named = ", ".join(inputs.names[: inputs.named])
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {named}: the request names "
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {named}: {NAMED_REASON} "
                                f"{'it' if inputs.named == 1 else 'them'} exactly", scores, inputs.named)
     if no_tool_threshold is not None and inputs.confidence < no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None,
