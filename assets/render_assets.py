@@ -896,6 +896,22 @@ def traceback_java() -> Image.Image:
     )
 
 
+def error_503() -> Image.Image:
+    return _terminal(
+        [
+            ("$ curl -i https://api.acme.example/v2/orders?since=2024-05-06", (120, 210, 120)),
+            ("HTTP/1.1 503 Service Unavailable", _RED),
+            ("server: envoy", _FG),
+            ("content-type: text/plain", _FG),
+            ("retry-after: 30", _FG),
+            ("", _FG),
+            ("upstream connect error or disconnect/reset before headers.", _YEL),
+            ("reset reason: connection failure", _YEL),
+        ],
+        "dev@laptop-li-na: ~",
+    )
+
+
 # ---------------------------------------------------------------------------------- labels, tables
 def _shipping_label(
     sender: Sequence[str], receiver: Sequence[str], tracking: str, service: str, weight: str, date: str
@@ -1317,6 +1333,7 @@ RENDERED: dict[str, Callable[[], Image.Image]] = {
     "queries/invoice_en_2.png": invoice_en_2,
     "queries/revenue_chart.png": revenue_chart,
     "queries/error_vpn.png": error_vpn,
+    "queries/error_503.png": error_503,
     "queries/account_locked.png": account_locked,
     "queries/traceback_java.png": traceback_java,
     "queries/shipping_label_2.png": shipping_label_2,

@@ -1,73 +1,353 @@
-"""Calibrate and report the EXECUTE / CLARIFY / NO_TOOL decision on the sample catalog's labelled queries.
+"""Decisions an agent can act on: EXECUTE / CLARIFY / NO_TOOL, P(right), the selection, per set.
 
-Every query runs once through the real retriever (shipped defaults); the decision is then re-derived offline
-for a grid of ``clarify_gap`` and ``no_tool_threshold`` values. Rows with an even index are the tuning half,
-odd rows the held-out half: the table reports both, so the chosen thresholds are judged on rows they were
-not chosen on.
+Every catalog's decision model is fitted from the catalog alone (its simulated requests, see
+``toolrag/search/simulate.py``) when the retriever opens it; no row of any set below is used to fit it, so every
+number is on data the model never saw. Each row runs through ``ToolRetriever.search`` with the shipped settings.
 
-    python -m bench.decisions [--catalog sample_tools] [--queries sample_tools/queries.yaml] [--data-dir DIR]
+    python -m bench.decisions                       # every set, prints the tables
+    python -m bench.decisions --sets bundled,metatool_task1 --limit 200
+    python -m bench.decisions --write-docs          # ... and the tables of docs/decisions.md
+
+Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``metatool_task1`` (520
+need-a-tool + 520 need-no-tool requests: a row needs no tool when its gold is empty), the single-tool test
+splits of MetaTool, Seal-Tools (in and out of domain) and Gorilla HF (every row needs a tool), and MetaTool
+two-tool (the selection against the top five). ``bundled_refined`` also reports the bundled catalog's model
+refined with the labelled even rows (``ToolRetriever.refine_decisions``), on the odd rows.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
+import math
+import pickle
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from toolrag.evaluation.queries import load_queries
-from toolrag.search.decide import decide
-from toolrag.search.retriever import ToolRetriever
+import numpy as np
+
+from bench.common import REPO, SETS, engine_description, git_rev, index_dir, machine, open_retriever, prepare, say
+
+__all__ = ["DECISION_SETS", "main", "reliability", "risk_coverage"]
+
+#: set name -> (catalog source, query split or the bundled file)
+DECISION_SETS = ("bundled", "bundled_refined", "metatool_task1", "metatool_single", "metatool_multi", "seal_in",
+                 "seal_out", "gorilla")
+COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+DOC = REPO / "docs" / "decisions.md"
 
 
 @dataclass(frozen=True)
-class _Scored:
-    index: int
-    expect: str
-    scores: tuple[float, ...]
-    names: tuple[str, ...]
-    confidence: float
+class Row:
+    """One request's outcome: what was expected and what the decision said."""
+
+    expect: str | None
+    gold: tuple[str, ...]
+    decision: str
+    top: tuple[str, ...]
+    selected: tuple[str, ...]
+    p_right: float
+    p_ambiguous: float
+    p_no_tool: float
+    tokens_selected: int
+    tokens_top: int
+    decision_ms: float
+    query: str = ""
+    reason: str = ""
+
+    @property
+    def right(self) -> bool:
+        return bool(self.top) and self.top[0] in self.gold
 
 
-def _accuracy(rows: Sequence[_Scored], gap: float, threshold: float) -> float:
-    hits = 0
-    for r in rows:
-        outcome = decide(scores=list(r.scores), names=list(r.names), summaries=[""] * len(r.names),
-                         confidence=r.confidence, no_tool_threshold=threshold, clarify_gap=gap)
-        hits += outcome.decision.value == r.expect
-    return hits / max(len(rows), 1)
+def auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
+    """P(a positive scores above a negative), ties counting one half."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positive, dtype=bool)
+    pos, neg = s[y], s[~y]
+    if not len(pos) or not len(neg):
+        return math.nan
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--catalog", default="sample_tools")
-    parser.add_argument("--queries", default="sample_tools/queries.yaml")
-    parser.add_argument("--data-dir", default=None)
-    args = parser.parse_args(argv)
-    retriever = ToolRetriever.from_catalog(args.catalog, data_dir=args.data_dir)
-    rows = [r for r in load_queries(Path(args.queries)) if r.expect is not None]
-    scored = []
-    for i, row in enumerate(rows):
-        result = retriever.search(row.query, image=row.image, permissions=row.permissions, history=row.history,
-                                  top_k=5)
-        scored.append(_Scored(i, row.expect.value, tuple(c.score for c in result.candidates),  # type: ignore[union-attr]
-                              tuple(c.name for c in result.candidates), result.confidence))
-    tune = [s for s in scored if s.index % 2 == 0]
-    held = [s for s in scored if s.index % 2 == 1]
-    cfg = retriever.settings
-    threshold = cfg.effective_no_tool_threshold()
-    print(f"decision accuracy on {len(rows)} labelled sample queries (tuning half {len(tune)}, held-out half "
-          f"{len(held)})\n")
-    print("| clarify_gap | no_tool_threshold | tuning half | held-out half |")
-    print("|---|---|---|---|")
-    for gap in (0.0, 0.01, 0.02, 0.04, 0.08):
-        for thr in (threshold - 0.02, threshold, threshold + 0.02):
-            mark = " (shipped)" if (gap, thr) == (cfg.clarify_gap, threshold) else ""
-            print(f"| {gap:.2f} | {thr:.3f}{mark} | {100 * _accuracy(tune, gap, thr):.1f} | "
-                  f"{100 * _accuracy(held, gap, thr):.1f} |")
+def risk_coverage(rows: Sequence[Row]) -> list[tuple[float, float, float, int]]:
+    """EXECUTE precision when only the share ``c`` of requests with the highest P(right) is called:
+    (coverage, P(right) threshold, precision, n called) for each c in COVERAGES."""
+    p = np.array([r.p_right for r in rows])
+    right = np.array([r.right for r in rows])
+    order = np.argsort(-p, kind="mergesort")
+    out = []
+    for c in COVERAGES:
+        n = max(1, round(c * len(rows)))
+        chosen = order[:n]
+        out.append((c, float(p[chosen].min()), float(right[chosen].mean()), n))
+    return out
+
+
+def reliability(rows: Sequence[Row], bins: int = 10) -> tuple[list[tuple[float, float, float, int]], float]:
+    """Reliability of P(right): per bin of predicted probability (mean predicted, observed right rate, count)
+    and the expected calibration error (count-weighted mean |predicted - observed|)."""
+    p = np.array([r.p_right for r in rows])
+    right = np.array([r.right for r in rows], dtype=float)
+    edges = np.linspace(0, 1, bins + 1)
+    out = []
+    ece = 0.0
+    for i in range(bins):
+        sel = (p >= edges[i]) & ((p < edges[i + 1]) if i < bins - 1 else (p <= 1))
+        if sel.any():
+            out.append((float(p[sel].mean()), float(right[sel].mean()), float(edges[i]), int(sel.sum())))
+            ece += sel.sum() / len(p) * abs(p[sel].mean() - right[sel].mean())
+    return out, float(ece)
+
+
+def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[Row]:
+    out = []
+    for row in rows:
+        result = retriever.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
+                                  history=row.history, top_k=top_k)
+        scores = result.scores
+        expect = row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
+        out.append(Row(expect, tuple(row.gold), result.decision.value, tuple(result.ids), tuple(result.selected),
+                       scores.right if scores else 0.0, scores.ambiguous if scores else 0.0,
+                       scores.no_tool if scores else 1.0, result.tokens.selected, result.tokens.candidates,
+                       float(result.timing_ms.get("decision", math.nan)), row.query[:120], result.decision_reason))
+    return out
+
+
+def summarise(name: str, rows: Sequence[Row], *, fit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every number of one set (fractions, not percent)."""
+    decisions = np.array([r.decision for r in rows])
+    expect = np.array([r.expect for r in rows])
+    execute = decisions == "EXECUTE"
+    wants = np.array([bool(r.gold) for r in rows])
+    out: dict[str, Any] = {"n": len(rows), "fit": fit or {}}
+    out["accuracy"] = float((decisions == expect).mean())
+    out["confusion"] = {e: {d: int(((expect == e) & (decisions == d)).sum()) for d in ("EXECUTE", "CLARIFY", "NO_TOOL")}
+                        for e in ("EXECUTE", "CLARIFY", "NO_TOOL") if (expect == e).any()}
+    out["execute_coverage"] = float(execute.mean())
+    out["execute_precision"] = float(np.mean([r.right for r, e in zip(rows, execute, strict=True) if e])) \
+        if execute.any() else math.nan
+    if (expect == "CLARIFY").any():
+        out["clarify_recall"] = float((decisions[expect == "CLARIFY"] == "CLARIFY").mean())
+    if (expect == "EXECUTE").any():
+        out["clarify_on_execute"] = float((decisions[expect == "EXECUTE"] == "CLARIFY").mean())
+    tool_rows = [r for r in rows if r.gold]
+    if tool_rows:
+        out["risk_coverage"] = risk_coverage(tool_rows)
+        out["reliability"], out["ece"] = reliability(tool_rows)
+        out["top1"] = float(np.mean([r.right for r in tool_rows]))
+    if (~wants).any() and wants.any():
+        out["no_tool_auc"] = auc([r.p_no_tool for r in rows], ~wants)
+        out["no_tool_accuracy"] = float(((decisions == "NO_TOOL") == ~wants).mean())
+        out["no_tool_recall"] = float((decisions[~wants] == "NO_TOOL").mean())
+        out["tool_recall"] = float((decisions[wants] != "NO_TOOL").mean())
+    chosen = [r for r in rows if r.decision != "NO_TOOL" and r.gold]
+    if chosen:
+        out["selection_size"] = float(np.mean([len(r.selected) for r in chosen]))
+        out["selection_completeness"] = float(np.mean([set(r.gold) <= set(r.selected) for r in tool_rows]))
+        out["top5_completeness"] = float(np.mean([set(r.gold) <= set(r.top[:5]) for r in tool_rows]))
+        out["tokens_selected"] = float(np.mean([r.tokens_selected for r in chosen]))
+        out["tokens_top5"] = float(np.mean([r.tokens_top for r in chosen]))
+    out["decision_ms"] = float(np.nanmean([r.decision_ms for r in rows]))
+    return out
+
+
+def _bundled(args: argparse.Namespace, models: Any) -> Any:
+    from toolrag import load_queries
+    from toolrag.search.retriever import ToolRetriever
+
+    root = index_dir(Path(args.bench_dir) if args.bench_dir else _root(args))
+    retriever = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=root / "bundled", models=models)
+    return retriever, load_queries(REPO / "sample_tools" / "queries.yaml")
+
+
+def _root(args: argparse.Namespace) -> Path:
+    from bench.datasets import bench_dir
+
+    return bench_dir(args.bench_dir)
+
+
+def _limit(rows: list[Any], limit: int | None) -> list[Any]:
+    if not limit or len(rows) <= limit:
+        return rows
+    return rows[:: max(1, len(rows) // limit)][:limit]
+
+
+class _CachedAnalyzer:
+    """The retriever's query analysis behind a pickle cache in the bench folder (per model set): re-running
+    the benchmark after a change of the decision code encodes and OCRs nothing again."""
+
+    def __init__(self, analyzer: Any, file: Path) -> None:
+        self.analyzer, self.file = analyzer, file
+        self.models = analyzer.models
+        self.cache: dict[Any, Any] = {}
+        if file.is_file():
+            with file.open("rb") as fh:
+                self.cache = pickle.load(fh)
+        self.dirty = False
+
+    def analyze(self, query: str, *, image: Any = None, history: Sequence[str] = (), settings: Any) -> Any:
+        key = (query, str(image), tuple(history), settings.history_weight)
+        if key not in self.cache:
+            self.cache[key] = self.analyzer.analyze(query, image=image, history=history, settings=settings)
+            self.dirty = True
+        return self.cache[key]
+
+    def save(self) -> None:
+        if self.dirty:
+            tmp = self.file.with_suffix(".tmp")
+            with tmp.open("wb") as fh:
+                pickle.dump(self.cache, fh)
+            tmp.replace(self.file)
+            self.dirty = False
+
+
+def _cache(retriever: Any, root: Path, name: str) -> _CachedAnalyzer:
+    models = retriever.models
+    tag = hashlib.sha256(f"{models.text.fingerprint}|{getattr(models.english, 'fingerprint', '-')}".encode())
+    cached = _CachedAnalyzer(retriever.analyzer, root / f"query-features-{name}-{tag.hexdigest()[:12]}.pkl")
+    retriever.analyzer = cached
+    return cached
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from toolrag import load_queries
+    from toolrag.encode.models import load_models
+    from toolrag.settings import Settings
+
+    models = load_models(Settings())
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
+                               "engine": engine_description(), "command": args.command_line, "sets": {}}
+    root = None
+    retrievers: dict[str, Any] = {}
+    caches: list[_CachedAnalyzer] = []
+    for name in args.sets.split(","):
+        start = time.perf_counter()
+        if name in ("bundled", "bundled_refined"):
+            if "bundled" not in retrievers:
+                retrievers["bundled"] = _bundled(args, models)
+                caches.append(_cache(retrievers["bundled"][0], _root(args), "bundled"))
+            retriever, rows = retrievers["bundled"]
+            model = retriever.decision_model()
+            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
+            if name == "bundled_refined":
+                retriever.refine_decisions(rows[0::2])
+                rows = rows[1::2]
+                fit = {"refined_with": len(rows), **retriever.decision_model().summary}
+            outcome = run_rows(retriever, _limit(rows, args.limit))
+            if name == "bundled_refined":  # back to the catalog-only model for later sets
+                retriever.decisions.fit(retriever.index.snapshot, retriever.settings)
+        else:
+            root = root or prepare(args.benchmarks, args.bench_dir)
+            spec = SETS[name]
+            if spec.source not in retrievers:
+                retrievers[spec.source] = open_retriever(root, spec.source, models=models)
+                caches.append(_cache(retrievers[spec.source], root, spec.source))
+            retriever = retrievers[spec.source]
+            model = retriever.decision_model()
+            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
+            outcome = run_rows(retriever, _limit(load_queries(spec.queries_file(root)), args.limit))
+        for cache in caches:
+            cache.save()
+        results["sets"][name] = summarise(name, outcome, fit=fit)
+        results.setdefault("rows", {})[name] = [r.__dict__ for r in outcome]
+        say(f"{name}: {len(outcome)} rows in {time.perf_counter() - start:.0f}s: " + ", ".join(
+            f"{k} {v:.3f}" for k, v in results["sets"][name].items() if isinstance(v, float)))
+    return results
+
+
+def _pct(v: Any) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
+
+
+def _fit_time(seconds: Any) -> str:
+    if not isinstance(seconds, int | float):
+        return "n/a"
+    # 0.0: the model stored with the index was loaded (fitted by an earlier run), nothing was fitted now
+    return f"{seconds} s" if seconds > 0 else "stored model loaded"
+
+
+def format_tables(results: dict[str, Any]) -> str:
+    """The markdown tables of docs/decisions.md (values in percent)."""
+    sets = results["sets"]
+    lines = ["| set | rows | decision accuracy | EXECUTE precision | EXECUTE coverage | CLARIFY recall | "
+             "CLARIFY on EXECUTE rows | no-tool AUC | no-tool accuracy | top-1 right | ECE of P(right) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for name, s in sets.items():
+        lines.append(f"| {name} | {s['n']} | {_pct(s['accuracy'])} | {_pct(s['execute_precision'])} | "
+                     f"{_pct(s['execute_coverage'])} | {_pct(s.get('clarify_recall'))} | "
+                     f"{_pct(s.get('clarify_on_execute'))} | {_pct(s.get('no_tool_auc'))} | "
+                     f"{_pct(s.get('no_tool_accuracy'))} | {_pct(s.get('top1'))} | {_pct(s.get('ece'))} |")
+    lines += ["", "Confusion (expected -> decided):", ""]
+    for name, s in sets.items():
+        cells = "; ".join(f"{e}: " + ", ".join(f"{d} {n}" for d, n in row.items()) for e, row in s["confusion"].items())
+        lines.append(f"- {name}: {cells}")
+    lines += ["", "Risk-coverage: EXECUTE precision when only the requests with the highest P(right) are called "
+              "(rows that need a tool):", "",
+              "| set | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |",
+              "|---|" + "---|" * len(COVERAGES)]
+    for name, s in sets.items():
+        if "risk_coverage" in s:
+            lines.append(f"| {name} | " + " | ".join(_pct(p) for _, _, p, _ in s["risk_coverage"]) + " |")
+    lines += ["", "Reliability of P(right) (rows that need a tool): mean predicted -> observed right rate (rows)", ""]
+    for name, s in sets.items():
+        if "reliability" in s:
+            cells = ", ".join(f"{_pct(p)} -> {_pct(o)} ({n})" for p, o, _, n in s["reliability"])
+            lines.append(f"- {name}: {cells}")
+    lines += ["", "| set | selection size | selection Completeness | top-5 Completeness | schema tokens of the "
+              "selection | of the top 5 |", "|---|---|---|---|---|---|"]
+    for name, s in sets.items():
+        if "selection_size" in s:
+            lines.append(f"| {name} | {s['selection_size']:.2f} | {_pct(s['selection_completeness'])} | "
+                         f"{_pct(s['top5_completeness'])} | {s['tokens_selected']:.0f} | {s['tokens_top5']:.0f} |")
+    lines += ["", "Fitting (catalog-only model; seconds on this machine, not final): " + "; ".join(
+        f"{name} {_fit_time(s['fit'].get('seconds'))}, cases {s['fit'].get('cases', {})}" for name, s in sets.items())]
+    lines += ["", "Decision step, mean ms per search (not final; measured on a shared machine): " + ", ".join(
+        f"{name} {s['decision_ms']:.2f}" for name, s in sets.items())]
+    return "\n".join(lines)
+
+
+def write_docs(results: dict[str, Any]) -> None:
+    from bench.report import write_section
+
+    header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
+              f"Engine: {results['engine']}", "", ""]
+    write_section("decisions", "\n".join(header) + format_tables(results), doc=DOC)
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description="decision accuracy, risk-coverage, reliability and selection")
+    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    parser.add_argument("--sets", default=",".join(DECISION_SETS))
+    parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
+    parser.add_argument("--out", help="results JSON (default <bench dir>/decisions.json)")
+    parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/decisions.md")
+    parser.add_argument("--right-share", type=float, default=None,
+                        help="rule 5's operating point (toolrag.search.decide.RIGHT_SHARE; shipped 0.5; 0 turns "
+                             "it off) to measure the trade-off of EXECUTE precision against coverage")
+    args = parser.parse_args(raw)
+    if args.right_share is not None:
+        from toolrag.search import decide
+
+        decide.RIGHT_SHARE = args.right_share
+    args.command_line = "python -m bench.decisions " + " ".join(raw)
+    results = run(args)
+    out = Path(args.out) if args.out else _root(args) / "decisions.json"
+    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    say(f"wrote {out}")
+    print(format_tables(results))
+    if args.write_docs:
+        write_docs(results)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

@@ -319,9 +319,11 @@ def test_a_successor_the_caller_cannot_see_is_not_named(successor_retriever: Too
     text = guest.to_json_str() + guest.prompt
     assert "payroll.export\"" not in text and "export_payroll\"" not in text
     assert guest.to_json()["candidates"][0]["replaced_by"] is None
-    allowed = successor_retriever.search("export the payroll file", include_deprecated=True,
+    # The request names the old tool, so it is injected (the prompt holds only the selection: docs/decisions.md)
+    allowed = successor_retriever.search("run payroll.export_v1 to export the payroll file", include_deprecated=True,
                                          permissions=["payroll.export"], settings=settings)
     old = next(c for c in allowed.candidates if c.id == "payroll.export_v1")
+    assert "payroll.export_v1" in allowed.selected
     assert old.replaced_by == "payroll.export" and "deprecated, prefer payroll.export" in allowed.prompt
 
 

@@ -70,6 +70,18 @@ def test_search_returns_every_view_and_keeps_a_small_history(h: Handlers) -> Non
     assert last["query"].endswith(str(fmt.HISTORY_SIZE + 1)) and last["top"] == list(table.data["id"])
 
 
+def test_banner_shows_the_probabilities_and_the_reason(h: Handlers) -> None:
+    banner, *_ = h.search("给我讲个笑话", None, *controls(no_tool=-1.0), [])
+    assert 'data-decision="NO_TOOL"' in banner and "P(no tool)" in banner and "P(right)" in banner
+    assert "no tool:" in banner  # the reason, in words
+
+
+def test_reliability_curve_of_the_decision_model(h: Handlers) -> None:
+    fig = h.reliability()
+    assert fig.layout.title.text.startswith("P(right) on this catalog's simulated requests")
+    assert len(fig.data) == 2 and len(fig.data[1].x) >= 3  # the diagonal and the bins
+
+
 def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
     query = "把这张发票的金额读出来然后报销"
     text_model = h.b.retriever.analyzer.models.text

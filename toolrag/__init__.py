@@ -33,7 +33,7 @@ from toolrag.evaluation.queries import QueryRow, load_queries
 from toolrag.evaluation.report import CatalogReport, build_report
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.index.client import StoreConfig
-from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
+from toolrag.search.results import Candidate, Decision, DecisionScores, SearchResult, SignalScore, TokenReport
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
@@ -47,6 +47,7 @@ __all__ = [
     "CatalogError",
     "CatalogReport",
     "Decision",
+    "DecisionScores",
     "EvalReport",
     "Evaluator",
     "Fusion",

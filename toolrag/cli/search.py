@@ -43,6 +43,12 @@ def run(args: argparse.Namespace) -> int:
 def format_result(result: SearchResult) -> str:
     """A readable text rendering of a SearchResult: decision, ranked table with per-signal scores."""
     lines = [f"decision: {result.decision.value}" + (f" - {result.clarification}" if result.clarification else "")]
+    if result.decision_reason:
+        lines.append(f"why: {result.decision_reason}")
+    if result.scores is not None:
+        p = result.scores
+        lines.append(f"P(right) {p.right:.2f}  P(ambiguous) {p.ambiguous:.2f}  P(no tool) {p.no_tool:.2f}")
+    lines.append("inject: " + (", ".join(result.selected) if result.selected else "nothing (answer without a tool)"))
     signals = [s for s in SIGNALS if any(s in c.signals for c in result.candidates)]
     header = f"{'#':>2}  {'tool':<40} {'score':>6}  " + "  ".join(f"{s:>16}" for s in signals)
     lines += [header, "-" * len(header)]
@@ -54,8 +60,9 @@ def format_result(result: SearchResult) -> str:
         lines.append(f"{n:>2}  {c.id[:40]:<40} {c.score:6.3f}  " + "  ".join(cells))
     if result.absent_signals:
         lines.append("absent signals: " + "; ".join(f"{k}: {v}" for k, v in result.absent_signals.items()))
-    lines.append(f"schema tokens: {result.tokens.selected} selected vs {result.tokens.all} for the whole "
-                 f"catalog ({result.tokens.saving:.0%} saved, {result.tokens.tokenizer})")
+    lines.append(f"schema tokens: {result.tokens.selected} for the {len(result.selected)} selected, "
+                 f"{result.tokens.candidates} for all {len(result.candidates)} candidates, {result.tokens.all} "
+                 f"for the whole catalog ({result.tokens.saving:.0%} saved, {result.tokens.tokenizer})")
     if result.filtered_out:
         lines.append(f"filtered out by category/deprecation: {result.filtered_out}")
     lines.append("timing ms: " + ", ".join(f"{k} {v:.1f}" for k, v in result.timing_ms.items()))

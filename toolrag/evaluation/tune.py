@@ -30,6 +30,7 @@ from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import metric as parse_metric
 from toolrag.evaluation.queries import QueryRow
 from toolrag.files import write_atomic
+from toolrag.search.decide import NAMED_REASON
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import TEXT_SIGNALS, Settings
@@ -236,8 +237,10 @@ def calibrate_no_tool(retriever: ToolRetriever, rows: Sequence[QueryRow], *, bas
                       z: float = 1.0) -> ThresholdResult:
     """Choose ``no_tool_threshold`` from rows that need no tool (``expect: no_tool``) and rows that need one.
 
-    Each row is searched once with ``base``; its ``confidence`` decides: a row is right when it needs no
-    tool and confidence < t, or needs one and confidence >= t. Candidate thresholds are the midpoints between
+    Each row is searched once with ``base`` without a threshold; with threshold t it is answered NO_TOOL when
+    the decision model already says so, or when its ``confidence`` < t and it names no tool (what a search
+    with t decides, docs/decisions.md). A row is right when that matches whether it needs a tool. The current
+    threshold is ``base.no_tool_threshold`` (unset: -1, nothing refused). Candidate thresholds are the midpoints between
     consecutive distinct confidences; the most accurate (ties: the nearest to the current threshold)
     replaces the current threshold only when its mean per-row gain exceeds ``z`` x its standard error.
     Rows with neither gold tools nor an expected decision are skipped. Why per catalog: confidences depend
@@ -255,20 +258,27 @@ def calibrate_no_tool(retriever: ToolRetriever, rows: Sequence[QueryRow], *, bas
         raise QueryError("calibrating the no-tool threshold needs labelled rows of both kinds: some with "
                          "'expect: no_tool' and some with gold tools")
     evaluator = Evaluator(used)
-    conf = np.array([evaluator.run_row(retriever, row, settings=base).confidence for row in used], dtype=np.float64)
-    current = base.effective_no_tool_threshold()
+    # Searched once without the threshold: the decision model's own answer, the confidence and whether the
+    # request names a tool (a named tool is called whatever the threshold; toolrag.search.decide rule 2).
+    free = base.with_overrides(no_tool_threshold=None)
+    results = [evaluator.run_row(retriever, row, settings=free) for row in used]
+    conf = np.array([r.confidence for r in results], dtype=np.float64)
+    model_none = np.array([r.decision is Decision.NO_TOOL for r in results], dtype=bool)
+    named = np.array([r.decision is Decision.EXECUTE and NAMED_REASON in r.decision_reason for r in results],
+                     dtype=bool)
+    # No threshold set: nothing is refused for a low confidence (-1 is the lowest cosine).
+    current = float(base.no_tool_threshold) if base.no_tool_threshold is not None else -1.0
     levels = np.unique(conf)
     candidates = np.concatenate([[current], (levels[1:] + levels[:-1]) / 2]) if len(levels) > 1 else np.array(
         [current])
-    right = (needs_none[None, :] & (conf[None, :] < candidates[:, None])) | (
-        ~needs_none[None, :] & (conf[None, :] >= candidates[:, None]))
+    refused = model_none[None, :] | (~named[None, :] & (conf[None, :] < candidates[:, None]))
+    right = (needs_none[None, :] & refused) | (~needs_none[None, :] & ~refused)
     accuracy = right.mean(axis=1)
     best = min(range(len(candidates)), key=lambda i: (-accuracy[i], abs(candidates[i] - current)))
     gains = right[best].astype(np.float64) - right[0].astype(np.float64)
     stderr = float(gains.std(ddof=1) / math.sqrt(len(gains))) if len(gains) > 1 else 0.0
     changed = bool(gains.mean() > 0 and gains.mean() > z * stderr)
     pick = best if changed else 0
-    refused = conf[None, :] < candidates[:, None]
     missed = (refused & ~needs_none[None, :]).sum(axis=1) / max(int((~needs_none).sum()), 1)
     false_calls = (~refused & needs_none[None, :]).sum(axis=1) / max(int(needs_none.sum()), 1)
     curve = tuple(sorted({float(candidates[i]): ThresholdPoint(float(candidates[i]), float(accuracy[i]),

@@ -73,6 +73,7 @@ class BM25Index:
         self._terms, self._docs, self._tf = triples
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
         self._last_scores: tuple[str, np.ndarray] | None = None
+        self._last_terms: tuple[str, tuple[str, ...]] | None = None
         self._position: dict[str, int]
         self._id_rank: np.ndarray
         if same_ids is not None and same_ids._ids == self._ids:  # an edit: 0.3 s saved at 100,000 tools
@@ -260,8 +261,21 @@ class BM25Index:
         return tuple(terms[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
                      for _ in range(int(n)))
 
+    def has_term(self, term: str) -> bool:
+        """True when ``term`` (a token as :meth:`tokens` returns them) is in the index's vocabulary."""
+        return term in self._vocab
+
+    def terms(self, query: str) -> list[str]:
+        """The query's tokens (repeats kept), as :meth:`scores` reads them; the last query's are kept."""
+        cached = self._last_terms
+        if cached is not None and cached[0] == query:
+            return list(cached[1])
+        tokens = tuple(self._tokenizer(query))
+        self._last_terms = (query, tokens)
+        return list(tokens)
+
     def _query_term_ids(self, query: str) -> list[int]:
-        return list(dict.fromkeys(self._vocab[t] for t in self._tokenizer(query) if t in self._vocab))
+        return list(dict.fromkeys(self._vocab[t] for t in self.terms(query) if t in self._vocab))
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 score of every indexed document for ``query`` (float32, in :attr:`ids` order, >= 0; read-only).

@@ -1,53 +1,224 @@
-"""The decision: call the top tool, ask the user to choose between look-alikes, or use no tool.
+"""The decision: call the top tool, ask the user to choose, or use no tool; with the reason and the selection.
 
-Rules, in order (thresholds come from ``Settings``, calibrated per model in ``docs/benchmarks.md``):
+Rules, in order (the probabilities come from the catalog's :class:`toolrag.search.decision_model.DecisionModel`):
 
-1. NO_TOOL when there is no candidate, or ``confidence < no_tool_threshold``. ``confidence`` is an absolute
-   similarity (the best raw cosine of the query against the top candidates' texts), because fused scores are
-   normalised per query and cannot say whether anything fits at all.
-2. CLARIFY when the top two fused scores differ by less than ``clarify_gap`` (relative to the top score),
-   with a question naming both tools.
-3. EXECUTE otherwise.
+1. NO_TOOL when no tool is permitted, or the request holds no letters or digits and no image (emoji, control,
+   zero-width or NUL characters only: nothing a tool could act on).
+2. EXECUTE the tools the request names by their exact name or id (permitted ones only: naming a hidden tool
+   reveals nothing); they come first and are all injected.
+3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
+   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
+4. CLARIFY when P(ambiguous) reaches the model's threshold, or when the top two fused scores are within
+   ``clarify_gap`` of each other (relative).
+5. NO_TOOL when the top tool is more likely wrong than right: P(right) < :data:`RIGHT_SHARE` x P(a tool
+   fits), or under the model's execute floor.
+6. EXECUTE otherwise.
+
+The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
+reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from toolrag.search.results import Decision
+from toolrag.search.results import Decision, DecisionScores
 from toolrag.text import has_cjk
 
-__all__ = ["DecisionOutcome", "clarification_question", "decide"]
+__all__ = [
+    "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint", "clarification_question", "decide",
+    "name_lookup", "named_tools",
+]
+
+#: EXECUTE needs the top tool to be more likely right than wrong among the cases a tool fits:
+#: P(right) >= RIGHT_SHARE * P(a tool fits) (and the model's execute floor). An agent acts on EXECUTE without a
+#: human check; when the best permitted tool is probably not the one (e.g. the fitting tool is hidden from the
+#: caller) it answers directly instead.
+RIGHT_SHARE = 0.5
+#: Words of the reason of a call the request asked for by name (rule 2).
+NAMED_REASON = "the request names"
+#: Identifier-like spans of a request: where a tool's exact name or id can appear.
+_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
+_NAME_LIKE = re.compile(r"[_.\-/:@]|\d|[a-z][A-Z]")
+
+
+@dataclass(frozen=True)
+class DecisionInputs:
+    """What the decision reads about one result besides the probabilities (best candidate first)."""
+
+    names: Sequence[str]
+    summaries: Sequence[str]
+    lookalike: float = 0.0
+    """Cosine of the top two tools' profiles."""
+    relative_gap: float = 1.0
+    """(s1 - s2) / |s1| of the top two fused scores."""
+    top_cosine: float = float("nan")
+    """The top tool's multilingual cosine (for the reason)."""
+    chat_sim: float = float("nan")
+    """The request's best cosine to requests that need no tool (for the reason)."""
+    confidence: float = -1.0
+    meaningful: bool = True
+    image: bool = False
+    named: int = 0
+    """How many of the first candidates the request names (they were moved first)."""
+    select: Sequence[float] = ()
+    """P(also a right tool) of candidates 2..k."""
+    query: str = ""
+
 
 @dataclass(frozen=True)
 class DecisionOutcome:
     decision: Decision
     clarification: str | None
+    reason: str = ""
+    scores: DecisionScores | None = None
+    selected: int = 0
+    """How many of the first candidates to inject."""
+    features: tuple[float, ...] = ()
+    """The feature vector the model read (empty without a model)."""
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """The thresholds of a decision model (see :class:`toolrag.search.decision_model.DecisionModel`)."""
+
+    no_tool_threshold: float = 0.5
+    ambiguous_threshold: float = 0.5
+    execute_floor: float = 0.0
+    select_threshold: float = 0.5
+    reference: Mapping[str, float] = field(default_factory=dict)
 
 
 def decide(
+    inputs: DecisionInputs,
+    scores: DecisionScores | None,
     *,
-    scores: Sequence[float],
-    names: Sequence[str],
-    summaries: Sequence[str],
-    confidence: float,
-    no_tool_threshold: float,
-    clarify_gap: float,
-    query: str = "",
+    model: OperatingPoint | Any = None,
+    clarify_gap: float = 0.0,
+    no_tool_threshold: float | None = None,
 ) -> DecisionOutcome:
-    """Decide from the fused ``scores`` of the ranked candidates (best first) and the ``confidence``.
+    """Decide from the model's ``scores`` (``None``: no model, e.g. no tool is permitted) and the result facts.
 
-    The gap is relative: ``(s1 - s2) / s1 < clarify_gap`` (s1 > 0), so it means the same whatever the
-    scale of the fusion (late fusion in [0, 1], RRF around 1/60).
+    ``model`` gives the operating point (any object with the :class:`OperatingPoint` fields, e.g. the
+    catalog's decision model); its ``reference`` holds what the catalog's own simulated requests reach
+    (``example_cosine``: median top cosine of its example requests; ``chat_sim``: how close requests that need
+    no tool come to each other), used only in the reason's words. See the module docstring for the rules.
     """
-    if not scores or confidence < no_tool_threshold:
-        return DecisionOutcome(Decision.NO_TOOL, None)
-    if len(scores) >= 2 and scores[0] > 0 and (scores[0] - scores[1]) / scores[0] < clarify_gap:
-        question = clarification_question(names[:2], summaries[:2], query=query)
-        return DecisionOutcome(Decision.CLARIFY, question)
-    return DecisionOutcome(Decision.EXECUTE, None)
+    point = model if model is not None else OperatingPoint()
+    ref = dict(point.reference)
+    n = len(inputs.names)
+    if n == 0:
+        return DecisionOutcome(Decision.NO_TOOL, None, "no tool: no tool is available to this caller", scores)
+    if not inputs.meaningful and not inputs.image:
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               "no tool: the request holds no letters or digits (only symbols, emoji or "
+                               "invisible characters)", scores)
+    if inputs.named:
+        named = ", ".join(inputs.names[: inputs.named])
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {named}: {NAMED_REASON} "
+                               f"{'it' if inputs.named == 1 else 'them'} exactly", scores, inputs.named)
+    if no_tool_threshold is not None and inputs.confidence < no_tool_threshold:
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               f"no tool: the confidence {inputs.confidence:.3f} is under the catalog's "
+                               f"no_tool_threshold {no_tool_threshold:.3f}", scores)
+    if scores is None:
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {inputs.names[0]}: the only candidate", scores, 1)
+    if scores.no_tool >= point.no_tool_threshold:
+        return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
+    ambiguous = scores.ambiguous >= point.ambiguous_threshold
+    tie = n >= 2 and inputs.relative_gap < clarify_gap
+    if n >= 2 and (ambiguous or tie):
+        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
+        if ambiguous:
+            reason = _clarify_reason(inputs, scores, point.ambiguous_threshold)
+        else:
+            reason = (f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
+                      f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap {clarify_gap:.2f})")
+        selected = max(2, _selection(inputs, point.select_threshold))
+        return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
+    fits = 1.0 - scores.no_tool
+    if scores.right < max(point.execute_floor, RIGHT_SHARE * fits):
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
+                               f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "
+                               f"P(ambiguous) {scores.ambiguous:.2f})", scores)
+    selected = _selection(inputs, point.select_threshold)
+    more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
+    reason = (f"calls {inputs.names[0]}: P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, "
+              f"P(no tool) {scores.no_tool:.2f}{more}")
+    return DecisionOutcome(Decision.EXECUTE, None, reason, scores, selected)
+
+
+def _selection(inputs: DecisionInputs, threshold: float) -> int:
+    count = 1
+    for p in inputs.select[: len(inputs.names) - 1]:
+        if p < threshold:
+            break
+        count += 1
+    return count
+
+
+def _no_tool_reason(inputs: DecisionInputs, scores: DecisionScores, ref: dict[str, float]) -> str:
+    parts = [f"no tool: P(no tool) {scores.no_tool:.2f}"]
+    example = ref.get("example_cosine")
+    if example is not None and inputs.top_cosine == inputs.top_cosine and inputs.top_cosine < example:
+        parts.append(f"the best match ({inputs.names[0]}, cosine {inputs.top_cosine:.3f}) is below what this "
+                     f"catalog's own example requests reach ({example:.3f})")
+    chat = ref.get("chat_sim")
+    if chat is not None and inputs.chat_sim == inputs.chat_sim and inputs.chat_sim >= chat:
+        parts.append(f"the request reads like requests that need no tool (similarity {inputs.chat_sim:.3f})")
+    if len(parts) == 1:
+        parts.append(f"the best match {inputs.names[0]} does not stand out from the catalog")
+    return "; ".join(parts)
+
+
+def _clarify_reason(inputs: DecisionInputs, scores: DecisionScores, threshold: float) -> str:
+    a, b = inputs.names[0], inputs.names[1]
+    within = f"within {100 * max(inputs.relative_gap, 0.0):.0f}% of each other"
+    return (f"asks: {a} and {b} are look-alikes ({inputs.lookalike:.2f}) and {within}; "
+            f"P(ambiguous) {scores.ambiguous:.2f} >= {threshold:.2f}")
+
+
+def named_tools(query: str, lookup: dict[str, int]) -> list[int]:
+    """Rows of the tools whose exact name or id appears in ``query``, in order of appearance, distinct.
+
+    ``lookup`` maps a lower-cased name or id to its row (see :func:`name_lookup`). A span counts when it is a
+    whole identifier-like token of the request ("use get_weather_forecast for Paris"), compared without case.
+    """
+    if not lookup:
+        return []
+    rows: list[int] = []
+    for match in _IDENT.finditer(query):
+        row = lookup.get(match.group(0).lower())
+        if row is not None and row not in rows:
+            rows.append(row)
+    return rows
+
+
+def name_lookup(names_and_ids: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Lower-cased name, function name and id -> row, for names that look like identifiers (one tuple of
+    names per row, e.g. ``(name, function_name, id)``).
+
+    Only identifier-like names count (with ``_ . - / : @``, a digit or an inner capital, 4+ characters):
+    a tool named "search" or "Now" must not be "named" by every request that uses the word. A name two tools
+    share is dropped (it names neither).
+    """
+    out: dict[str, int] = {}
+    clash: set[str] = set()
+    for row, names in enumerate(names_and_ids):
+        for value in dict.fromkeys(names):
+            if len(value) < 4 or not _NAME_LIKE.search(value) or not _IDENT.fullmatch(value):
+                continue
+            key = value.lower()
+            if key in out and out[key] != row:
+                clash.add(key)
+            out[key] = row
+    for key in clash:
+        out.pop(key, None)
+    return out
 
 
 def clarification_question(names: Sequence[str], summaries: Sequence[str], *, query: str = "") -> str:

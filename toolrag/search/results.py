@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-__all__ = ["Candidate", "Decision", "SearchResult", "SignalScore", "TokenReport"]
+__all__ = ["Candidate", "Decision", "DecisionScores", "SearchResult", "SignalScore", "TokenReport"]
 
 
 class Decision(str, Enum):
@@ -20,6 +20,21 @@ class Decision(str, Enum):
     EXECUTE = "EXECUTE"  # a tool clearly fits: call it
     CLARIFY = "CLARIFY"  # several tools fit about equally, or a required detail is missing: ask the user
     NO_TOOL = "NO_TOOL"  # no tool fits: answer directly
+
+
+@dataclass(frozen=True)
+class DecisionScores:
+    """The decision model's calibrated probabilities for one result (fitted per catalog, see
+    ``docs/decisions.md``). ``right``: the top tool is the right one; ``ambiguous``: the request is ambiguous
+    between the top two (ask); ``no_tool``: no permitted tool fits (answer directly)."""
+
+    right: float
+    ambiguous: float
+    no_tool: float
+
+    def to_json(self) -> dict[str, float]:
+        return {"right": round(self.right, 4), "ambiguous": round(self.ambiguous, 4),
+                "no_tool": round(self.no_tool, 4)}
 
 
 @dataclass(frozen=True)
@@ -90,11 +105,13 @@ class Candidate:
 
 @dataclass(frozen=True)
 class TokenReport:
-    """Schema tokens injected for the selected tools against injecting every permitted tool."""
+    """Schema tokens injected for the selected tools against injecting every permitted tool, and against
+    injecting every returned candidate (``candidates``, the top-k)."""
 
     selected: int
     all: int
     tokenizer: str
+    candidates: int = 0
 
     @property
     def saving(self) -> float:
@@ -118,6 +135,15 @@ class SearchResult:
     prompt: str = ""
     """The prompt block to inject into the LLM's system prompt."""
     notes: tuple[str, ...] = field(default_factory=tuple)
+    decision_reason: str = ""
+    """Why this decision, in words and numbers (the probabilities, the look-alikes, the named tool...)."""
+    scores: DecisionScores | None = None
+    """The decision model's probabilities (``None`` when no tool is permitted)."""
+    decision_features: Mapping[str, float] = field(default_factory=dict)
+    """The features the decision model read (``toolrag.search.features.FEATURES``; NaN = missing)."""
+    selected: tuple[str, ...] = ()
+    """Ids of the candidates to inject (1..top_k for EXECUTE and CLARIFY, none for NO_TOOL): ``tools`` and
+    ``prompt`` hold exactly these."""
 
     @property
     def ids(self) -> list[str]:
@@ -136,13 +162,16 @@ class SearchResult:
         return {
             "query": self.query,
             "decision": self.decision.value,
+            "decision_reason": self.decision_reason,
+            "probabilities": self.scores.to_json() if self.scores is not None else None,
             "clarification": self.clarification,
             "confidence": round(self.confidence, 6),
+            "selected": list(self.selected),
             "candidates": [c.to_json() for c in self.candidates],
             "filtered_out": self.filtered_out,
             "absent_signals": dict(self.absent_signals),
-            "tokens": {"selected": self.tokens.selected, "all": self.tokens.all,
-                       "tokenizer": self.tokens.tokenizer},
+            "tokens": {"selected": self.tokens.selected, "candidates": self.tokens.candidates,
+                       "all": self.tokens.all, "tokenizer": self.tokens.tokenizer},
             "timing_ms": {k: round(v, 3) for k, v in self.timing_ms.items()},
             "tools": list(self.tools),
             "notes": list(self.notes),

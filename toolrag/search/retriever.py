@@ -31,7 +31,10 @@ from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search import adaptive, fusion
 from toolrag.search.auditing import search_record
-from toolrag.search.decide import decide
+from toolrag.search.calibration import DecisionCalibrator, LabelledCase
+from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
+from toolrag.search.decision_step import DecisionStep
+from toolrag.search.features import FEATURES
 from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
@@ -78,17 +81,25 @@ class _Explained:
                            float(self._eff[i]) if self._eff is not None else 0.0,
                            float(self._contrib[i]) if self._contrib is not None else 0.0)
 
+    @property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(raw, normalised, present) over all scored candidates: what the decision's features read."""
+        return self._raw, self._norm, self._present
+
 
 class ToolRetriever:
     """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
 
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
-                 reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None) -> None:
+                 reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None,
+                 decisions: DecisionCalibrator | None = None) -> None:
         self.index = index
         self.audit = audit
         """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
         self.settings = settings or Settings()
+        #: The catalog's decision model (fitted on first need; see toolrag.search.calibration).
+        self.decisions = decisions or DecisionCalibrator(index.models)
         self.analyzer = QueryAnalyzer(index.models)
         self.reranker = reranker
         self._reranker_factory = reranker_factory
@@ -96,6 +107,7 @@ class ToolRetriever:
         self.reranker_note = reranker_note or (
             "no reranker configured" if reranker is None and reranker_factory is None else "")
         self._tokens_cache: tuple[Catalog, np.ndarray] | None = None
+        self._names_cache: tuple[Catalog, dict[str, int]] | None = None
 
     @classmethod
     def from_catalog(
@@ -123,18 +135,36 @@ class ToolRetriever:
         folder = Path(data_dir) if data_dir else default_data_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
         index = ToolIndex(cat, models, store=store, progress=progress)
+        decisions = DecisionCalibrator(models, folder=folder / "decisions")
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
-            return cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting), audit=audit)
-        note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
-                "(or --rerank-model) to a cross-encoder path or Hub id")
-        return cls(index, settings=settings, reranker_note=note, audit=audit)
+            retriever = cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting),
+                            audit=audit, decisions=decisions)
+        else:
+            note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
+                    "(or --rerank-model) to a cross-encoder path or Hub id")
+            retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decisions=decisions)
+        if progress is not None:
+            progress(1.0, "calibrating the decision model")
+        retriever.decision_model()
+        return retriever
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
-        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot."""
-        return self.index.update(catalog, progress)
+        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot.
+        The decision model is refitted for the new catalog (query vectors of unchanged examples are cached)."""
+        encoded = self.index.update(catalog, progress)
+        self.decision_model()
+        return encoded
+
+    def decision_model(self, settings: Settings | None = None) -> Any:
+        """The catalog's :class:`toolrag.search.decision_model.DecisionModel`: loaded from the data folder or
+        fitted now (simulated requests of this catalog, see docs/decisions.md). ``None`` for an empty catalog."""
+        snap = self.index.snapshot
+        if int(np.count_nonzero(~snap.deprecated)) < 2:
+            return None
+        return self.decisions.model_for(snap, settings or self.settings)
 
     @property
     def catalog(self) -> Catalog:
@@ -161,6 +191,27 @@ class ToolRetriever:
         vector of the text read in its image, else of its image concepts; ``None`` when it has none."""
         features = self.analyzer.analyze(query, image=image, settings=settings or self.settings)
         return next((features.vectors[k] for k in ("dense", "ocr", "concepts") if k in features.vectors), None)
+
+    def refine_decisions(self, rows: Sequence[Any], *, settings: Settings | None = None) -> Any:
+        """Refit the decision model with labelled requests besides the simulated ones (``rows``: objects with
+        ``query``, ``image``, ``permissions``, ``role``, ``history``, ``gold`` and ``expect``, e.g.
+        :class:`toolrag.evaluation.queries.QueryRow`; rows without ``expect`` are skipped). The refined model
+        is stored in place of the catalog's automatic one until the catalog or the models change."""
+        cfg = settings or self.settings
+        cases = []
+        for row in rows:
+            if getattr(row, "expect", None) is None:
+                continue
+            result = self.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
+                                 history=row.history, settings=cfg)
+            if not result.decision_features:
+                continue
+            x = np.array([result.decision_features[f] for f in FEATURES], dtype=np.float64)
+            label = {Decision.EXECUTE: 0, Decision.CLARIFY: 1, Decision.NO_TOOL: 2}[Decision(row.expect)]
+            cases.append(LabelledCase(x, label, bool(result.ids) and result.ids[0] in set(row.gold)))
+        if not cases:
+            raise ValueError("no labelled row with an expected decision (expect: EXECUTE | CLARIFY | NO_TOOL)")
+        return self.decisions.fit(self.index.snapshot, cfg, labelled=cases)
 
     def rank_of(self, tool_id: str, query: str, *, image: Any = None, role: str | None = None,
                 settings: Settings | None = None) -> int | None:
@@ -214,29 +265,32 @@ class ToolRetriever:
         t1 = time.perf_counter()
         mask, filtered_out = snap.allowed(codes, categories=categories, include_deprecated=include_deprecated)
         rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing)
+        named = [r for r in named_tools(query, self._name_lookup(snap)) if mask[r]]  # hidden tools stay hidden
+        if named and not np.isin(named, rows).all():
+            rows = np.union1d(rows, np.asarray(named, dtype=np.int64))
         t2 = time.perf_counter()
         scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
         timing["score"] = (time.perf_counter() - t2) * 1000
         t3 = time.perf_counter()
         fused, explained, absent = self._fuse(scores, features, cfg, snap, rows, mask)
-        order = _top(fused, rows, snap, cfg.top_k)
+        order = _top(fused, rows, snap, max(cfg.top_k, 3))
+        if named:  # the tools the request names come first, in the order it names them
+            first = np.searchsorted(rows, np.asarray(named))
+            order = np.concatenate([first, order[~np.isin(order, first)]])
         timing["fusion"] = (time.perf_counter() - t3) * 1000
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
-                                      codes) for i in order]
+                                      codes) for i in order[: cfg.top_k]]
         notes = list(request.notes)
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
-        confidence = self._confidence(scores, rows, order, features)
-        threshold = cfg.effective_no_tool_threshold()
-        outcome = decide(
-            scores=[c.rerank_score if c.rerank_score is not None else c.score for c in candidates],
-            names=[c.name for c in candidates],
-            summaries=[c.description for c in candidates],
-            confidence=confidence, no_tool_threshold=threshold, clarify_gap=cfg.clarify_gap, query=query,
-        )
+        confidence = self._confidence(scores, rows, order[: cfg.top_k], features)
+        t4 = time.perf_counter()
+        outcome = self._decide(snap, query, history, features, rows, fused, explained, order, candidates, cfg,
+                               confidence, len(named))
+        timing["decision"] = (time.perf_counter() - t4) * 1000
         result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
                               confidence, timing, notes, codes)
-        timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"]
+        timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
         timing["total"] = (time.perf_counter() - t0) * 1000
         if self.audit is not None and audited:
             self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
@@ -392,6 +446,24 @@ class ToolRetriever:
                 best = max(best, 1.0)
         return best
 
+    def _name_lookup(self, snap: IndexSnapshot) -> dict[str, int]:
+        """Lower-cased identifier-like tool names, function names and ids -> row, built once per catalog."""
+        cached = self._names_cache
+        if cached is None or cached[0] is not snap.catalog:
+            cat = snap.catalog
+            lookup = name_lookup([(t.name, cat.function_name(t.id), t.id) for t in cat.tools])
+            cached = self._names_cache = (cat, lookup)
+        return cached[1]
+
+    def _decide(self, snap: IndexSnapshot, query: str, history: Sequence[str], q: QueryFeatures, rows: np.ndarray,
+                fused: np.ndarray, explained: dict[str, Any], order: np.ndarray, candidates: list[Candidate],
+                cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
+        """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
+        model = self.decision_model() if candidates else None
+        chat = self.decisions.chat_vectors() if model is not None else {}
+        step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
+        return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named)
+
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
         """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""
         cached = self._tokens_cache
@@ -401,16 +473,19 @@ class ToolRetriever:
         return cached[1]
 
     def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
-                outcome: Any, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
+                outcome: DecisionOutcome, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
                 confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str]
                 ) -> SearchResult:
-        selected = [] if outcome.decision is Decision.NO_TOOL else [snap.catalog.get(c.id) for c in candidates]
+        chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
         # A successor the caller may not see is not named in the prompt either.
         profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
-                    if p.replaced_by else p for p in selected if p is not None]
+                    if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
         names = [snap.catalog.function_name(p.id) for p in profiles]
         tools = openai_tools(profiles, names=names)
-        tokens = TokenReport(schema_tokens(tools), int(self._tool_tokens(snap)[mask].sum()), tokenizer_name())
+        per_tool = self._tool_tokens(snap)
+        # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
+        tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), int(per_tool[mask].sum()),
+                             tokenizer_name(), int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
         if q.ocr_text:
             notes.append(f"OCR read: {q.ocr_text[:200]}")
         if q.concepts:
@@ -420,6 +495,8 @@ class ToolRetriever:
             candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
             timing_ms=timing, confidence=confidence, tools=tuple(tools),
             prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
+            decision_reason=outcome.reason, scores=outcome.scores, selected=tuple(c.id for c in chosen),
+            decision_features=dict(zip(FEATURES, outcome.features, strict=False)),
         )
 
 

@@ -58,7 +58,9 @@ class ToolService:
 
     def search(self, query: str, *, image: str | None = None, k: int = 5, role: str | None = None) -> dict[str, Any]:
         """The answer of ``search_tools``: decision, its reason (when the result has one), clarification,
-        confidence and the selected tools with their original names, function names and input schemas."""
+        confidence and the selected tools with their original names, function names and input schemas;
+        ``probabilities`` and ``selected`` (the ids the decision would inject, a prefix of ``tools``) from the
+        decision model (docs/decisions.md)."""
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
             raise QueryError(f"k is {k!r}; ask for 1 to {MAX_K} tools")
         result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k)
@@ -77,6 +79,9 @@ class ToolService:
             "confidence": round(float(result.confidence), 4),
             "tools": tools,
         }
+        if result.scores is not None:  # the decision model's probabilities and what it would inject
+            answer["probabilities"] = result.scores.to_json()
+        answer["selected"] = list(result.selected)
         if self.gateway is not None:
             down = self._unavailable(role)
             if down:

@@ -129,7 +129,8 @@ def results_table(result: SearchResult) -> Any:
 
 
 def decision_banner(result: SearchResult) -> str:
-    """HTML banner: call <tool> / clarify with the question / no tool, with the confidence."""
+    """HTML banner: call <tool> / clarify with the question / no tool; the three probabilities of the
+    decision model, the reason in words and numbers, how many schemas are injected and the confidence."""
     bg, fg, label = _BANNER.get(result.decision, ("#eceff1", "#455a64", str(result.decision.value)))
     top = result.candidates[0] if result.candidates else None
     if result.decision is Decision.EXECUTE and top is not None:
@@ -140,10 +141,18 @@ def decision_banner(result: SearchResult) -> str:
         text = "Ask the user: " + html.escape(result.clarification or "which tool do you mean?")
     else:
         text = "No tool fits: answer directly without calling a tool"
+    scores = result.scores
+    probs = (f'<span class="toolrag-probs">P(right) <b>{scores.right:.2f}</b> · P(ambiguous) '
+             f"<b>{scores.ambiguous:.2f}</b> · P(no tool) <b>{scores.no_tool:.2f}</b></span><br>"
+             if scores is not None else "")
+    reason = (f'<span class="toolrag-reason">{html.escape(result.decision_reason)}</span><br>'
+              if result.decision_reason else "")
+    injected = len(result.selected)
     return (f'<div class="toolrag-banner" data-decision="{result.decision.value}" style="background:{bg};'
             f'border-left:6px solid {fg};padding:10px 14px;border-radius:6px;color:{fg};font-size:1.05em">'
-            f"<b>{label}</b> · {text}<br><small>confidence {result.confidence:.3f} · "
-            f"{len(result.candidates)} candidate(s) · {result.filtered_out} filtered out</small></div>")
+            f"<b>{label}</b> · {text}<br>{probs}{reason}<small>{injected} schema(s) injected · "
+            f"confidence {result.confidence:.3f} · {len(result.candidates)} candidate(s) · "
+            f"{result.filtered_out} filtered out</small></div>")
 
 
 def prompt_text(result: SearchResult) -> str:

@@ -20,6 +20,7 @@ from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
+from toolrag.evaluation.reliability import reliability_bins, reliability_figure
 from toolrag.images import load_image
 from toolrag.settings import Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS
@@ -113,6 +114,14 @@ class Handlers:
             return tuple(gr.skip() for _ in range(11))
         out: tuple[Any, ...] = self.search(query, image, *rest)
         return out
+
+    @_guard
+    def reliability(self) -> Any:
+        """The reliability curve of the catalog's decision model: held-out P(right) of its simulated requests."""
+        model = self.b.require().decision_model()
+        pairs = list(model.summary.get("heldout_right", [])) if model is not None else []
+        bins = reliability_bins([p for p, _ in pairs], [bool(r) for _, r in pairs])
+        return reliability_figure(bins, title="P(right) on this catalog's simulated requests (held out)")
 
     # ------------------------------------------------------------------------------------------ tool space
 

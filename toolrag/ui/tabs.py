@@ -94,8 +94,9 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                 with gr.Row():
                     clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
                                         elem_id="clarify-gap")
-                    no_tool = gr.Slider(-1, 1, value=base.effective_no_tool_threshold(), step=0.01,
-                                        label="No-tool threshold", elem_id="no-tool")
+                    no_tool = gr.Slider(-1, 1, value=base.no_tool_threshold if base.no_tool_threshold is not None
+                                        else -1.0, step=0.01, label="No-tool threshold (-1: the model decides)",
+                                        elem_id="no-tool")
                 rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
                 weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
                                      info=signal(s).label, elem_id=f"w-{s}") for s in SIGNALS]
@@ -112,6 +113,9 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
             tools = gr.Code(language="json", label="tools", elem_id="tools-json")
         with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
             raw = gr.JSON(label="result", elem_id="result-json")
+        with gr.Accordion("Decision model: reliability of P(right)", open=False):
+            reliability_btn = gr.Button("Plot the reliability curve", elem_id="reliability-btn")
+            reliability_plot = gr.Plot(label="Reliability of P(right)", elem_id="reliability-plot")
         history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history")
 
     inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history,
@@ -119,6 +123,7 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
     outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last]
     searched = [search_btn.click(h.search, inputs, outputs, api_name="search", **SHARED),
                 query.submit(h.search, inputs, outputs, **SHARED, **PRIVATE)]
+    reliability_btn.click(h.reliability, None, reliability_plot, api_name="reliability")
     for slider in (top_k, clarify, no_tool, *weights):
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):

@@ -1,0 +1,267 @@
+"""Pure logic of the decision: features, the logistic fit, the model's storage, the rules, named tools and the
+reliability bins, on small hand-made numbers (no models). The same code runs for real in test_decisions.py."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from toolrag.evaluation.reliability import expected_calibration_error, reliability_bins, reliability_figure
+from toolrag.search.decide import DecisionInputs, OperatingPoint, decide, name_lookup, named_tools
+from toolrag.search.decision_model import (
+    DecisionModel,
+    class_weights,
+    fit_logistic,
+    predict_logistic,
+    standardisation,
+)
+from toolrag.search.features import (
+    FEATURES,
+    ResultView,
+    SignalArrays,
+    coverage,
+    feature_vector,
+    meaningful_chars,
+    second_best,
+    word_count,
+)
+from toolrag.search.results import Decision, DecisionScores
+from toolrag.search.simulate import _pseudo_request, score_view
+
+# ------------------------------------------------------------------------------------------------ features
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("🤖🧾💸🔥🔥🔥", 0), ("\x00\x00\x00", 0), ("\u200b\u200d\ufeff", 0), ("\x07\x1b\x7f", 0), ("  !?…", 0),
+    ("hi", 2), ("给我讲个笑话", 6), ("M-1002", 5), ("①②", 2),
+])
+def test_meaningful_chars(text: str, count: int) -> None:
+    assert meaningful_chars(text) == count
+
+
+def test_word_count() -> None:
+    # 3 latin words; CJK ideographs count one each: 你好 = 2, plus "M1" = 1
+    assert word_count("book a room") == 3
+    assert word_count("你好 M1") == 3
+    assert word_count("🔥🔥") == 0
+
+
+def test_second_best() -> None:
+    assert second_best(np.array([0.2, 0.9, 0.5])) == (0.9, 0.5)
+    assert second_best(np.array([0.4])) == (0.4, 0.4)
+    assert second_best(np.array([])) == (-math.inf, -math.inf)
+
+
+def test_coverage_counts_distinct_known_terms() -> None:
+    # terms {approve, payroll, march}; known {approve, payroll}; doc A has payroll only -> 1/2; doc B both -> 2/2;
+    # unknown: march is in no tool -> 1/3
+    known = {"approve", "payroll"}.__contains__
+    cover, unknown = coverage(["approve", "payroll", "march", "payroll"], known,
+                              [{"payroll", "payslip"}, {"approve", "payroll"}])
+    assert cover == (0.5, 1.0) and unknown == pytest.approx(1 / 3)
+    none, unknown_none = coverage([], known, [{"x"}])
+    assert math.isnan(none[0]) and math.isnan(unknown_none)
+    only_unknown, share = coverage(["march"], known, [{"x"}])
+    assert math.isnan(only_unknown[0]) and share == 1.0
+
+
+def _view(**kw: object) -> ResultView:
+    # three tools; dense z: tool 0 stands out (z 2.0 vs -1.0, -1.0); bm25 agrees; dense_en absent (Chinese request)
+    raw = np.array([0.9, 0.7, 0.7])
+    z = np.array([2.0, -1.0, -1.0])
+    everyone = np.ones(3, dtype=bool)
+    signals = {"dense": SignalArrays(raw, z, everyone), "bm25": SignalArrays(np.array([3.0, 0.0, 1.0]),
+                                                                             np.array([1.5, -1.0, -0.5]), everyone)}
+    fused = np.array([1.75, -1.0, -0.75])
+    defaults: dict[str, object] = {"signals": signals, "fused": fused, "head": np.array([0, 2, 1]), "lookalike": 0.93,
+                                   "weights": {"dense": 0.5, "bm25": 0.5}, "cjk": True, "words": 4, "chat_sim": 0.8}
+    defaults.update(kw)
+    return ResultView(**defaults)  # type: ignore[arg-type]
+
+
+def test_feature_vector_reads_the_whole_result() -> None:
+    f = dict(zip(FEATURES, feature_vector(_view()), strict=True))
+    assert f["sem_top_raw"] == pytest.approx(0.9)
+    assert f["sem_max_z"] == pytest.approx(2.0) and f["sem_gap_z"] == pytest.approx(3.0)  # 2.0 - (-1.0)
+    assert math.isnan(f["en_max_z"]) and math.isnan(f["en_top_raw"])  # English model did not read it: missing
+    assert f["kw_top_log"] == pytest.approx(math.log1p(3.0)) and f["kw_gap_z"] == pytest.approx(2.0)  # 1.5 - (-0.5)
+    assert f["fused_top"] == pytest.approx(1.75) and f["fused_gap"] == pytest.approx(2.5)  # 1.75 - (-0.75)
+    assert f["fused_gap3"] == pytest.approx(2.75) and f["agree"] == 1.0 and f["lookalike"] == pytest.approx(0.93)
+    assert f["cjk"] == 1.0 and f["length"] == pytest.approx(math.log1p(4)) and f["chat_sim"] == pytest.approx(0.8)
+
+
+def test_feature_vector_clips_and_handles_no_tool() -> None:
+    huge = _view(fused=np.array([100.0, 0.0, 0.0]))
+    assert feature_vector(huge)[FEATURES.index("fused_top")] == 12.0
+    empty = feature_vector(_view(head=np.array([], dtype=np.int64)))
+    assert empty[FEATURES.index("fused_top")] == 0.0 and empty[FEATURES.index("cjk")] == 1.0
+
+
+def test_score_view_matches_the_fusion_by_hand() -> None:
+    # one signal, raw [1, 2, 3]: mean 2, std sqrt(2/3) -> z = [-1.2247, 0, 1.2247]; fused = z (one signal)
+    view = score_view({"dense": np.array([1.0, 2.0, 3.0])}, {"dense": np.ones(3, dtype=bool)},
+                      weights={"dense": 1.0}, ids=["a", "b", "c"], priority=np.zeros(3), dense=np.eye(3),
+                      cjk=False, words=2)
+    assert view.head.tolist() == [2, 1, 0]
+    assert view.fused[2] == pytest.approx(1.2247, abs=1e-4) and view.lookalike == 0.0
+
+
+def test_pseudo_request_keeps_few_description_words() -> None:
+    # content words: Get, 2-day, air, quality, forecast, zip, code ("US" reads as the stop word "us");
+    # KEEP_EVERY 6 keeps the 1st and the 7th; the context carries a name and a date no tool text has
+    text = _pseudo_request("Get the 2-day air quality forecast for any US zip code. Extra sentence.", 0)
+    assert text == "Get the for any US code, for Priya Raman by 12 May"
+    assert _pseudo_request("Weather", 0) == ""
+
+
+# ------------------------------------------------------------------------------------------- logistic fit
+
+
+def test_fit_logistic_binary_separates_and_is_penalised() -> None:
+    x = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+    y = np.array([1, 1, 0, 0])  # class 0 for positive x
+    coef, intercept = fit_logistic(x, y, 2, l2=1.0)
+    p = predict_logistic(coef, intercept, x)
+    assert p.shape == (4, 2) and np.allclose(p.sum(axis=1), 1.0)
+    assert p[3, 0] > p[2, 0] > 0.5 > p[1, 0] > p[0, 0]
+    # at the optimum the penalised gradient vanishes: sum (p0 - [y == 0]) * x + l2 * coef = 0
+    grad = ((p[:, 0] - (y == 0)) * x[:, 0]).sum() + 1.0 * coef[0, 0]
+    assert abs(grad) < 1e-6
+    stronger, _ = fit_logistic(x, y, 2, l2=100.0)
+    assert abs(stronger[0, 0]) < abs(coef[0, 0])
+
+
+def test_fit_logistic_multinomial_and_weights() -> None:
+    x = np.array([[0.0, 0.0], [0.1, 0.0], [3.0, 0.0], [3.1, 0.0], [0.0, 3.0], [0.0, 3.1]])
+    y = np.array([0, 0, 1, 1, 2, 2])
+    coef, intercept = fit_logistic(x, y, 3, l2=0.01)
+    assert (predict_logistic(coef, intercept, x).argmax(axis=1) == y).all()
+    # weights: class 0 counted ten times more pulls its probability up at an ambiguous point
+    w = np.where(y == 0, 10.0, 1.0)
+    coef_w, intercept_w = fit_logistic(x, y, 3, weights=w, l2=0.01)
+    mid = np.array([1.5, 1.5])
+    assert predict_logistic(coef_w, intercept_w, mid)[0] > predict_logistic(coef, intercept, mid)[0]
+    with pytest.raises(ValueError, match="finite"):
+        fit_logistic(np.array([[math.nan]]), np.array([0]), 2)
+
+
+def test_standardisation_and_class_weights() -> None:
+    mean, scale = standardisation(np.array([[1.0, math.nan, 5.0], [3.0, 2.0, 5.0]]))
+    assert mean.tolist() == [2.0, 2.0, 5.0] and scale.tolist() == [1.0, 1.0, 1.0]  # constant columns: scale 1
+    w = class_weights(np.array([0, 0, 0, 1]), 2)  # each class gets half of the total weight 4
+    assert w.tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 3, 2.0])
+
+
+def _model(**kw: object) -> DecisionModel:
+    d = len(FEATURES)
+    args: dict[str, object] = dict(
+        key="k", mean=np.zeros(d), scale=np.ones(d), tool_coef=np.zeros((1, d)), tool_intercept=np.array([2.0]),
+        ambiguous_coef=np.zeros((1, d)), ambiguous_intercept=np.array([-1.0]), right_coef=np.zeros((1, d)),
+        right_intercept=np.array([0.0]), select_coef=np.array([[-2.0, 0.0, 0.0]]), select_intercept=np.array([1.0]),
+        select_threshold=0.5, no_tool_threshold=0.5, ambiguous_threshold=0.4, execute_floor=0.2,
+        reference={"example_cosine": 0.86}, summary={"cases": {"example": 3}})
+    args.update(kw)
+    return DecisionModel(**args)  # type: ignore[arg-type]
+
+
+def test_model_probabilities_and_storage() -> None:
+    model = _model()
+    # P(a tool fits) = logistic(2) = 0.8808; P(ambiguous | fits) = logistic(-1) = 0.2689; P(right | fits) = 0.5
+    p_right, p_ambiguous, p_none = model.probabilities(np.full(len(FEATURES), math.nan))
+    assert p_none == pytest.approx(1 - 0.8808, abs=1e-4)
+    assert p_ambiguous == pytest.approx(0.8808 * 0.2689, abs=1e-4) and p_right == pytest.approx(0.8808 * 0.5, abs=1e-4)
+    # selection: gap 0.2 -> logit -2 * 0.2 + 1 = 0.6 -> 0.6457; gap 2 -> -3 -> 0.0474
+    assert model.select_probability(np.array([0.2, 1.0, 2.0])) == pytest.approx(0.6457, abs=1e-4)
+    assert model.select_probability(np.array([2.0, 1.0, 2.0])) == pytest.approx(0.0474, abs=1e-4)
+    back = DecisionModel.from_json(model.to_json())
+    assert back is not None and back.key == "k" and np.allclose(back.tool_coef, model.tool_coef)
+    assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
+    assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
+    assert DecisionModel.from_json("{not json") is None
+    assert DecisionModel.from_json(model.to_json().replace('"version": 12', '"version": 1')) is None
+
+
+# ----------------------------------------------------------------------------------------------- the rules
+
+NAMES = ("get_current_weather", "get_weather_forecast", "book_room")
+SUMMARIES = ("Weather now.", "Forecast for 7 days.", "Book a room.")
+
+
+def _inputs(**kw: object) -> DecisionInputs:
+    args: dict[str, object] = {"names": NAMES, "summaries": SUMMARIES, "lookalike": 0.92, "relative_gap": 0.3,
+                               "top_cosine": 0.8, "select": (0.7, 0.2), "query": "weather in Rome"}
+    args.update(kw)
+    return DecisionInputs(**args)  # type: ignore[arg-type]
+
+
+POINT = OperatingPoint(no_tool_threshold=0.5, ambiguous_threshold=0.4, execute_floor=0.3,
+                       reference={"example_cosine": 0.86})
+
+
+def test_decide_follows_the_operating_point() -> None:
+    execute = decide(_inputs(), DecisionScores(right=0.8, ambiguous=0.1, no_tool=0.05), model=POINT)
+    assert execute.decision is Decision.EXECUTE and execute.selected == 2  # 0.7 >= 0.5, then 0.2 stops it
+    assert "calls get_current_weather" in execute.reason and "P(right) 0.80" in execute.reason
+    ask = decide(_inputs(), DecisionScores(right=0.3, ambiguous=0.45, no_tool=0.1), model=POINT)
+    assert ask.decision is Decision.CLARIFY and ask.selected == 2
+    assert "look-alikes (0.92)" in ask.reason and "within 30%" in ask.reason and ">= 0.40" in ask.reason
+    question = ask.clarification or ""
+    assert "get_current_weather" in question and "get_weather_forecast" in question
+    none = decide(_inputs(), DecisionScores(right=0.1, ambiguous=0.1, no_tool=0.5), model=POINT)
+    assert none.decision is Decision.NO_TOOL and none.selected == 0
+    assert "below what this catalog's own example requests reach (0.860)" in none.reason
+
+
+def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> None:
+    # P(a tool fits) = 1 - 0.1 = 0.9; P(right) 0.2 < 0.5 * 0.9 = 0.45: the top tool is more likely wrong
+    unsure = decide(_inputs(), DecisionScores(right=0.2, ambiguous=0.1, no_tool=0.1), model=POINT)
+    assert unsure.decision is Decision.NO_TOOL and "more likely wrong than right" in unsure.reason
+    assert unsure.selected == 0
+    # P(right) 0.46 >= 0.45: called
+    called = decide(_inputs(), DecisionScores(right=0.46, ambiguous=0.1, no_tool=0.1), model=POINT)
+    assert called.decision is Decision.EXECUTE
+    tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
+                 clarify_gap=0.01)
+    assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason
+
+
+def test_decide_special_cases() -> None:
+    scores = DecisionScores(right=0.9, ambiguous=0.05, no_tool=0.05)
+    assert decide(_inputs(names=(), summaries=()), None).decision is Decision.NO_TOOL
+    empty = decide(_inputs(meaningful=False), scores)
+    assert empty.decision is Decision.NO_TOOL and "no letters or digits" in empty.reason
+    assert decide(_inputs(meaningful=False, image=True), scores).decision is Decision.EXECUTE  # the image speaks
+    named = decide(_inputs(named=1), DecisionScores(right=0.1, ambiguous=0.1, no_tool=0.8))
+    assert named.decision is Decision.EXECUTE and "names it exactly" in named.reason and named.selected == 1
+    floor = decide(_inputs(confidence=0.5), scores, no_tool_threshold=0.6)
+    assert floor.decision is Decision.NO_TOOL and "no_tool_threshold" in floor.reason
+
+
+def test_named_tools() -> None:
+    lookup = name_lookup([("get_weather_forecast", "travel.weather.forecast"), ("search", "web.search"),
+                          ("Now", "Now"), ("CompanyInfoTool", "CompanyInfoTool")])
+    assert "search" not in lookup and "now" not in lookup  # plain words never "name" a tool
+    assert named_tools("use get_weather_forecast for Paris", lookup) == [0]
+    assert named_tools("call travel.weather.forecast, then CompanyInfoTool.", lookup) == [0, 3]
+    assert named_tools("search the weather now", lookup) == []
+    assert named_tools("use get_weather_forecast_v2", lookup) == []  # a longer identifier is another name
+    clash = name_lookup([("book_room", "office.a"), ("book_room", "office.b")])
+    assert "book_room" not in clash and clash["office.a"] == 0  # a shared name names neither tool
+
+
+# ---------------------------------------------------------------------------------------------- reliability
+
+
+def test_reliability_bins_by_hand() -> None:
+    bins = reliability_bins([0.1, 0.15, 0.9], [False, True, True], bins=2)
+    assert [(b.low, b.high, b.count) for b in bins] == [(0.0, 0.5, 2), (0.5, 1.0, 1)]
+    assert bins[0].predicted == pytest.approx(0.125) and bins[0].observed == 0.5 and bins[1].observed == 1.0
+    # ECE = (2 * |0.125 - 0.5| + 1 * |0.9 - 1.0|) / 3 = (0.75 + 0.1) / 3
+    assert expected_calibration_error(bins) == pytest.approx(0.85 / 3)
+    assert reliability_bins([1.0], [True], bins=10)[0].low == pytest.approx(0.9)  # 1.0 falls in the last bin
+    with pytest.raises(ValueError, match="one length"):
+        reliability_bins([0.1], [True, False])
+    fig = reliability_figure(bins)
+    assert "calibration error 0.283" in fig.layout.title.text

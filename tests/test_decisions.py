@@ -1,0 +1,158 @@
+"""Decisions through the real retriever: the bundled catalog's decision model is fitted for real (simulated
+requests from the catalog itself, the bundled no-tool requests, real e5 + MiniLM + BM25), then the cases of
+issue 10 run as a user would run them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from toolrag.errors import QueryError
+from toolrag.search.decision_model import DecisionModel
+from toolrag.search.features import FEATURES
+from toolrag.search.results import Decision
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+
+
+def test_model_is_fitted_from_the_catalog_and_stored(sample_retriever: Any, data_dir: Path) -> None:
+    model = sample_retriever.decision_model()
+    cases = model.summary["cases"]
+    # every kind of simulated request is there: left-out examples, the same with their tool removed, the
+    # bundled no-tool requests (330, English and Chinese), requests between look-alikes and two-tool requests
+    assert cases["example"] >= 100 and cases["removed"] == cases["example"] and cases["no_tool"] >= 300
+    assert cases.get("vague", 0) >= 5 and cases.get("pair", 0) >= 20
+    assert 0.0 <= model.execute_floor <= 1.0 and 0.7 < model.reference["example_cosine"] < 1.0
+    stored = data_dir / "decisions" / f"{model.key}.json"
+    assert stored.is_file()
+    again = DecisionModel.from_json(stored.read_text(encoding="utf-8"))
+    assert again is not None and np.allclose(again.tool_coef, model.tool_coef)
+    # the coefficients are readable: one per feature and class
+    assert set(model.coefficients()["tool"]) == set(FEATURES)
+
+
+def test_model_key_follows_catalog_and_weights(sample_retriever: Any) -> None:
+    snap = sample_retriever.index.snapshot
+    base = sample_retriever.decisions.key(snap, sample_retriever.settings)
+    other = sample_retriever.settings.with_overrides(weights={"bm25": 0.5})
+    assert sample_retriever.decisions.key(snap, other) != base
+    assert sample_retriever.decisions.key(snap, sample_retriever.settings) == base
+
+
+@pytest.mark.parametrize("query", [
+    "delete the account of the intern who left",
+    "pay the supplier invoice from ACME for March",
+])
+def test_best_tool_hidden_by_permissions_gives_no_tool(sample_retriever: Any, query: str) -> None:
+    result = sample_retriever.search(query, role="employee")
+    hidden = {"it.account.delete_user", "it.account.disable_user", "finance.payment.pay_vendor"}
+    assert not hidden & set(result.ids)
+    assert result.decision is Decision.NO_TOOL, (result.ids[:3], result.decision_reason)
+    assert result.decision_reason.startswith("no tool") and result.tools == () and result.selected == ()
+
+
+def test_vague_request_is_not_called(sample_retriever: Any) -> None:
+    # Issue 10's failure was EXECUTE create_calendar_event for this request. It is no longer called.
+    result = sample_retriever.search("schedule something", role="employee")
+    assert result.decision is not Decision.EXECUTE, (result.ids[:3], result.decision_reason)
+    assert result.tools == () or result.decision is Decision.CLARIFY
+
+
+@pytest.mark.xfail(strict=True, reason="known gap (docs/decisions.md): the model gives 'schedule something' "
+                   "P(no tool) ~0.5 and answers NO_TOOL; asking (CLARIFY) is what the issue wants")
+def test_vague_request_asks(sample_retriever: Any) -> None:
+    result = sample_retriever.search("schedule something", role="employee")
+    assert result.decision is Decision.CLARIFY, (result.ids[:3], result.decision_reason)
+    assert result.clarification and result.candidates[0].name in result.clarification
+    assert len(result.selected) >= 2 and result.decision_reason.startswith("asks")
+
+
+def test_look_alike_request_asks(sample_retriever: Any) -> None:
+    # two weather tools (current, forecast) both fit "check the weather"
+    result = sample_retriever.search("check the weather")
+    assert result.decision is Decision.CLARIFY, (result.ids[:3], result.decision_reason)
+    assert {"travel.weather.current", "travel.weather.forecast"} <= set(result.selected)
+    assert result.clarification and result.decision_reason.startswith("asks")
+
+
+def test_error_screenshot_injects_the_explain_error_tool(sample_retriever: Any) -> None:
+    # The ranking still puts create_it_ticket first here (its English profile gets MiniLM's vote, the Chinese
+    # explain_error profile cannot: docs/decisions.md); the decision must not leave explain_error out.
+    result = sample_retriever.search("what does this error mean and how do I fix it",
+                                     image=ASSETS / "queries" / "error_503.png", role="employee")
+    assert result.decision is not Decision.NO_TOOL, result.decision_reason
+    assert "dev.error.explain" in result.selected, (result.ids[:3], result.selected, result.decision_reason)
+
+
+def test_a_joke_needs_no_tool(sample_retriever: Any) -> None:
+    result = sample_retriever.search("给我讲个笑话")
+    assert result.decision is Decision.NO_TOOL
+    assert result.scores is not None and result.scores.no_tool > 0.5
+    assert "no tool" in result.decision_reason
+
+
+@pytest.mark.parametrize("query", ["🤖🧾💸🔥🔥🔥", "\u200b\u200b\u200b", "\u200d🔥\ufeff"])
+def test_requests_without_meaning_need_no_tool(sample_retriever: Any, query: str) -> None:
+    # readable characters, but no letter or digit: nothing a tool could act on
+    result = sample_retriever.search(query)
+    assert result.decision is Decision.NO_TOOL, result.decision_reason
+    assert result.tools == () and result.selected == () and "no letters or digits" in result.decision_reason
+
+
+@pytest.mark.parametrize("query", ["\x00\x00\x00", "\x07\x1b\x7f"])
+def test_requests_of_control_characters_only_are_refused(sample_retriever: Any, query: str) -> None:
+    # NUL and other control characters are cleaned away before any model runs (toolrag.search.request);
+    # with nothing readable left the request is a caller's mistake, said so, not a decision
+    with pytest.raises(QueryError, match="holds no readable text"):
+        sample_retriever.search(query)
+
+
+def test_a_named_tool_comes_first(sample_retriever: Any) -> None:
+    result = sample_retriever.search("use get_weather_forecast for Paris")
+    assert result.ids[0] == "travel.weather.forecast" and result.decision is Decision.EXECUTE
+    assert "names it" in result.decision_reason and result.selected == ("travel.weather.forecast",)
+    by_id = sample_retriever.search("please run travel.weather.forecast for Paris")
+    assert by_id.ids[0] == "travel.weather.forecast"
+
+
+def test_naming_a_hidden_tool_reveals_nothing(sample_retriever: Any) -> None:
+    result = sample_retriever.search("use pay_vendor_invoice for the ACME invoice", role="employee")
+    assert "finance.payment.pay_vendor" not in result.ids
+    assert "pay_vendor_invoice" not in result.decision_reason and "names" not in result.decision_reason
+    payload = json.dumps(result.to_json(), ensure_ascii=False)
+    assert "finance.payment.pay_vendor" not in payload
+
+
+def test_result_says_why_and_what_to_inject(sample_retriever: Any) -> None:
+    result = sample_retriever.search("set up a 30-minute meeting with Tom tomorrow at 10am and invite him")
+    assert result.scores is not None and result.decision_reason
+    total = result.scores.ambiguous + result.scores.no_tool
+    assert 0.0 <= result.scores.right <= 1.0 - result.scores.no_tool + 1e-9 and total <= 1.0 + 1e-9
+    assert 1 <= len(result.selected) <= len(result.candidates)
+    assert [t["function"]["name"] for t in result.tools] == [c.name for c in result.candidates[: len(result.selected)]]
+    assert result.tokens.selected <= result.tokens.candidates <= result.tokens.all
+    payload = result.to_json()
+    assert payload["decision_reason"] == result.decision_reason
+    assert set(payload["probabilities"]) == {"right", "ambiguous", "no_tool"}
+    assert payload["selected"] == list(result.selected) and "candidates" in payload["tokens"]
+    assert set(result.decision_features) == set(FEATURES)
+    assert result.timing_ms["decision"] >= 0.0
+
+
+def test_labelled_rows_refine_the_model(small_retriever: Any) -> None:
+    from toolrag.evaluation.queries import QueryRow
+
+    before = small_retriever.decision_model()
+    rows = [QueryRow("book a room for the team at 3pm", ("calendar.book",), expect=Decision.EXECUTE),
+            QueryRow("what's the capital of Peru", (), expect=Decision.NO_TOOL),
+            QueryRow("weather in Rome", ("weather.current", "weather.forecast"), expect=Decision.CLARIFY)]
+    try:
+        refined = small_retriever.refine_decisions(rows)
+        assert refined.summary["labelled"] == 3 and refined.key == before.key
+        assert small_retriever.decision_model() is refined
+    finally:
+        small_retriever.decisions.fit(small_retriever.index.snapshot, small_retriever.settings)

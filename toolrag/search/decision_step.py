@@ -1,0 +1,106 @@
+"""The decision step of one search: the result's features -> the catalog's decision model -> the decision.
+
+The retriever hands over what it computed for the *permitted* tools only (raw scores, normalised scores and
+presence per signal, fused scores, the ranking), so no score, name or count of a hidden tool can move the
+decision. Here they become a :class:`toolrag.search.features.ResultView`, the model's probabilities, the
+selection's probabilities and the :class:`toolrag.search.decide.DecisionOutcome`. No encoding: a few vector
+operations over the permitted tools.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from toolrag.index.snapshot import IndexSnapshot
+from toolrag.search import adaptive, fusion
+from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
+from toolrag.search.decision_model import DecisionModel
+from toolrag.search.features import ResultView, SignalArrays, coverage, feature_vector, meaningful_chars, word_count
+from toolrag.search.query import QueryFeatures
+from toolrag.search.results import Candidate, DecisionScores
+from toolrag.settings import Fusion, Normalization, Settings
+
+__all__ = ["DecisionStep", "candidate_row"]
+
+
+def candidate_row(fused: np.ndarray, head: Sequence[int], position: int) -> np.ndarray:
+    """The selection model's features of the candidate at ``position`` (1-based, >= 2): its fused score's
+    distance below the top, its fused score and its position (see ``simulate.SELECTION_FEATURES``)."""
+    top, cand = head[0], head[position - 1]
+    return np.array([float(fused[top] - fused[cand]), float(fused[cand]), float(position)])
+
+
+class DecisionStep:
+    """One search's arrays over the scored (permitted) tools: ``rows`` are snapshot rows, every array is
+    aligned to them, ``order`` holds positions into them, best first (named tools already moved first)."""
+
+    def __init__(self, snap: IndexSnapshot, rows: np.ndarray, fused: np.ndarray,
+                 arrays: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]], order: np.ndarray,
+                 cfg: Settings) -> None:
+        self.snap, self.rows, self.fused, self.arrays, self.order, self.cfg = snap, rows, fused, arrays, order, cfg
+
+    def decide(self, query: str, history: Sequence[str], q: QueryFeatures, candidates: Sequence[Candidate],
+               model: DecisionModel | None, chat: Mapping[str, np.ndarray], *, confidence: float,
+               named: int) -> DecisionOutcome:
+        """The decision for the final candidate list (after reranking); see :func:`toolrag.search.decide.decide`."""
+        names = [c.name for c in candidates]
+        summaries = [c.description for c in candidates]
+        meaningful = meaningful_chars(" ".join((query, *history))) > 0
+        if not candidates:
+            return decide(DecisionInputs(names, summaries, query=query), None)
+        position = {int(self.rows[i]): int(i) for i in self.order}
+        head = [position[self.snap.row_of[c.id]] for c in candidates]
+        head += [int(i) for i in self.order if int(i) not in head][: max(0, 3 - len(head))]
+        view = self.view(q, np.asarray(head, dtype=np.int64), chat)
+        scores, select = None, []
+        x = feature_vector(view)
+        if model is not None and len(head) >= 2:
+            p_right, p_clarify, p_none = model.probabilities(x)
+            scores = DecisionScores(p_right, p_clarify, p_none)
+            select = [model.select_probability(candidate_row(view.fused, head, k))
+                      for k in range(2, len(candidates) + 1)]
+        top = next((view.signals[s] for s in ("dense", "ocr", "concepts") if s in view.signals), None)
+        first = float(view.fused[head[0]])
+        gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
+        inputs = DecisionInputs(
+            names, summaries, lookalike=view.lookalike,
+            relative_gap=gap / abs(first) if first != 0 else 0.0,
+            top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
+            chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
+            named=named, select=select, query=query)
+        outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
+                         no_tool_threshold=self.cfg.no_tool_threshold)
+        return replace(outcome, features=tuple(float(v) for v in x))
+
+    def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray]) -> ResultView:
+        """The :class:`toolrag.search.features.ResultView` of this search. The model is fitted on z-scores and
+        late fusion (the shipped defaults); under another fusion or normalisation both are recomputed here,
+        so the features mean the same whatever the ranking settings."""
+        cfg, snap, rows = self.cfg, self.snap, self.rows
+        shipped = cfg.normalization is Normalization.STANDARD and cfg.fusion is Fusion.LATE
+        signals: dict[str, SignalArrays] = {}
+        for name, (raw, norm, present) in self.arrays.items():
+            signals[name] = SignalArrays(raw, norm if shipped else adaptive.standardize(raw, present), present)
+        weights = {s: cfg.weights.get(s, 0.0) for s in signals if cfg.weights.get(s, 0.0) > 0}
+        fused = self.fused
+        if not shipped and weights:
+            fused, _ = fusion.late_fusion({s: signals[s].z for s in weights},
+                                          {s: signals[s].present for s in weights}, weights)
+        dense = snap.vectors["dense"]
+        look = float(dense[rows[head[0]]] @ dense[rows[head[1]]]) if len(head) > 1 else 0.0
+        sims: dict[str, float] = {}
+        for key in ("dense", "dense_en"):
+            if key in q.vectors and key in chat:
+                values = chat[key] @ q.vectors[key]
+                sims[key] = float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
+        lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
+        cover, unknown = coverage(snap.bm25.terms(lexical) if lexical else [], snap.bm25.has_term,
+                                  [set(snap.bm25.tokens(snap.ids[rows[h]])) for h in head[:2]])
+        padded = (*cover, math.nan, math.nan)
+        return ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),
+                          sims.get("dense", math.nan), sims.get("dense_en", math.nan), (padded[0], padded[1]),
+                          unknown)
