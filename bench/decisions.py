@@ -331,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", help="results JSON (default <bench dir>/decisions.json)")
     parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/decisions.md")
     parser.add_argument("--right-share", type=float, default=None,
-                        help="rule 5's operating point (toolrag.search.decide.RIGHT_SHARE; shipped 0.5; 0 turns "
+                        help="rule 5's operating point (toolrag.search.decide.RIGHT_SHARE; shipped 0.2; 0 turns "
                              "it off) to measure the trade-off of EXECUTE precision against coverage")
     args = parser.parse_args(raw)
     if args.right_share is not None:
