@@ -65,12 +65,17 @@ def _pct(v: float) -> str:
     return f"{100 * v:.2f}"
 
 
+def _engine_line(results: dict[str, Any]) -> str:
+    engine = str(results.get("engine", "this repository"))
+    return f"Engine: {engine}  " if "revision" in engine else f"Engine: {engine}, revision {results['revision']}  "
+
+
 def write_quality_section(results: dict[str, Any]) -> None:
     """The quality table, the comparison with the baseline table and the no-tool numbers."""
     from bench.quality import LABELS
 
     lines = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
-             f"Engine: {results.get('engine', 'this repository')}, revision {results['revision']}  ",
+             _engine_line(results),
              "Models: " + ", ".join(f"{k} = `{v}`" for k, v in results.get("models", {}).items()) + "  ",
              "Shipped settings: normalization `{}`, fusion `{}`, text weights {}".format(
                  results["settings"]["normalization"], results["settings"]["fusion"],
