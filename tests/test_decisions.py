@@ -150,3 +150,27 @@ def test_labelled_rows_refine_the_model(small_retriever: Any) -> None:
         assert small_retriever.decision_model() is refined
     finally:
         small_retriever.decisions.fit(small_retriever.index.snapshot, small_retriever.settings)
+
+
+def test_an_edit_refits_the_decision_model_in_the_background(small_retriever: Any) -> None:
+    import dataclasses
+
+    calibrator = small_retriever.decisions
+    before = small_retriever.decision_model()
+    catalog = small_retriever.catalog
+    tool = catalog.tools[0]
+    edited = dataclasses.replace(tool, description=tool.description + " Also for team calendars.")
+    try:
+        small_retriever.reload(catalog.with_tool(edited))
+        # until the refit is done the previous model answers; a search never waits for the refit
+        assert small_retriever.decision_model().key in {before.key, calibrator.key(small_retriever.index.snapshot,
+                                                                                   small_retriever.settings)}
+        assert small_retriever.search("book a room at 3pm").scores is not None
+        calibrator.wait(120)
+        after = small_retriever.decision_model()
+        assert after.key == calibrator.key(small_retriever.index.snapshot, small_retriever.settings)
+        assert after.key != before.key  # the catalog's text changed, so did the model's key
+    finally:
+        small_retriever.reload(catalog)
+        calibrator.wait(120)
+    assert small_retriever.decision_model().key == before.key

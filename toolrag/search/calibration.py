@@ -220,6 +220,7 @@ class DecisionCalibrator:
         self._snapshot_keys: dict[int, tuple[IndexSnapshot, str]] = {}
         self._last_key: tuple[IndexSnapshot, str, str] | None = None
         self._vectors: dict[str, dict[str, np.ndarray]] = {}
+        self._pending: threading.Thread | None = None
         self.last_fit_seconds = 0.0
 
     # ---------------------------------------------------------------------------------------------- keys
@@ -258,10 +259,16 @@ class DecisionCalibrator:
         return self._model
 
     def model_for(self, snap: IndexSnapshot, settings: Settings) -> DecisionModel:
-        """The model of this snapshot: the one in memory, else the stored one, else a new fit (stored)."""
+        """The model of this snapshot: the one in memory, else the stored one, else a new fit (stored).
+
+        While :meth:`refit_soon` refits after an edit, the previous model answers (one edited tool moves a
+        catalog's calibration little), so a search never waits for the refit."""
         key = self.key(snap, settings)
         model = self._model
         if model is not None and model.key == key:
+            return model
+        pending = self._pending
+        if model is not None and pending is not None and pending.is_alive():
             return model
         with self._lock:
             model = self._model
@@ -272,6 +279,36 @@ class DecisionCalibrator:
                 model = self.fit(snap, settings, key=key)
             self._model = model
             return model
+
+    def refit_soon(self, snap: IndexSnapshot, settings: Settings) -> threading.Thread:
+        """Bring the model up to ``snap`` in a background thread (after an edit: the edit returns at once and
+        searches meanwhile use the previous model); :meth:`wait` joins it."""
+        thread = threading.Thread(target=self._refit_quietly, args=(snap, settings), name="toolrag-decisions",
+                                  daemon=True)
+        with self._lock:
+            self._pending = thread
+        thread.start()
+        return thread
+
+    def _refit_quietly(self, snap: IndexSnapshot, settings: Settings) -> None:
+        try:
+            with self._lock:  # one fit at a time; a later edit's refit waits for this one
+                self._pending_fit(snap, settings)
+        except Exception:  # a background thread must not die silently; the next search refits
+            log.exception("refitting the decision model in the background failed; the next search refits it")
+
+    def _pending_fit(self, snap: IndexSnapshot, settings: Settings) -> None:
+        key = self.key(snap, settings)
+        if self._model is not None and self._model.key == key:
+            return
+        model = self._load(key)
+        self._model = model if model is not None else self.fit(snap, settings, key=key)
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait for a background refit (:meth:`refit_soon`) to finish."""
+        pending = self._pending
+        if pending is not None:
+            pending.join(timeout)
 
     def fit(self, snap: IndexSnapshot, settings: Settings, *, key: str | None = None,
             labelled: Sequence[LabelledCase] = ()) -> DecisionModel:

@@ -153,9 +153,14 @@ class ToolRetriever:
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
         re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot.
-        The decision model is refitted for the new catalog (query vectors of unchanged examples are cached)."""
+        The decision model is refitted for the new catalog in the background (query vectors of unchanged
+        examples are cached); until it is, the previous model decides. ``decisions.wait()`` joins the refit."""
         encoded = self.index.update(catalog, progress)
-        self.decision_model()
+        snap = self.index.snapshot
+        if self.decisions.current is None:
+            self.decision_model()  # nothing to answer with meanwhile: fit now
+        elif int(np.count_nonzero(~snap.deprecated)) >= 2:
+            self.decisions.refit_soon(snap, self.settings)
         return encoded
 
     def decision_model(self, settings: Settings | None = None) -> Any:
