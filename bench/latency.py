@@ -342,16 +342,17 @@ def cmd_tokens(args: argparse.Namespace) -> int:
     seal = open_retriever(root, "seal_tools")
     seal_rows = load_queries(root / "sets" / "seal_tools" / "test_in.jsonl")[: args.n]
     for name, retriever, items in (("sample", sample, rows), ("seal_tools", seal, seal_rows)):
-        selected, whole, tokenizer = [], 0, ""
+        top5, selected, whole, tokenizer = [], [], 0, ""
         for row in items:
             result = retriever.search(row.query, top_k=5)
             if result.candidates:
-                selected.append(result.tokens.selected if result.tokens.selected else
-                                _top5_tokens(retriever, result))
+                top5.append(result.tokens.candidates or _top5_tokens(retriever, result))
+                selected.append(result.tokens.selected)  # 0 when the decision is NO_TOOL: nothing injected
             whole, tokenizer = result.tokens.all, result.tokens.tokenizer
-        mean_sel = statistics.mean(selected)
-        out[name] = {"tools": len(retriever.index.catalog), "queries": len(items), "top5_tokens_mean": mean_sel,
-                     "catalog_tokens": whole, "reduction": 1 - mean_sel / whole, "tokenizer": tokenizer}
+        mean_top5, mean_sel = statistics.mean(top5), statistics.mean(selected)
+        out[name] = {"tools": len(retriever.index.catalog), "queries": len(items), "top5_tokens_mean": mean_top5,
+                     "selected_tokens_mean": mean_sel, "catalog_tokens": whole, "reduction": 1 - mean_top5 / whole,
+                     "selected_reduction": 1 - mean_sel / whole, "tokenizer": tokenizer}
         say(f"{name}: {out[name]}")
     target = bench_dir(args.bench_dir) / "latency" / "tokens.json"
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -286,13 +286,16 @@ def latency_tables(root: Path) -> str:
     if tokens.is_file():
         t = json.loads(tokens.read_text(encoding="utf-8"))
         lines += ["", f"Token economy (`{t['command']}`, {t['date']}):", "",
-                  "| catalog | tools | queries | schema tokens, top 5 (mean) | whole catalog | reduction | tokenizer |",
-                  "|---|---|---|---|---|---|---|"]
+                  "| catalog | tools | queries | schema tokens, top 5 (mean) | of the selection (mean) | whole catalog "
+                  "| reduction, top 5 | reduction, selection | tokenizer |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for name in ("sample", "seal_tools"):
             if name in t:
                 v = t[name]
-                lines.append(f"| {name} | {v['tools']:,} | {v['queries']} | {v['top5_tokens_mean']:.0f} | "
-                             f"{v['catalog_tokens']:,} | {100 * v['reduction']:.1f}% | {v['tokenizer']} |")
+                sel = (f"{v['selected_tokens_mean']:.0f}", f"{100 * v['selected_reduction']:.1f}%") \
+                    if "selected_tokens_mean" in v else ("-", "-")
+                lines.append(f"| {name} | {v['tools']:,} | {v['queries']} | {v['top5_tokens_mean']:.0f} | {sel[0]} | "
+                             f"{v['catalog_tokens']:,} | {100 * v['reduction']:.1f}% | {sel[1]} | {v['tokenizer']} |")
     return "\n".join(lines)
 
 
