@@ -32,10 +32,11 @@ MAX_QUERY_CHARS = 4000
 #: A request image is read in at most this many lines, the most prominent ones, found by the detector at
 #: this size (long side, pixels): enough to say what the document is, at a bounded cost (a full invoice has
 #: 40-80 lines; recognising them is most of an image search's time). On the 48 image requests of the sample
-#: catalog, 8 lines found at 640 px rank as well as every line at 960 px (Recall@5 98.9 both;
-#: docs/benchmarks.md).
-QUERY_OCR_LINES = 8
-QUERY_OCR_SIDE = 640
+#: catalog, 6 lines found at 480 px rank at least as well as 8 at 640 px (Recall@5 98.91 both, NDCG@10 88.17
+#: against 87.08, Recall@1 66.67 against 64.49) in 212 ms p50 per uncached image search against 271 ms
+#: (docs/benchmarks.md, "Where the time goes").
+QUERY_OCR_LINES = 6
+QUERY_OCR_SIDE = 480
 
 
 _WS = re.compile(r"\s+")
