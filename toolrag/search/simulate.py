@@ -65,6 +65,11 @@ MAX_PAIRS = 90
 DUPLICATE_COSINE = 0.99
 #: Share of the catalog's nearest-neighbour pairs treated as look-alikes (the closest ones).
 LOOKALIKE_SHARE = 0.25
+#: Tools whose nearest neighbour is looked up for the look-alike cases (evenly spaced over larger catalogs:
+#: the cases are capped at MAX_PAIRS / MAX_VAGUE anyway), and the rows compared at a time, so memory stays
+#: bounded (a 100,000-tool catalog's full similarity matrix would need 37 GiB).
+MAX_LOOKALIKE_TOOLS = 5000
+_SIM_BLOCK = 1024
 #: Request context of a pseudo-request: the names, places, dates and numbers real requests carry and tool
 #: descriptions do not.
 _CONTEXT_EN = ("for Priya Raman by 12 May", "in Hamburg next Tuesday", "order 4471 from Lakeside Ltd",
@@ -296,16 +301,20 @@ def _pseudo_request(description: str, n: int) -> str:
 
 
 def _lookalikes(snap: IndexSnapshot, allowed: np.ndarray) -> list[tuple[int, int, float]]:
-    """Each tool with its nearest neighbour (multilingual profile cosine), the closest LOOKALIKE_SHARE of
-    these pairs, most similar first."""
+    """Each tool (at most MAX_LOOKALIKE_TOOLS, evenly spaced) with its nearest neighbour among all permitted
+    tools (multilingual profile cosine), the closest LOOKALIKE_SHARE of these pairs, most similar first."""
     dense = snap.vectors["dense"][allowed]
-    sims = dense @ dense.T
-    np.fill_diagonal(sims, -np.inf)
-    nearest = sims.argmax(axis=1)
+    n = len(allowed)
+    probe = np.arange(n) if n <= MAX_LOOKALIKE_TOOLS else np.linspace(0, n - 1, MAX_LOOKALIKE_TOOLS).astype(int)
     pairs: dict[tuple[int, int], float] = {}
-    for i, j in enumerate(nearest):
-        a, b = sorted((int(allowed[i]), int(allowed[j])))
-        pairs[(a, b)] = float(sims[i, j])
+    for start in range(0, len(probe), _SIM_BLOCK):
+        rows = probe[start:start + _SIM_BLOCK]
+        sims = dense[rows] @ dense.T
+        sims[np.arange(len(rows)), rows] = -np.inf  # a tool is not its own neighbour
+        nearest = sims.argmax(axis=1)
+        for k, (i, j) in enumerate(zip(rows, nearest, strict=True)):
+            a, b = sorted((int(allowed[i]), int(allowed[j])))
+            pairs[(a, b)] = float(sims[k, j])
     ranked = sorted(((a, b, s) for (a, b), s in pairs.items()), key=lambda p: -p[2])
     return ranked[: max(3, math.ceil(LOOKALIKE_SHARE * len(ranked)))]
 
