@@ -20,10 +20,12 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
-from toolrag.errors import ToolragError
+from toolrag.errors import SettingsError, ToolragError
+from toolrag.yamlio import YamlSyntaxError, read_yaml
 
-__all__ = ["FileLock", "remove_leftovers", "write_atomic"]
+__all__ = ["FileLock", "read_yaml_file", "remove_leftovers", "write_atomic"]
 
 log = logging.getLogger(__name__)
 
@@ -196,3 +198,14 @@ else:
                 return True
             state["outcome"] = "abandoned"
         return False
+
+
+def read_yaml_file(file: Path, what: str) -> Any:
+    """:func:`toolrag.yamlio.read_yaml` of a configuration file, every failure a :class:`SettingsError` naming
+    ``what`` (e.g. "settings file"), the file and, for bad YAML, its line and column."""
+    try:
+        return read_yaml(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"cannot read {what} {file}: {exc}") from None
+    except YamlSyntaxError as exc:
+        raise SettingsError(f"{file}: invalid YAML at {exc}; fix the syntax there") from None

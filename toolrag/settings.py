@@ -20,8 +20,8 @@ from typing import Any
 
 from toolrag.config import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV, env_setting, optional_setting
 from toolrag.errors import SettingsError
+from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
-from toolrag.yamlio import YamlSyntaxError, read_yaml
 
 __all__ = ["IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion", "Normalization", "Settings"]
 
@@ -153,12 +153,7 @@ class Settings:
         """Load settings from a YAML mapping whose keys are the field names above; a bad value names the
         file, its line and the setting."""
         file = Path(path)
-        try:
-            data = read_yaml(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"cannot read settings file {file}: {exc}") from None
-        except YamlSyntaxError as exc:
-            raise SettingsError(f"{file}: invalid YAML at {exc}; fix the syntax there") from None
+        data = read_yaml_file(file, "settings file")
         if data is None:
             return cls()
         if not isinstance(data, dict):

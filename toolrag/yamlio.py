@@ -82,3 +82,4 @@ def read_yaml(text: str) -> Any:
             problem += f", {context} started at line {start.line + 1}"
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
         raise YamlSyntaxError(problem, line, column) from None
+

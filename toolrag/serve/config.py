@@ -29,8 +29,8 @@ from typing import Any
 
 from toolrag.catalog.profile import PERMISSION_CODE
 from toolrag.errors import SettingsError
+from toolrag.files import read_yaml_file
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec, UpstreamError
-from toolrag.yamlio import YamlSyntaxError, read_yaml
 
 __all__ = ["GatewayConfig"]
 
@@ -52,12 +52,7 @@ class GatewayConfig:
     def from_yaml(cls, path: str | Path) -> GatewayConfig:
         """Read a config file; every mistake names the file, its line and the key."""
         file = Path(path)
-        try:
-            data = read_yaml(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as exc:
-            raise SettingsError(f"cannot read gateway config {file}: {exc}") from None
-        except YamlSyntaxError as exc:
-            raise SettingsError(f"{file}: invalid YAML at {exc}; fix the syntax there") from None
+        data = read_yaml_file(file, "gateway config")
         if not isinstance(data, dict):
             raise SettingsError(f"{file}: expected a mapping with servers, roles, role and tokens")
         return _parse(data, file)
