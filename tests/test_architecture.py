@@ -60,3 +60,15 @@ def test_imports_only_go_down(file: Path) -> None:
               for line, module in _imports(file)
               if _part(module) != own and LAYERS.get(_part(module), -1) >= LAYERS[own]]
     assert not upward, f"{file.relative_to(ROOT)} imports upward or sideways: {upward}"
+
+
+#: A module owns one concern and stays under about 400 lines (docs/architecture.md); past this it is split.
+MAX_MODULE_LINES = 450
+
+
+def test_modules_stay_small() -> None:
+    sizes = {f.relative_to(ROOT.parent).as_posix(): len(f.read_text(encoding="utf-8").splitlines())
+             for f in ROOT.rglob("*.py")}
+    too_long = {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not too_long, f"split these modules (at most {MAX_MODULE_LINES} lines each): {too_long}"
+    assert len(sizes) > 50  # the walk found the package

@@ -11,6 +11,7 @@ import pytest
 from toolrag.evaluation.reliability import expected_calibration_error, reliability_bins, reliability_figure
 from toolrag.search.decide import DecisionInputs, OperatingPoint, decide, name_lookup, named_tools
 from toolrag.search.decision_model import (
+    MODEL_VERSION,
     DecisionModel,
     class_weights,
     fit_logistic,
@@ -19,16 +20,20 @@ from toolrag.search.decision_model import (
 )
 from toolrag.search.features import (
     FEATURES,
+    SELECTION_FEATURES,
     ResultView,
     SignalArrays,
+    candidate_row,
     coverage,
     feature_vector,
     meaningful_chars,
+    novel_cover,
     second_best,
     word_count,
 )
 from toolrag.search.results import Decision, DecisionScores
-from toolrag.search.simulate import _pseudo_request, score_view
+from toolrag.search.sim_requests import pseudo_request
+from toolrag.search.simulate import score_view
 
 # ------------------------------------------------------------------------------------------------ features
 
@@ -65,6 +70,23 @@ def test_coverage_counts_distinct_known_terms() -> None:
     assert math.isnan(none[0]) and math.isnan(unknown_none)
     only_unknown, share = coverage(["march"], known, [{"x"}])
     assert math.isnan(only_unknown[0]) and share == 1.0
+
+
+def test_novel_cover_and_candidate_row_by_hand() -> None:
+    # known terms of "book a flight and a hotel": {book, flight, hotel} ("a"/"and" unknown to the catalog).
+    # Doc 1 {book, flight}: 2 new of 3; doc 2 {flight, fare}: flight already seen -> 0/3; doc 3 {hotel, book}:
+    # hotel is new -> 1/3.
+    known = {"book", "flight", "hotel"}.__contains__
+    docs = [{"book", "flight"}, {"flight", "fare"}, {"hotel", "book"}]
+    novel = novel_cover(["book", "a", "flight", "and", "a", "hotel"], known, docs)
+    assert novel == pytest.approx([2 / 3, 0.0, 1 / 3])
+    assert novel_cover(["zzz"], known, docs) == [0.0, 0.0, 0.0]
+    # fused [3.0, 2.5, 1.0] with head [0, 2, 1]: the candidate at position 3 is row 1, 3.0 - 2.5 = 0.5 below
+    # the top; at position 2 it is row 2, 3.0 - 1.0 = 2.0 below, bringing no new word
+    row = candidate_row(np.array([3.0, 2.5, 1.0]), [0, 2, 1], 3, novel)
+    assert row.tolist() == pytest.approx([0.5, 2.5, 3.0, 1 / 3])
+    assert candidate_row(np.array([3.0, 2.5, 1.0]), [0, 2, 1], 2, novel).tolist() == pytest.approx([2.0, 1.0, 2.0, 0])
+    assert len(row) == len(SELECTION_FEATURES)
 
 
 def _view(**kw: object) -> ResultView:
@@ -111,9 +133,9 @@ def test_score_view_matches_the_fusion_by_hand() -> None:
 def test_pseudo_request_keeps_few_description_words() -> None:
     # content words: Get, 2-day, air, quality, forecast, zip, code ("US" reads as the stop word "us");
     # KEEP_EVERY 6 keeps the 1st and the 7th; the context carries a name and a date no tool text has
-    text = _pseudo_request("Get the 2-day air quality forecast for any US zip code. Extra sentence.", 0)
+    text = pseudo_request("Get the 2-day air quality forecast for any US zip code. Extra sentence.", 0)
     assert text == "Get the for any US code, for Priya Raman by 12 May"
-    assert _pseudo_request("Weather", 0) == ""
+    assert pseudo_request("Weather", 0) == ""
 
 
 # ------------------------------------------------------------------------------------------- logistic fit
@@ -180,7 +202,7 @@ def test_model_probabilities_and_storage() -> None:
     assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
     assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
     assert DecisionModel.from_json("{not json") is None
-    assert DecisionModel.from_json(model.to_json().replace('"version": 12', '"version": 1')) is None
+    assert DecisionModel.from_json(model.to_json().replace(f'"version": {MODEL_VERSION}', '"version": 1')) is None
 
 
 # ----------------------------------------------------------------------------------------------- the rules

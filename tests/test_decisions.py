@@ -179,13 +179,13 @@ def test_an_edit_refits_the_decision_model_in_the_background(small_retriever: An
 def test_lookalike_pairs_are_found_block_by_block(sample_retriever: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory stays bounded for large catalogs: the nearest neighbours are found a block of rows at a time,
     with the same pairs as the whole similarity matrix."""
-    from toolrag.search import simulate
+    from toolrag.search import sim_requests
 
     snap = sample_retriever.index.snapshot
     allowed = np.arange(len(snap.ids))
-    whole = simulate._lookalikes(snap, allowed)
-    monkeypatch.setattr(simulate, "_SIM_BLOCK", 7)  # 78 tools: 12 blocks, the last one partial
-    blocked = simulate._lookalikes(snap, allowed)
+    whole = sim_requests.lookalikes(snap, allowed)
+    monkeypatch.setattr(sim_requests, "_SIM_BLOCK", 7)  # 78 tools: 12 blocks, the last one partial
+    blocked = sim_requests.lookalikes(snap, allowed)
     assert [(a, b) for a, b, _ in blocked] == [(a, b) for a, b, _ in whole]
     assert np.allclose([c for *_, c in blocked], [c for *_, c in whole], atol=1e-5)  # BLAS blocking rounds
     dense = snap.vectors["dense"]
@@ -193,6 +193,6 @@ def test_lookalike_pairs_are_found_block_by_block(sample_retriever: Any, monkeyp
     np.fill_diagonal(sims, -np.inf)
     a, b, cosine = whole[0]  # the closest pair is each other's nearest neighbour: check it by hand
     assert np.isclose(cosine, sims.max()) and {a, b} == set(np.unravel_index(int(sims.argmax()), sims.shape))
-    monkeypatch.setattr(simulate, "MAX_LOOKALIKE_TOOLS", 20)  # a large catalog: 20 probes, evenly spaced
-    sampled = simulate._lookalikes(snap, allowed)
+    monkeypatch.setattr(sim_requests, "MAX_LOOKALIKE_TOOLS", 20)  # a large catalog: 20 probes, evenly spaced
+    sampled = sim_requests.lookalikes(snap, allowed)
     assert 3 <= len(sampled) <= len(whole) and all(s <= whole[0][2] + 1e-6 for _, _, s in sampled)

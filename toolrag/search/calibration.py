@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import io
 import logging
-import math
 import os
 import tempfile
 import threading
@@ -30,180 +29,17 @@ from toolrag.search import simulate
 from toolrag.search.decision_model import (
     MODEL_VERSION,
     DecisionModel,
-    class_weights,
-    fit_logistic,
-    predict_logistic,
-    standardisation,
 )
-from toolrag.search.features import FEATURES
+from toolrag.search.model_fit import LabelledCase, fit_model
 from toolrag.settings import Settings
 from toolrag.text import is_mostly_cjk
 
-__all__ = ["DecisionCalibrator", "LabelledCase", "fit_model"]
+__all__ = ["DecisionCalibrator"]
 
 log = logging.getLogger(__name__)
 
-#: Weight of a "tool removed" case relative to the other NO_TOOL cases: the nearest remaining tool is often
-#: a sibling that a real request for the removed tool would reasonably be asked about.
-REMOVED_WEIGHT = 0.25
-#: L2 penalty of the decision and right-tool models (standardised features).
-L2 = 10.0
-#: Weight of one labelled request against one simulated request when a catalog owner refines the model.
-LABEL_WEIGHT = 4.0
-#: Shares of the simulated EXECUTE requests the operating point may turn away: asked about for looking
-#: ambiguous, and not called for a low P(right) (the execute floor).
-CLARIFY_SHARE = 0.04
-FLOOR_SHARE = 0.02
-#: Share of the simulated two-tool requests completed by the top five that the selection must complete too.
-SELECTION_KEEP = 0.92
-#: Features the "a tool fits" model does not read, because in the simulation their link to the class comes from
-#: how the cases are made, not from the catalog: on a catalog without Chinese text every Chinese case is a
-#: bundled no-tool request (the model would learn "Chinese means no tool"), and a pseudo-request keeps few of
-#: its description's words and adds names no tool knows (so word coverage says little there, while real
-#: requests that need a tool cover many catalog words). The ambiguity and right-tool models still read them.
-TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
-#: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
-FOLDS = 5
 #: Simulated requests' vectors kept per model for refits after an edit.
 _VECTOR_CACHE = 20_000
-
-
-class LabelledCase:
-    """A labelled request's features, the class it should get and whether its top tool was a right one."""
-
-    __slots__ = ("features", "label", "right")
-
-    def __init__(self, features: np.ndarray, label: int, right: bool) -> None:
-        self.features, self.label, self.right = np.asarray(features, dtype=np.float64), int(label), bool(right)
-
-
-def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[LabelledCase] = ()) -> DecisionModel:
-    """Fit the models on simulated (and labelled) requests and choose the operating point.
-
-    * tool model: every case, "a tool fits" (EXECUTE, CLARIFY) against NO_TOOL, the two balanced, "tool
-      removed" cases at :data:`REMOVED_WEIGHT`; NO_TOOL from P(no tool) >= 0.5.
-    * ambiguous model: the cases a tool fits, CLARIFY against EXECUTE, balanced; its threshold lets at most
-      :data:`CLARIFY_SHARE` of the simulated EXECUTE cases be asked about (held out by cross-fitting).
-    * right model: the cases a tool fits, top tool right or not, unweighted (the simulated rate); the execute
-      floor lets at most :data:`FLOOR_SHARE` of the simulated EXECUTE cases be asked about for it.
-    * selection model: lower candidates of EXECUTE cases, a right tool or not; threshold 0.5.
-    Labelled rows count :data:`LABEL_WEIGHT` times a simulated one.
-    """
-    start = time.perf_counter()
-    kinds = np.array(sim.kinds + ("labelled",) * len(labelled))
-    x = np.concatenate([sim.features, np.array([c.features for c in labelled]).reshape(-1, len(FEATURES))])
-    y = np.concatenate([sim.label, np.array([c.label for c in labelled], dtype=np.int64)])
-    right = np.concatenate([sim.right, np.array([c.right for c in labelled], dtype=bool)])
-    mean, scale = standardisation(x)
-    z = (np.where(np.isnan(x), mean, x) - mean) / scale
-    extra = np.where(kinds == "removed", REMOVED_WEIGHT, 1.0) * np.where(kinds == "labelled", LABEL_WEIGHT, 1.0)
-    models = _fit_models(z, y, right, extra)
-    if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
-        select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
-        select_threshold = _select_threshold(sim, select_coef, select_intercept)
-    else:  # nothing to learn from: inject the top tool only
-        select_coef, select_intercept = np.zeros((1, sim.selection_x.shape[1])), np.array([-10.0])
-        select_threshold = 0.5
-    # Held-out probabilities (cross-fitting) for the operating point and the reliability curve.
-    held = np.zeros((len(y), 3))  # right, ambiguous, no tool
-    folds = np.arange(len(y)) % FOLDS
-    for fold in range(FOLDS):
-        train, test = folds != fold, folds == fold
-        held[test] = np.stack(_probabilities(_fit_models(z[train], y[train], right[train], extra[train]),
-                                             z[test]), axis=1)
-    clear = (y == simulate.EXECUTE) & (held[:, 2] < 0.5)
-    ambiguous_threshold = float(np.quantile(held[clear, 1], 1 - CLARIFY_SHARE)) if clear.any() else 0.5
-    called = clear & (held[:, 1] < ambiguous_threshold)
-    floor = float(np.quantile(held[called, 0], FLOOR_SHARE)) if called.any() else 0.0
-    wants = y != simulate.NO_TOOL
-    ok = wants & right & np.isin(kinds, ("example", "description"))
-    reference = {
-        "example_cosine": float(np.median(x[ok, FEATURES.index("sem_top_raw")])) if ok.any() else math.nan,
-        "chat_sim": float(np.nanmedian(x[kinds == "no_tool", FEATURES.index("chat_sim")]))
-        if (kinds == "no_tool").any() else math.nan,
-    }
-    decided = np.where(held[:, 2] >= 0.5, simulate.NO_TOOL,
-                       np.where(held[:, 1] >= ambiguous_threshold, simulate.CLARIFY, simulate.EXECUTE))
-    summary = {
-        "cases": {str(k): int((kinds == k).sum()) for k in dict.fromkeys(kinds.tolist())},
-        "heldout_accuracy": round(float((decided == y).mean()), 4),
-        "labelled": len(labelled),
-        "fit_seconds": round(time.perf_counter() - start, 3),
-        # held-out P(right) and whether the top tool was right, for the requests a tool fits
-        "heldout_right": [[round(float(p), 3), int(r)] for p, r in zip(held[wants, 0], right[wants], strict=True)],
-    }
-    (tool_coef, tool_b), (amb_coef, amb_b), (right_coef, right_b) = models
-    return DecisionModel(
-        key=key, mean=mean, scale=scale, tool_coef=tool_coef, tool_intercept=tool_b, ambiguous_coef=amb_coef,
-        ambiguous_intercept=amb_b, right_coef=right_coef, right_intercept=right_b, select_coef=select_coef,
-        select_intercept=select_intercept, select_threshold=select_threshold, no_tool_threshold=0.5,
-        ambiguous_threshold=ambiguous_threshold, execute_floor=floor,
-        reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
-
-
-Pair = tuple[np.ndarray, np.ndarray]
-
-
-def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.ndarray) -> float:
-    """The highest threshold on P(also a right tool) whose selection still completes at least
-    :data:`SELECTION_KEEP` of the simulated two-tool requests that the top five complete.
-
-    Selection of a case = the top tool plus candidates 2, 3, ... while their probability reaches the threshold;
-    complete = every right tool selected.
-    """
-    if not len(sim.selection_case):
-        return 0.5
-    probs = predict_logistic(coef, intercept, sim.selection_x)[:, 0]
-    pairs = [c for c in np.unique(sim.selection_case) if sim.kinds[c] == "pair"]
-    rows = {c: np.flatnonzero(sim.selection_case == c) for c in pairs}
-    complete_top = [c for c in pairs if (sim.selection_y[rows[c]].sum() >= 1 and sim.right[c])
-                    or sim.selection_y[rows[c]].sum() >= 2]
-    if not complete_top:
-        return 0.5
-    for threshold in np.linspace(0.9, 0.05, 18):
-        done = 0
-        for c in complete_top:
-            chosen = 1
-            for p in probs[rows[c]]:
-                if p < threshold:
-                    break
-                chosen += 1
-            needed = np.flatnonzero(sim.selection_y[rows[c]])
-            done += int(not len(needed) or needed.max() + 2 <= chosen)
-        if done >= SELECTION_KEEP * len(complete_top):
-            return float(threshold)
-    return 0.05
-
-
-def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray) -> tuple[Pair, Pair, Pair]:
-    """(tool, ambiguous, right) logistic models; class 0 is the event each one names.
-
-    The tool model does not read :data:`TOOL_SKIPS` (their columns are zeroed, so their coefficients are
-    exactly 0)."""
-    fits = np.where(y == simulate.NO_TOOL, 1, 0)
-    skipped = [FEATURES.index(f) for f in TOOL_SKIPS]
-    z_tool = z.copy()
-    z_tool[:, skipped] = 0.0
-    tool = fit_logistic(z_tool, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
-    wants = y != simulate.NO_TOOL
-    amb = np.where(y[wants] == simulate.CLARIFY, 0, 1)
-    if 0 < amb.sum() < len(amb):
-        ambiguous = fit_logistic(z[wants], amb, 2, weights=class_weights(amb, 2) * extra[wants], l2=L2)
-    else:
-        ambiguous = (np.zeros((1, z.shape[1])), np.array([-10.0]))
-    good = np.where(right[wants], 0, 1)
-    if 0 < good.sum() < len(good):
-        right_model = fit_logistic(z[wants], good, 2, weights=extra[wants], l2=L2)
-    else:
-        right_model = (np.zeros((1, z.shape[1])), np.array([10.0 if good.sum() == 0 else -10.0]))
-    return tool, ambiguous, right_model
-
-
-def _probabilities(models: tuple[Pair, Pair, Pair], z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(P(right), P(ambiguous), P(no tool)) of each row, as :meth:`DecisionModel.probabilities`."""
-    (tc, tb), (ac, ab), (rc, rb) = models
-    fits = predict_logistic(tc, tb, z)[:, 0]
-    return fits * predict_logistic(rc, rb, z)[:, 0], fits * predict_logistic(ac, ab, z)[:, 0], 1.0 - fits
 
 
 class DecisionCalibrator:

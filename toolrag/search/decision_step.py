@@ -19,19 +19,21 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
 from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
 from toolrag.search.decision_model import DecisionModel
-from toolrag.search.features import ResultView, SignalArrays, coverage, feature_vector, meaningful_chars, word_count
+from toolrag.search.features import (
+    ResultView,
+    SignalArrays,
+    candidate_row,
+    coverage,
+    feature_vector,
+    meaningful_chars,
+    novel_cover,
+    word_count,
+)
 from toolrag.search.query import QueryFeatures
 from toolrag.search.results import Candidate, DecisionScores
 from toolrag.settings import Fusion, Normalization, Settings
 
-__all__ = ["DecisionStep", "candidate_row"]
-
-
-def candidate_row(fused: np.ndarray, head: Sequence[int], position: int) -> np.ndarray:
-    """The selection model's features of the candidate at ``position`` (1-based, >= 2): its fused score's
-    distance below the top, its fused score and its position (see ``simulate.SELECTION_FEATURES``)."""
-    top, cand = head[0], head[position - 1]
-    return np.array([float(fused[top] - fused[cand]), float(fused[cand]), float(position)])
+__all__ = ["DecisionStep"]
 
 
 class DecisionStep:
@@ -55,13 +57,13 @@ class DecisionStep:
         position = {int(self.rows[i]): int(i) for i in self.order}
         head = [position[self.snap.row_of[c.id]] for c in candidates]
         head += [int(i) for i in self.order if int(i) not in head][: max(0, 3 - len(head))]
-        view = self.view(q, np.asarray(head, dtype=np.int64), chat)
+        view, novel = self.view(q, np.asarray(head, dtype=np.int64), chat, candidates=len(candidates))
         scores, select = None, []
         x = feature_vector(view)
         if model is not None and len(head) >= 2:
             p_right, p_clarify, p_none = model.probabilities(x)
             scores = DecisionScores(p_right, p_clarify, p_none)
-            select = [model.select_probability(candidate_row(view.fused, head, k))
+            select = [model.select_probability(candidate_row(view.fused, head, k, novel))
                       for k in range(2, len(candidates) + 1)]
         top = next((view.signals[s] for s in ("dense", "ocr", "concepts") if s in view.signals), None)
         first = float(view.fused[head[0]])
@@ -76,10 +78,12 @@ class DecisionStep:
                          no_tool_threshold=self.cfg.no_tool_threshold)
         return replace(outcome, features=tuple(float(v) for v in x))
 
-    def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray]) -> ResultView:
-        """The :class:`toolrag.search.features.ResultView` of this search. The model is fitted on z-scores and
-        late fusion (the shipped defaults); under another fusion or normalisation both are recomputed here,
-        so the features mean the same whatever the ranking settings."""
+    def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2
+             ) -> tuple[ResultView, list[float]]:
+        """The :class:`toolrag.search.features.ResultView` of this search, and the
+        :func:`toolrag.search.features.novel_cover` of the first ``candidates`` tools. The model is fitted on
+        z-scores and late fusion (the shipped defaults); under another fusion or normalisation both are
+        recomputed here, so the features mean the same whatever the ranking settings."""
         cfg, snap, rows = self.cfg, self.snap, self.rows
         shipped = cfg.normalization is Normalization.STANDARD and cfg.fusion is Fusion.LATE
         signals: dict[str, SignalArrays] = {}
@@ -98,9 +102,11 @@ class DecisionStep:
                 values = chat[key] @ q.vectors[key]
                 sims[key] = float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
         lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
-        cover, unknown = coverage(snap.bm25.terms(lexical) if lexical else [], snap.bm25.has_term,
-                                  [set(snap.bm25.tokens(snap.ids[rows[h]])) for h in head[:2]])
+        terms = snap.bm25.terms(lexical) if lexical else []
+        docs = [set(snap.bm25.tokens(snap.ids[rows[h]])) for h in head[: max(2, candidates)]]
+        cover, unknown = coverage(terms, snap.bm25.has_term, docs[:2])
         padded = (*cover, math.nan, math.nan)
-        return ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),
+        view = ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),
                           sims.get("dense", math.nan), sims.get("dense_en", math.nan), (padded[0], padded[1]),
                           unknown)
+        return view, novel_cover(terms, snap.bm25.has_term, docs)

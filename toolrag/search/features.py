@@ -21,7 +21,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = [
-    "FEATURES", "ResultView", "SignalArrays", "coverage", "feature_vector", "meaningful_chars", "second_best",
+    "FEATURES",
+    "SELECTION_FEATURES",
+    "ResultView",
+    "SignalArrays",
+    "candidate_row",
+    "coverage",
+    "feature_vector",
+    "meaningful_chars",
+    "novel_cover",
+    "second_best",
     "word_count",
 ]
 
@@ -50,6 +59,14 @@ FEATURES: tuple[str, ...] = (
     "image_top",     # best image evidence of the top tool: visual similarity or OCR z-score (0 without image)
     "cjk",           # the request is mostly Chinese
     "length",        # log(1 + words of the request), CJK characters counted as words
+)
+
+#: The selection model's features of one lower candidate (:func:`candidate_row`).
+SELECTION_FEATURES: tuple[str, ...] = (
+    "gap_to_top",  # the top tool's fused score minus this candidate's (z units)
+    "fused",       # this candidate's fused score
+    "position",    # 2, 3, ...
+    "novel",       # share of the request's catalog words this candidate has and no candidate above it has
 )
 
 #: z-scores are clipped here: a BM25 match on one rare word can reach z = 30 on a large catalog, and an
@@ -91,6 +108,7 @@ class ResultView:
     """:func:`coverage` of the request's words by the top two tools' BM25 texts."""
     unknown: float = math.nan
     """Share of the request's words (BM25 terms) in no tool's text."""
+
 
 
 def meaningful_chars(text: str) -> int:
@@ -137,6 +155,36 @@ def coverage(terms: Sequence[str], known: Callable[[str], bool], docs: Sequence[
     if not inside:
         return tuple(math.nan for _ in docs), unknown
     return tuple(sum(1 for t in inside if t in doc) / len(inside) for doc in docs), unknown
+
+
+def novel_cover(terms: Sequence[str], known: Callable[[str], bool], docs: Sequence[Collection[str]]
+                ) -> list[float]:
+    """Per doc, the share of the request's distinct known terms that it has and no doc before it has.
+
+    The first doc's value is its plain coverage; a lower candidate of a two-tool request ("book a flight and
+    a hotel") brings words the tools above it lack ("hotel"), a look-alike of a one-tool request brings none.
+    0.0 for every doc when the request has no known term. Example: known terms {book, flight, hotel}, docs
+    [{book, flight}, {flight, fare}, {hotel, book}] -> [2/3, 0/3, 1/3].
+    """
+    inside = [t for t in dict.fromkeys(terms) if known(t)]
+    if not inside:
+        return [0.0 for _ in docs]
+    seen: set[str] = set()
+    out = []
+    for doc in docs:
+        fresh = [t for t in inside if t in doc and t not in seen]
+        out.append(len(fresh) / len(inside))
+        seen.update(fresh)
+    return out
+
+
+def candidate_row(fused: np.ndarray, head: Sequence[int] | np.ndarray, position: int, novel: Sequence[float]
+                  ) -> np.ndarray:
+    """The :data:`SELECTION_FEATURES` of the candidate at ``position`` (1-based, >= 2); ``head`` = positions
+    of the candidates in ``fused``, best first; ``novel`` = :func:`novel_cover` of the candidates in order."""
+    top, cand = head[0], head[position - 1]
+    fresh = novel[position - 1] if position - 1 < len(novel) else 0.0
+    return np.array([float(fused[top] - fused[cand]), float(fused[cand]), float(position), float(fresh)])
 
 
 def second_best(values: np.ndarray) -> tuple[float, float]:
