@@ -106,11 +106,14 @@ def reliability(rows: Sequence[Row], bins: int = 10) -> tuple[list[tuple[float, 
     return out, float(ece)
 
 
-def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[Row]:
+def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5, execute_share: float | None = None
+             ) -> list[Row]:
+    settings = retriever.settings if execute_share is None else \
+        retriever.settings.with_overrides(execute_share=execute_share)
     out = []
     for row in rows:
         result = retriever.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
-                                  history=row.history, top_k=top_k)
+                                  history=row.history, top_k=top_k, settings=settings)
         scores = result.scores
         expect = row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
         out.append(Row(expect, tuple(row.gold), result.decision.value, tuple(result.ids), tuple(result.selected),
@@ -240,7 +243,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 retriever.refine_decisions(rows[0::2])
                 rows = rows[1::2]
                 fit = {"refined_with": len(rows), **retriever.decision_model().summary}
-            outcome = run_rows(retriever, _limit(rows, args.limit))
+            outcome = run_rows(retriever, _limit(rows, args.limit), execute_share=args.execute_share)
             if name == "bundled_refined":  # back to the catalog-only model for later sets
                 retriever.decisions.fit(retriever.index.snapshot, retriever.settings)
         else:
@@ -252,7 +255,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             retriever = retrievers[spec.source]
             model = retriever.decision_model()
             fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
-            outcome = run_rows(retriever, _limit(load_queries(spec.queries_file(root)), args.limit))
+            outcome = run_rows(retriever, _limit(load_queries(spec.queries_file(root)), args.limit),
+                               execute_share=args.execute_share)
         for cache in caches:
             cache.save()
         results["sets"][name] = summarise(name, outcome, fit=fit)
@@ -330,14 +334,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
     parser.add_argument("--out", help="results JSON (default <bench dir>/decisions.json)")
     parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/decisions.md")
-    parser.add_argument("--right-share", type=float, default=None,
-                        help="rule 5's operating point (toolrag.search.decide.RIGHT_SHARE; shipped 0.2; 0 turns "
-                             "it off) to measure the trade-off of EXECUTE precision against coverage")
+    parser.add_argument("--execute-share", type=float, default=None,
+                        help="rule 5's operating point (Settings.execute_share; shipped 0.2; 0 turns it off) to "
+                             "measure the trade-off of EXECUTE precision against coverage")
     args = parser.parse_args(raw)
-    if args.right_share is not None:
-        from toolrag.search import decide
-
-        decide.RIGHT_SHARE = args.right_share
     args.command_line = "python -m bench.decisions " + " ".join(raw)
     results = run(args)
     out = Path(args.out) if args.out else _root(args) / "decisions.json"

@@ -237,13 +237,19 @@ def test_decide_follows_the_operating_point() -> None:
 
 
 def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> None:
-    # P(a tool fits) = 1 - 0.1 = 0.9; P(right) 0.2 < 0.5 * 0.9 = 0.45: the top tool is more likely wrong
+    # P(a tool fits) = 1 - 0.1 = 0.9; P(right) 0.2 is under the model's execute floor 0.3 (and over the default
+    # share: 0.2 * 0.9 = 0.18): the top tool is more likely wrong
     unsure = decide(_inputs(), DecisionScores(right=0.2, ambiguous=0.1, no_tool=0.1), model=POINT)
     assert unsure.decision is Decision.NO_TOOL and "more likely wrong than right" in unsure.reason
     assert unsure.selected == 0
-    # P(right) 0.46 >= 0.45: called
+    # P(right) 0.46: over the floor 0.3 and over 0.2 * 0.9 = 0.18: called
     called = decide(_inputs(), DecisionScores(right=0.46, ambiguous=0.1, no_tool=0.1), model=POINT)
     assert called.decision is Decision.EXECUTE
+    # a stricter caller (execute_share 0.6): 0.46 < 0.6 * 0.9 = 0.54 -> NO_TOOL; 0.55 >= 0.54 -> called
+    strict = decide(_inputs(), DecisionScores(right=0.46, ambiguous=0.1, no_tool=0.1), model=POINT, execute_share=0.6)
+    assert strict.decision is Decision.NO_TOOL and "P(right) 0.46 of P(a tool fits) 0.90" in strict.reason
+    sure = decide(_inputs(), DecisionScores(right=0.55, ambiguous=0.1, no_tool=0.1), model=POINT, execute_share=0.6)
+    assert sure.decision is Decision.EXECUTE
     tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
                  clarify_gap=0.01)
     assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason

@@ -140,6 +140,27 @@ def test_term_scores_sum_to_score() -> None:
     assert index.tokens("d1") == ("apple", "banana", "apple")
 
 
+def test_restored_index_gives_each_document_its_tokens() -> None:
+    # An index restored from its arrays rebuilds a document's tokens from the (term, doc) triples: the same
+    # tokens as the built index, repeats kept, in vocabulary order; also after an edit moved documents around.
+    rng = random.Random(3)
+    words = [f"w{i}" for i in range(40)]
+    ids = [f"t{i:03d}" for i in range(60)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 9))) for _ in ids]
+    built = BM25Index.build(ids, texts)
+    restored = BM25Index.from_arrays(ids, built.to_arrays())
+    vocab_order = {t: i for i, t in enumerate(built.to_arrays()["vocab"])}
+    for doc_id in ids:
+        expected = tuple(sorted(built.tokens(doc_id), key=vocab_order.__getitem__))
+        assert restored.tokens(doc_id) == expected
+    edited = built.update({"t005": "w1 w1 brandnew", "t999": "w2 extra"}, {"t010"})
+    again = BM25Index.from_arrays([i for i in ids if i != "t010"] + ["t999"], edited.to_arrays())
+    assert sorted(again.tokens("t005")) == ["brandnew", "w1", "w1"] and sorted(again.tokens("t999")) == ["extra", "w2"]
+    assert again.tokens("t020") == restored.tokens("t020")
+    with pytest.raises(KeyError):
+        again.tokens("t010")
+
+
 # ---------------------------------------------------------------------------------------------- top()
 def test_top_orders_by_score_then_id_and_respects_k_and_mask() -> None:
     ids = ["zeta", "alpha", "mid", "none", "beta"]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import ASSETS
 
-from toolrag.errors import ImageError, QueryError
+from toolrag.errors import ImageError, QueryError, SettingsError
 from toolrag.search.results import Decision
 from toolrag.settings import Fusion, Normalization, Settings
 
@@ -183,6 +183,23 @@ def test_decisions(small_retriever: Any) -> None:
     assert ambiguous.decision is Decision.CLARIFY
     names = {c.name for c in ambiguous.candidates[:2]}
     assert all(name in (ambiguous.clarification or "") for name in names)
+
+
+def test_execute_share_sets_how_sure_a_call_must_be(small_retriever: Any) -> None:
+    # The same search under rule 5's default (0.2), off (0) and the strictest setting (1.0: P(right) must reach
+    # P(a tool fits), which only a certain top tool does).
+    query = "where is the function parseInvoice defined in our repos"
+    default = small_retriever.search(query)
+    scores = default.scores
+    assert default.decision is Decision.EXECUTE and scores is not None
+    fits = 1.0 - scores.no_tool
+    assert scores.right < fits  # the model is never certain, so the strictest caller gets no call
+    strict = small_retriever.search(query, settings=small_retriever.settings.with_overrides(execute_share=1.0))
+    assert strict.decision is Decision.NO_TOOL and strict.tools == () and "more likely wrong" in strict.decision_reason
+    off = small_retriever.search(query, settings=small_retriever.settings.with_overrides(execute_share=0.0))
+    assert off.decision is Decision.EXECUTE and off.ids == default.ids
+    with pytest.raises(SettingsError, match="execute_share"):
+        small_retriever.settings.with_overrides(execute_share=1.5)
 
 
 def test_prompt_material(small_retriever: Any) -> None:

@@ -23,7 +23,10 @@ from toolrag.errors import SettingsError
 from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
 
-__all__ = ["IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion", "Normalization", "Settings"]
+__all__ = [
+    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion",
+    "Normalization", "Settings",
+]
 
 
 class Fusion(str, Enum):
@@ -55,6 +58,13 @@ class Normalization(str, Enum):
 NO_TOOL_THRESHOLDS: Mapping[str, float] = {"e5": 0.80, "minilm": 0.30}
 #: The threshold of a text model without a calibrated one: no request is refused for low similarity.
 UNCALIBRATED_NO_TOOL_THRESHOLD = -1.0
+#: Default of ``Settings.execute_share``: EXECUTE needs P(right) >= 0.2 x P(a tool fits). An agent acts on
+#: EXECUTE without a human check; when the best permitted tool is very likely not the one (e.g. the fitting
+#: tool is hidden from the caller) it answers directly instead. 0.2, not 0.5: P(right) is under-confident on
+#: catalogs whose examples read like real requests (the bundled one: predicted 35-55% are right 56-80% of the
+#: time), where 0.5 turned a third of the requests that need a tool into NO_TOOL; ``python -m bench.decisions
+#: --execute-share X`` measures the trade-off of EXECUTE precision against coverage (docs/decisions.md).
+DEFAULT_EXECUTE_SHARE = 0.2
 
 # Text signals share 0.7 and image signals 0.3 when an image is given (the seeds' split); within each group
 # the split was measured (docs/benchmarks.md). Absent signals' weight is redistributed per candidate.
@@ -100,6 +110,9 @@ class Settings:
     """CLARIFY when the top two fused scores differ by less than this (and both are plausible)."""
     no_tool_threshold: float | None = None
     """NO_TOOL when the confidence (calibrated raw similarity) is under this; ``None`` = per-model default."""
+    execute_share: float = DEFAULT_EXECUTE_SHARE
+    """EXECUTE needs P(the top tool is right) >= this x P(a tool fits); below it the decision is NO_TOOL (rule 5
+    of :mod:`toolrag.search.decide`). Higher: fewer, surer calls; 0 turns the rule off."""
     rrf_k: int = 60
     history_weight: float = 0.35
     """Share of the query vector taken by earlier user turns (conversation-aware search)."""
@@ -119,6 +132,7 @@ class Settings:
         _check_int("rerank_top_n", self.rerank_top_n, 1, 1000)
         _check_int("rrf_k", self.rrf_k, 1, 10_000)
         _check_number("clarify_gap", self.clarify_gap, 0.0, 1.0)
+        _check_number("execute_share", self.execute_share, 0.0, 1.0)
         _check_number("history_weight", self.history_weight, 0.0, 1.0)
         if not isinstance(self.rerank, bool):
             raise SettingsError(f"rerank is {self.rerank!r}; use true or false")

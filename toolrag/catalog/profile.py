@@ -199,11 +199,21 @@ class Catalog:
 
     @property
     def categories(self) -> list[str]:
-        return sorted({t.category for t in self.tools})
+        """The tools' categories, sorted (computed once per catalog: every search with a category filter
+        checks against them)."""
+        return list(self._cached("_categories", lambda: tuple(sorted({t.category for t in self.tools}))))
 
     @property
     def permission_codes(self) -> list[str]:
-        return sorted({code for t in self.tools for code in t.permissions})
+        """The permission codes the tools require, sorted (computed once per catalog)."""
+        return list(self._cached("_codes", lambda: tuple(sorted({c for t in self.tools for c in t.permissions}))))
+
+    def _cached(self, name: str, compute: Callable[[], tuple[str, ...]]) -> tuple[str, ...]:
+        value: tuple[str, ...] | None = self.__dict__.get(name)
+        if value is None:
+            value = compute()
+            object.__setattr__(self, name, value)
+        return value
 
     def role_codes(self, role: str) -> tuple[str, ...]:
         """The permission codes of a named role; an unknown role is an error listing the known ones."""

@@ -70,6 +70,8 @@ def query_options() -> argparse.ArgumentParser:
     opts.add_argument("--rerank", action="store_true", help="rerank the top candidates")
     opts.add_argument("--clarify-gap", type=float)
     opts.add_argument("--no-tool-threshold", type=float)
+    opts.add_argument("--execute-share", type=float,
+                      help="EXECUTE needs P(right) >= this x P(a tool fits) (default 0.2; higher: fewer, surer calls)")
     opts.add_argument("--json", action="store_true", help="print JSON")
     return opts
 
@@ -95,6 +97,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "weights": weights or None,
         "clarify_gap": getattr(args, "clarify_gap", None),
         "no_tool_threshold": getattr(args, "no_tool_threshold", None),
+        "execute_share": getattr(args, "execute_share", None),
         "rerank": True if getattr(args, "rerank", False) else None,
     }
     return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})

@@ -74,6 +74,7 @@ class BM25Index:
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
         self._last_scores: tuple[str, np.ndarray] | None = None
         self._last_terms: tuple[str, tuple[str, ...]] | None = None
+        self._by_doc: tuple[np.ndarray, np.ndarray, list[str]] | None = None
         self._position: dict[str, int]
         self._id_rank: np.ndarray
         if same_ids is not None and same_ids._ids == self._ids:  # an edit: 0.3 s saved at 100,000 tools
@@ -256,10 +257,26 @@ class BM25Index:
         if self._doc_tokens is not None:
             return self._doc_tokens[self._position[doc_id]]
         # restored from arrays: the document's terms from the triples (in vocabulary order, not text order)
-        where = np.flatnonzero(self._docs == self._position[doc_id])
-        terms = {i: t for t, i in self._vocab.items()}
-        return tuple(terms[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
+        order, starts, names = self._doc_order()
+        position = self._position[doc_id]
+        where = order[starts[position]:starts[position + 1]]
+        return tuple(names[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
                      for _ in range(int(n)))
+
+    def _doc_order(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
+        """The triples in document order (a stable sort keeps each document's terms in vocabulary order), where
+        each document starts, and the terms by id: built once per index on the first :meth:`tokens` call of
+        an index restored from arrays, so a search reads a document's terms without scanning every triple
+        (16 ms per document at 100,000 tools)."""
+        cached = self._by_doc
+        if cached is None:
+            order = np.argsort(self._docs, kind="stable")
+            starts = np.searchsorted(self._docs[order], np.arange(len(self._ids) + 1))
+            names = [""] * len(self._vocab)
+            for term, i in self._vocab.items():
+                names[i] = term
+            cached = self._by_doc = (order, starts, names)
+        return cached
 
     def has_term(self, term: str) -> bool:
         """True when ``term`` (a token as :meth:`tokens` returns them) is in the index's vocabulary."""

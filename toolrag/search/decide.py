@@ -10,8 +10,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
 4. CLARIFY when P(ambiguous) reaches the model's threshold, or when the top two fused scores are within
    ``clarify_gap`` of each other (relative).
-5. NO_TOOL when the top tool is very likely not the one: P(right) < :data:`RIGHT_SHARE` x P(a tool
-   fits), or under the model's execute floor.
+5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
+   (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`), or under the
+   model's execute floor.
 6. EXECUTE otherwise.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
@@ -26,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolrag.search.results import Decision, DecisionScores
+from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
 
 __all__ = [
@@ -33,14 +35,6 @@ __all__ = [
     "name_lookup", "named_tools",
 ]
 
-#: EXECUTE needs the top tool to be more likely right than wrong among the cases a tool fits:
-#: P(right) >= RIGHT_SHARE * P(a tool fits) (and the model's execute floor). An agent acts on EXECUTE without a
-#: human check; when the best permitted tool is very likely not the one (e.g. the fitting tool is hidden from
-#: the caller) it answers directly instead. 0.2, not 0.5: P(right) is under-confident on catalogs whose
-#: examples read like real requests (the bundled one: predicted 35-55% are right 56-80% of the time), where
-#: 0.5 turned a third of the requests that need a tool into NO_TOOL; ``python -m bench.decisions
-#: --right-share X`` measures the trade-off of EXECUTE precision against coverage.
-RIGHT_SHARE = 0.2
 #: Words of the reason of a call the request asked for by name (rule 2).
 NAMED_REASON = "the request names"
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
@@ -102,6 +96,7 @@ def decide(
     model: OperatingPoint | Any = None,
     clarify_gap: float = 0.0,
     no_tool_threshold: float | None = None,
+    execute_share: float = DEFAULT_EXECUTE_SHARE,
 ) -> DecisionOutcome:
     """Decide from the model's ``scores`` (``None``: no model, e.g. no tool is permitted) and the result facts.
 
@@ -143,7 +138,7 @@ def decide(
         selected = max(2, _selection(inputs, point.select_threshold))
         return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
     fits = 1.0 - scores.no_tool
-    if scores.right < max(point.execute_floor, RIGHT_SHARE * fits):
+    if scores.right < max(point.execute_floor, execute_share * fits):
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
                                f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "

@@ -75,7 +75,7 @@ class DecisionStep:
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query)
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
-                         no_tool_threshold=self.cfg.no_tool_threshold)
+                         no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
 
     def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2

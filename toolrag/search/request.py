@@ -69,7 +69,7 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
         if unknown:
             raise QueryError(f"unknown category {unknown[0]!r}{_closest(unknown[0], known)}; categories: "
                              f"{', '.join(known)}")
-    for code in unknown_codes(catalog, permissions or ()):
+    for code in unknown_codes(catalog, permissions) if permissions else ():
         notes.append(f"permission code {code!r} is used by no tool or role of this catalog"
                      f"{_closest(code, _all_codes(catalog))}; it grants nothing")
     return Request(cleaned.text, tuple(turns), frozenset(codes), tuple(notes))

@@ -113,12 +113,22 @@ def score_view(
     chat_sim: float = math.nan,
     chat_sim_en: float = math.nan,
     head_k: int = 5,
+    keep: np.ndarray | None = None,
 ) -> ResultView:
     """A search's view over the given tools from their raw scores: z-scores against these tools (a fixed
     sample of 1,024 when there are more, as the retriever does), late fusion with ``weights``, the order of
     :func:`toolrag.search.fusion.order` (priority, then id break ties). ``dense`` = the tools' multilingual
-    profile vectors (for the look-alike cosine of the top two)."""
-    n = len(ids)
+    profile vectors (for the look-alike cosine of the top two).
+
+    ``keep``: positions of the tools that take part (e.g. all but a removed tool); every array and ``ids`` still
+    cover all tools and are read through it, and the view's arrays and ``head`` are over the kept tools. Only
+    the scores are copied (a 100,000-tool catalog's profile vectors are not)."""
+    if keep is not None:
+        raw = {s: v[keep] for s, v in raw.items()}
+        present = {s: v[keep] for s, v in present.items()}
+        priority = priority[keep]
+    where = keep if keep is not None else np.arange(len(ids))
+    n = len(where)
     ref = adaptive.reference_rows(np.arange(n)) if n > adaptive.REFERENCE_SIZE else None
     signals: dict[str, SignalArrays] = {}
     for s, values in raw.items():
@@ -136,11 +146,11 @@ def score_view(
         fused = np.zeros(n)
     if n > 4 * head_k:
         kth = np.partition(fused, n - head_k)[n - head_k]
-        keep = np.flatnonzero(fused >= kth)
-        head = keep[fusion.order(fused[keep], [ids[int(i)] for i in keep], priority[keep])][:head_k]
+        top = np.flatnonzero(fused >= kth)
+        head = top[fusion.order(fused[top], [ids[int(where[i])] for i in top], priority[top])][:head_k]
     else:
-        head = fusion.order(fused, list(ids), priority)[:head_k]
-    look = float(dense[head[0]] @ dense[head[1]]) if len(head) > 1 else 0.0
+        head = fusion.order(fused, [ids[int(i)] for i in where], priority)[:head_k]
+    look = float(dense[where[head[0]]] @ dense[where[head[1]]]) if len(head) > 1 else 0.0
     return ResultView(signals, fused, head, look, active, False, cjk, words, chat_sim, chat_sim_en)
 
 
@@ -203,6 +213,14 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
     english = snap.english[allowed]
     everyone = np.ones(len(allowed), dtype=bool)
     lexicon = Lexicon(snap)
+    copy_cache: dict[int, list[int]] = {}
+
+    def copies_of(pos: int) -> list[int]:
+        """Positions of the tools whose profile is (nearly) the same as the tool's at ``pos``, itself included."""
+        if pos not in copy_cache:
+            copy_cache[pos] = np.flatnonzero(dense_tools @ dense_tools[pos] >= DUPLICATE_COSINE).tolist()
+        return copy_cache[pos]
+
     rows_x: list[np.ndarray] = []
     labels: list[int] = []
     right: list[bool] = []
@@ -241,20 +259,19 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
         raw["bm25"], present["bm25"] = kw, everyone
         cjk, words = is_mostly_cjk(req.text), word_count(req.text)
         for kind, label, gold in _variants(req):
-            keep = everyone.copy()
             # A copy of a right tool (the same tool published twice, e.g. by two servers of a gateway) is right
             # too, and goes with it when the request's tool is removed (else that case is a perfect match).
-            copies = [j for row in req.gold for j in np.flatnonzero(
-                dense_tools @ dense_tools[position[row]] >= DUPLICATE_COSINE).tolist()]
+            copies = [j for row in req.gold for j in copies_of(position[row])]
             gold = tuple(dict.fromkeys((*gold, *(int(allowed[j]) for j in copies)))) if gold else gold
+            sub = None
             if kind == "removed":
+                keep = everyone.copy()
                 keep[copies] = False
-            sub = np.flatnonzero(keep)
-            view = score_view({s: v[sub] for s, v in raw.items()}, {s: v[sub] for s, v in present.items()},
-                              weights=weights, ids=[ids[j] for j in sub], priority=priority[sub],
-                              dense=dense_tools[sub], cjk=cjk, words=words, chat_sim=sims.get("dense", math.nan),
-                              chat_sim_en=sims.get("dense_en", math.nan))
-            top_rows = [int(allowed[sub[j]]) for j in view.head]
+                sub = np.flatnonzero(keep)
+            view = score_view(raw, present, weights=weights, ids=ids, priority=priority, dense=dense_tools,
+                              cjk=cjk, words=words, chat_sim=sims.get("dense", math.nan),
+                              chat_sim_en=sims.get("dense_en", math.nan), keep=sub)
+            top_rows = [int(allowed[j if sub is None else sub[j]]) for j in view.head]
             if kind == "vague" and set(top_rows[:2]) != set(gold):
                 continue
             docs = [set(+own[row]) if row in own else lexicon.counts(row).keys() for row in top_rows]
