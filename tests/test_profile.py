@@ -214,3 +214,33 @@ def test_parse_profile_yaml_for_the_editor(tmp_path: Path) -> None:
     assert profile.description == "edited"
     with pytest.raises(ProfileError, match="invalid YAML"):
         parse_profile_yaml("id: [\n", source=tmp_path / "x.yaml", assets_dir=tmp_path)
+
+
+def test_with_tool_keeps_what_the_catalog_computed_only_while_it_still_holds(tmp_path: Path) -> None:
+    # with_tool hands cached categories, permission codes and function names to the copy when the new profile
+    # leaves them as they were; each edit below must read exactly what a catalog built anew reads.
+    import dataclasses
+
+    from toolrag.catalog.profile import Catalog
+
+    catalog = load_catalog(write(tmp_path / "c", "tools.yaml", GOOD))
+    stock = catalog.get("erp.inventory.query_stock")
+    assert stock is not None
+    edits = [
+        dataclasses.replace(stock, description="Stock on hand per warehouse."),  # nothing cached changes
+        dataclasses.replace(stock, category="warehouse"),
+        dataclasses.replace(stock, permissions=("erp.admin",)),
+        dataclasses.replace(stock, name="payroll approve"),  # its function name now collides with the other's
+        dataclasses.replace(stock, id="erp.new_tool", name="new_tool"),  # an addition
+    ]
+    for edit in edits:
+        assert (catalog.categories, catalog.permission_codes) and catalog.function_name(stock.id)  # cache them
+        edited = catalog.with_tool(edit)
+        fresh = Catalog(edited.tools, catalog.name)
+        assert edited.get(edit.id) is edit and len(edited) == len(catalog) + (edit.id != stock.id)
+        assert [t.id for t in edited.tools][:2] == ["erp.inventory.query_stock", "hr.payroll.approve"]
+        assert edited.categories == fresh.categories
+        assert edited.permission_codes == fresh.permission_codes
+        assert [edited.function_name(i) for i in edited.ids] == [fresh.function_name(i) for i in fresh.ids]
+    moved = catalog.with_tool(edits[1]).categories
+    assert "warehouse" in moved and "erp" not in moved and "erp" in catalog.categories

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -163,9 +164,6 @@ class Catalog:
     roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     report: LoadReport = field(default_factory=LoadReport, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_id", {t.id: t for t in self.tools})
-
     def function_name(self, tool_id: str) -> str:
         """The OpenAI function name of tool ``tool_id``: valid, unique in this catalog, deterministic
         (:func:`toolrag.catalog.names.assign_function_names`, computed once per catalog)."""
@@ -191,11 +189,43 @@ class Catalog:
         return iter(self.tools)
 
     def get(self, tool_id: str) -> ToolProfile | None:
-        return self._by_id.get(tool_id)  # type: ignore[attr-defined]
+        return self._lookup().get(tool_id)
 
     @property
     def ids(self) -> list[str]:
-        return [t.id for t in self.tools]
+        return list(self.id_order)
+
+    @property
+    def id_order(self) -> tuple[str, ...]:
+        """The tool ids in catalog order, computed once per catalog (an index compares them on every sync)."""
+        return self._cached("_ids", lambda: tuple(t.id for t in self.tools))
+
+    @property
+    def image_rows(self) -> tuple[tuple[int, Path], ...]:
+        """(row of the tool, image file) of every example image, in catalog order (computed once)."""
+        cached: tuple[tuple[int, Path], ...] | None = self.__dict__.get("_image_rows")
+        if cached is None:
+            cached = tuple((row, img.file) for row, t in enumerate(self.tools) for img in t.images)
+            object.__setattr__(self, "_image_rows", cached)
+        return cached
+
+    def rows_changed_since(self, earlier: Catalog) -> list[int] | None:
+        """Rows whose profile is not ``earlier``'s very object, when both catalogs hold the same ids in the same
+        order (``None`` otherwise). Profiles are immutable, so an index re-checks only these rows; a copy made
+        by :meth:`with_tool` knows its one replaced row without looking at the others."""
+        parent: tuple[weakref.ref[Catalog], int] | None = self.__dict__.get("_parent")
+        if parent is not None and parent[0]() is earlier:
+            return [parent[1]]
+        if self.id_order != earlier.id_order:
+            return None
+        return [n for n, (t, e) in enumerate(zip(self.tools, earlier.tools, strict=True)) if t is not e]
+
+    def _lookup(self) -> dict[str, ToolProfile]:
+        by_id: dict[str, ToolProfile] | None = self.__dict__.get("_by_id")
+        if by_id is None:
+            by_id = {t.id: t for t in self.tools}
+            object.__setattr__(self, "_by_id", by_id)
+        return by_id
 
     @property
     def categories(self) -> list[str]:
@@ -223,11 +253,36 @@ class Catalog:
         return self.roles[role]
 
     def with_tool(self, profile: ToolProfile) -> Catalog:
-        """A copy with ``profile`` added or replacing the tool with the same id."""
-        tools = [profile if t.id == profile.id else t for t in self.tools]
-        if profile.id not in self._by_id:  # type: ignore[attr-defined]
-            tools.append(profile)
-        return Catalog(tuple(tools), self.name, self.root, self.assets_dir, self.roles, self.report)
+        """A copy with ``profile`` added or replacing the tool with the same id. The other profiles are the
+        same objects (an index re-checks only the new one), and what this catalog computed once (categories,
+        permission codes, function names) carries over when the new profile leaves it unchanged."""
+        old = self.get(profile.id)
+        if old is None:
+            return Catalog((*self.tools, profile), self.name, self.root, self.assets_dir, self.roles, self.report)
+        row = self._position()[profile.id]
+        tools = list(self.tools)
+        tools[row] = profile
+        out = Catalog(tuple(tools), self.name, self.root, self.assets_dir, self.roles, self.report)
+        by_id = dict(self._lookup())
+        by_id[profile.id] = profile
+        for name, value in (("_by_id", by_id), ("_positions", self.__dict__["_positions"]),
+                            ("_ids", self.id_order), ("_parent", (weakref.ref(self), row))):
+            object.__setattr__(out, name, value)
+        kept = {"_categories": old.category == profile.category,
+                "_codes": set(old.permissions) == set(profile.permissions), "_names": old.name == profile.name,
+                "_image_rows": old.images == profile.images}
+        for name, unchanged in kept.items():
+            if unchanged and name in self.__dict__:
+                object.__setattr__(out, name, self.__dict__[name])
+        return out
+
+    def _position(self) -> dict[str, int]:
+        """Row of each tool id (computed once per catalog, shared by the copies :meth:`with_tool` makes)."""
+        positions: dict[str, int] | None = self.__dict__.get("_positions")
+        if positions is None:
+            positions = {t.id: n for n, t in enumerate(self.tools)}
+            object.__setattr__(self, "_positions", positions)
+        return positions
 
     def without_tool(self, tool_id: str) -> Catalog:
         tools = tuple(t for t in self.tools if t.id != tool_id)

@@ -9,7 +9,7 @@ leaves at worst an incomplete cache that the next open completes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -19,21 +19,38 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.index.mirror import MirroredCollection
 from toolrag.progress import Progress
 
-__all__ = ["sync_texts"]
+__all__ = ["AllBut", "sync_texts"]
 
 #: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
 _BATCH = 256
 
 
+class AllBut(Container[str]):
+    """Every id except a few: the unchanged tools of an edit, without a set of 100,000 ids."""
+
+    def __init__(self, excluded: Container[str]) -> None:
+        self._excluded = excluded
+
+    def __contains__(self, item: object) -> bool:
+        return item not in self._excluded
+
+    def __bool__(self) -> bool:
+        return True
+
+
 def sync_texts(
-    collections: Mapping[str, tuple[MirroredCollection, Any]], tools: Sequence[ToolProfile], same: set[str],
-    progress: Progress, *, meta: Callable[[ToolProfile], dict[str, Any]],
+    collections: Mapping[str, tuple[MirroredCollection, Any]], tools: Sequence[ToolProfile], same: Container[str],
+    progress: Progress, *, meta: Callable[[ToolProfile], dict[str, Any]], edited: Sequence[int] | None = None,
+    ids: Sequence[str] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, list[int]], int]:
     """For each text collection (kind -> (collection, model)): encode the texts that changed, re-label rows
     whose metadata (``meta``) changed, delete removed tools. Returns the vectors in catalog order and the
     rows that were encoded, by kind, and how many texts were encoded. ``same``: ids whose profile is the
-    very object of the last sync (not checked at all)."""
-    plans = {kind: _plan(collection, tools, same, meta) for kind, (collection, _) in collections.items()}
+    very object of the last sync (not checked at all). ``edited``: when the catalog has exactly the tools
+    of the last sync in the same order, the rows whose profile is not the last sync's object (only these
+    are checked, and nothing is deleted: an edit at 100,000 tools must not loop over every tool). ``ids``:
+    the tools' ids in order, when the caller has them already."""
+    plans = {kind: _plan(collection, tools, same, meta, edited) for kind, (collection, _) in collections.items()}
     total = sum(len(plan[0]) for plan in plans.values())
     done = 0
     batches = max((len(plan[0]) for plan in plans.values()), default=0)
@@ -60,23 +77,34 @@ def sync_texts(
             pool.shutdown(wait=True, cancel_futures=True)
     vectors: dict[str, np.ndarray] = {}
     changed: dict[str, list[int]] = {}
+    ids = ids if ids is not None else [t.id for t in tools]
     for kind, (collection, _) in collections.items():
         stale, wanted, moved = plans[kind]
         if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
             got_ids, got = collection.vectors([t.id for t in moved])
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
         stale_ids = {t.id for t in stale}
-        changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
-        vectors[kind] = collection.matrix([t.id for t in tools])
+        if edited is not None:
+            changed[kind] = sorted(n for n in edited if tools[n].id in stale_ids)
+        else:
+            changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
+        vectors[kind] = collection.matrix(ids)
     return vectors, changed, done
 
 
-def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: set[str],
-          meta: Callable[[ToolProfile], dict[str, Any]]
+def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Container[str],
+          meta: Callable[[ToolProfile], dict[str, Any]], edited: Sequence[int] | None,
           ) -> tuple[list[ToolProfile], dict[str, dict[str, Any]], list[ToolProfile]]:
     """What one text collection needs: (profiles to encode, sorted by text length so batches pad little;
     wanted metadata by id; profiles whose metadata alone changed). Rows of removed tools are deleted here."""
     stored = collection.metadata()
+    if edited is not None and len(stored) == len(tools):  # the same tools as the last sync: nothing to delete
+        check = [tools[n] for n in edited]
+        wanted = {t.id: meta(t) for t in check}
+        stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
+        stale_ids = {t.id for t in stale}
+        moved = [t for t in check if t.id not in stale_ids and stored.get(t.id) != wanted[t.id]]
+        return stale, wanted, moved
     check = [t for t in tools if t.id not in same] if same else list(tools)
     wanted = {t.id: meta(t) for t in check}
     stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, re
 from toolrag.index.serving import ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
-from toolrag.index.text_sync import sync_texts
+from toolrag.index.text_sync import AllBut, sync_texts
 from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
 from toolrag.text import is_mostly_cjk
@@ -191,7 +191,7 @@ class ToolIndex:
         if state is None:
             return None
         snapshot = restore_snapshot(state, catalog, self._collections, image_ids, text_meta=_text_meta,
-                                    tool_arrays=lambda english: self._tool_arrays(catalog.tools, None, set(), english),
+                                    tool_arrays=lambda english: self._tool_arrays(catalog.tools, None, None, english),
                                     text_dim=self.models.text.dim)
         if snapshot is not None:
             self._bm25_texts = snapshot.bm25_texts
@@ -221,22 +221,29 @@ class ToolIndex:
 
     def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
         tools = catalog.tools
-        ids = tuple(t.id for t in tools)
+        ids = catalog.id_order
         self.encoded_last_sync = 0
         for mirror in self._collections.values():
             mirror.begin_sync()
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
         # Profiles are immutable: one that is the very object the last sync indexed needs no check at all
-        # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap.
-        same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
-        image_rows = [(row, img.file) for row, t in enumerate(tools) for img in t.images]
+        # (Catalog.with_tool keeps the other profiles), which makes a sync after one edit cheap. When the
+        # tools are those of the last sync in the same order, only the edited rows are looked at.
+        edited = catalog.rows_changed_since(previous.catalog) if previous is not None else None
+        same: Container[str]
+        if edited is not None:
+            same = AllBut({tools[n].id for n in edited})
+        else:
+            same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
+        image_rows = catalog.image_rows
         image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
         self._check_new_images(image_rows, image_ids)  # a bad image is refused before anything is written
         text_kinds = [(spec.kind, getattr(self.models, spec.model.value)) for spec in COLLECTIONS
                       if spec.rows == "tool" and spec.kind in self._collections]
         progress(0.0, "indexing tool texts")
         vectors, changed, encoded = sync_texts({kind: (self._collections[kind], model) for kind, model in text_kinds},
-                                               tools, same, progress, meta=_text_meta)
+                                               tools, same, progress, meta=_text_meta, edited=edited,
+                                               ids=ids)
         self.encoded_last_sync += encoded
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
@@ -254,7 +261,7 @@ class ToolIndex:
             if ocr_texts.get(iid):
                 extra.setdefault(tools[row].id, []).append(ocr_texts[iid])
         progress(0.9, "building the keyword index")
-        bm25 = self._build_bm25(tools, extra, same)
+        bm25 = self._build_bm25(tools, extra, same, edited)
         same_rows = previous is not None and previous.ids == ids
         ann = build_ann(vectors, previous, changed, same_rows)
         progress(1.0, "index ready")
@@ -271,15 +278,15 @@ class ToolIndex:
             bm25=bm25,
             bm25_texts=self._bm25_texts,
             ann=ann,
-            **self._tool_arrays(tools, previous, same),
+            **self._tool_arrays(tools, previous, edited),
         )
 
-    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None, same: set[str],
-                     english: np.ndarray | None = None) -> dict[str, Any]:
-        """Per-tool filter columns; after an edit (same ids, same order) only the changed rows are redone."""
-        ids = tuple(t.id for t in tools)
-        if previous is not None and previous.ids == ids and previous.perm_key_codes is not None:
-            changed = [row for row, t in enumerate(tools) if t.id not in same]
+    def _tool_arrays(self, tools: Sequence[ToolProfile], previous: IndexSnapshot | None,
+                     edited: Sequence[int] | None, english: np.ndarray | None = None) -> dict[str, Any]:
+        """Per-tool filter columns; after an edit (``edited`` rows of the same tools in the same order) only
+        those rows are redone."""
+        if previous is not None and edited is not None and previous.perm_key_codes is not None:
+            changed = list(edited)
             cols: dict[str, Any] = {"english": previous.english.copy(), "perm_keys": previous.perm_keys.copy(),
                     "categories": previous.categories.copy(), "deprecated": previous.deprecated.copy(),
                     "priority": previous.priority.copy()}
@@ -302,24 +309,24 @@ class ToolIndex:
             "priority": np.array([t.priority for t in tools], dtype=np.int64),
         }
 
-    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]], same: set[str]
-                    ) -> BM25Index:
+    def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]], same: Container[str],
+                    edited: Sequence[int] | None) -> BM25Index:
         """The keyword index in catalog row order (tool text plus the text read in its example images);
         after an edit only changed texts are re-tokenised."""
         def text(t: ToolProfile) -> str:
             return "\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
 
         previous: IndexSnapshot | None = getattr(self, "_snapshot", None)
-        if previous is not None and same and len(previous.ids) == len(tools) and previous.bm25_texts and all(
-                t.id == i for t, i in zip(tools, previous.ids, strict=True)):
-            # An edit (same tools, same order): only profiles that are not the previous objects are compared.
+        if previous is not None and edited is not None and previous.bm25_texts:
+            # An edit (same tools, same order): only the edited rows and the rows with image text (which may
+            # have been read since) are compared.
             texts_now = list(previous.bm25_texts)
             edits: dict[str, str] = {}
-            for row, t in enumerate(tools):
-                if t.id not in same or t.id in extra:
-                    new = text(t)
-                    if new != texts_now[row]:
-                        texts_now[row], edits[t.id] = new, new
+            for row in sorted({*edited, *(previous.row_of[i] for i in extra)}):
+                t = tools[row]
+                new = text(t)
+                if new != texts_now[row]:
+                    texts_now[row], edits[t.id] = new, new
             self._bm25_texts = tuple(texts_now)
             return previous.bm25.update(edits, ()) if edits else previous.bm25
         texts = {t.id: text(t) for t in tools}
