@@ -34,7 +34,7 @@ from typing import Any
 from toolrag.errors import ModelUnavailable
 from toolrag.text import CJK_RANGES
 
-__all__ = ["EN_STOPWORDS", "ZH_STOPWORDS", "tokenize"]
+__all__ = ["EN_STOPWORDS", "ZH_STOPWORDS", "load_segmenter", "tokenize"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,6 +102,11 @@ def _jieba() -> Any:
                 segmenter.initialize()
                 _JIEBA = segmenter
     return _JIEBA
+
+
+def load_segmenter() -> None:
+    """Load jieba's dictionary now (the first Chinese text otherwise pays it: about a second on this CPU)."""
+    _jieba()
 
 
 def _singular(word: str) -> str:
