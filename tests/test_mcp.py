@@ -295,7 +295,13 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
     from toolrag.serve.app import build_app, serve
     from toolrag.serve.service import ToolService
 
-    app = build_app(ToolService(small_retriever, role="employee"), name="toolrag small")
+    service = ToolService(small_retriever, role="employee")
+    # The server warms the models in the background (the first image request pays no OCR load; what warm_up
+    # loads is tested in test_warmup.py); the thread must have been started and must end.
+    assert service.warm_up is not None and service.warm_up.name == "toolrag-warm-up"
+    service.warm_up.join(timeout=300)
+    assert not service.warm_up.is_alive()
+    app = build_app(service, name="toolrag small")
     port = free_port()
     receipt = base64.b64encode((ASSETS / "queries" / "receipt_dinner.png").read_bytes()).decode()
     seen: dict[str, Any] = {}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hmac
+import threading
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +20,7 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
+from toolrag.search.warmup import warm_up_in_background
 from toolrag.serve.gateway import Gateway
 from toolrag.serve.upstream import UpstreamError
 
@@ -35,13 +37,16 @@ class ToolService:
     """Searches for a caller (its role decides what it sees) and, in a gateway, forwards its tool calls."""
 
     def __init__(self, retriever: ToolRetriever, *, role: str | None = None, tokens: Mapping[str, str] | None = None,
-                 gateway: Gateway | None = None) -> None:
+                 gateway: Gateway | None = None, warm: bool = True) -> None:
+        """``warm``: load and run the models once in the background (:mod:`toolrag.search.warmup`), so the first
+        client's request with an image pays no OCR load (seconds on a CPU)."""
         self.retriever = retriever
         self.role = role
         self.tokens = dict(tokens or {})
         self.gateway = gateway
         if role is not None:
             retriever.catalog.role_codes(role)  # an unknown role is an error now, not at the first search
+        self.warm_up: threading.Thread | None = warm_up_in_background(retriever.models) if warm else None
 
     def role_for(self, headers: Mapping[str, str] | None) -> str | None:
         """The caller's role: the one its ``Authorization: Bearer`` token maps to, else the configured one. A
