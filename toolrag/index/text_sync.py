@@ -75,8 +75,8 @@ def sync_texts(
     finally:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
-    vectors: dict[str, np.ndarray] = {}
     changed: dict[str, list[int]] = {}
+    vectors: dict[str, np.ndarray]
     ids = ids if ids is not None else [t.id for t in tools]
     for kind, (collection, _) in collections.items():
         stale, wanted, moved = plans[kind]
@@ -88,7 +88,15 @@ def sync_texts(
             changed[kind] = sorted(n for n in edited if tools[n].id in stale_ids)
         else:
             changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
-        vectors[kind] = collection.matrix(ids)
+    if edited is not None and len(collections) > 1:
+        # An edit: each matrix is the last one copied plus the rows just written (nothing read from the store).
+        # numpy copies without the GIL: two 150 MB copies at 100,000 tools take 98 ms one after the other and
+        # 50 ms side by side on this 2-core CPU.
+        with ThreadPoolExecutor(max_workers=len(collections), thread_name_prefix="toolrag-matrix") as copies:
+            futures = {kind: copies.submit(collection.matrix, ids) for kind, (collection, _) in collections.items()}
+            vectors = {kind: future.result() for kind, future in futures.items()}
+    else:
+        vectors = {kind: collection.matrix(ids) for kind, (collection, _) in collections.items()}
     return vectors, changed, done
 
 
