@@ -41,6 +41,7 @@ from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
 from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
 from toolrag.search.scoring import RawScores, score_signals
+from toolrag.search.warmup import warm_up
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS
 from toolrag.text import clean_text
@@ -148,6 +149,12 @@ class ToolRetriever:
     @property
     def models(self) -> ModelSet:
         return self.index.models
+
+    def warm_up(self) -> list[str]:
+        """Load and run every model once (OCR, image, text, jieba's dictionary), so the first request with an
+        image or Chinese text pays no load; returns what was warmed. The app and ``toolrag serve`` do this in
+        the background; a library caller can too: ``threading.Thread(target=retriever.warm_up).start()``."""
+        return warm_up(self.models)
 
     def signal_notes(self) -> dict[str, str]:
         """Why each signal that cannot run here is off (signal -> reason), from the models' roles."""
