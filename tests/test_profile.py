@@ -244,3 +244,20 @@ def test_with_tool_keeps_what_the_catalog_computed_only_while_it_still_holds(tmp
         assert [edited.function_name(i) for i in edited.ids] == [fresh.function_name(i) for i in fresh.ids]
     moved = catalog.with_tool(edits[1]).categories
     assert "warehouse" in moved and "erp" not in moved and "erp" in catalog.categories
+
+
+def test_rows_changed_since_names_the_edited_rows_and_only_for_the_same_tools(tmp_path: Path) -> None:
+    # What an index re-checks after an edit: the rows whose profile object changed, when the ids and their
+    # order are the same; None otherwise (then every tool is compared).
+    import dataclasses
+
+    catalog = load_catalog(write(tmp_path / "c", "tools.yaml", GOOD))
+    stock, payroll = catalog.tools
+    once = catalog.with_tool(dataclasses.replace(stock, description="Stock on hand."))
+    assert once.rows_changed_since(catalog) == [0]  # a direct copy knows its row
+    twice = once.with_tool(dataclasses.replace(payroll, description="Approve payroll."))
+    assert twice.rows_changed_since(catalog) == [0, 1]  # two edits before a sync: found by identity
+    assert twice.rows_changed_since(twice) == []
+    assert catalog.with_tool(dataclasses.replace(stock, id="new.tool")).rows_changed_since(catalog) is None
+    assert catalog.rows_changed_since(once) == [0]
+    assert twice.id_order == catalog.id_order and twice.image_rows == catalog.image_rows

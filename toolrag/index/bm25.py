@@ -188,26 +188,9 @@ class BM25Index:
                     tokens[slot] = doc
             changed_docs.append(doc)
         live = ~stale[self._docs]
-        terms, docs, tf = self._terms[live], new_slot[self._docs[live]], self._tf[live]
-        add_terms, add_docs, add_tf = _triples(slots, changed_docs, vocab)
-        n = max(len(ids), 1)
-        at = np.searchsorted(terms * n + docs, add_terms * n + add_docs)  # both sorted by (term, doc)
-        terms, docs, tf = (
-            np.insert(terms, at, add_terms),
-            np.insert(docs, at, add_docs),
-            np.insert(tf, at, add_tf),
-        )
-        if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
-            cache = dict(zip(keys, tokens, strict=True)) if tokens is not None else {}
-        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted texts after heavy churn
-            used = np.bincount(terms, minlength=len(vocab)) > 0
-            renumber = np.cumsum(used) - 1
-            vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
-            terms = renumber[terms]
-        k1, b, tokenizer = self._k1, self._b, self._tokenizer
-        return BM25Index(ids, tokens, keys, vocab, cache, (terms, docs, tf), k1=k1, b=b, tokenizer=tokenizer,
-                         same_ids=self if len(ids) == len(self._ids) else None,
-                         lengths=np.asarray(lengths, dtype=np.int64))
+        kept_triples = (self._terms[live], new_slot[self._docs[live]], self._tf[live])
+        return self._assemble(ids, tokens, keys, np.asarray(lengths, dtype=np.int64), vocab, cache, kept_triples,
+                              slots, changed_docs)
 
     def _replaced(self, changed: Mapping[str, str]) -> BM25Index:
         """:meth:`update` when texts are only replaced (an edit): the same ids in the same order, so no
@@ -232,21 +215,32 @@ class BM25Index:
         stale = np.zeros(len(self._ids), dtype=bool)
         stale[slots] = True
         live = ~stale[self._docs]
-        terms, doc_slots, tf = self._terms[live], self._docs[live], self._tf[live]
+        kept_triples = (self._terms[live], self._docs[live], self._tf[live])
+        return self._assemble(list(self._ids), tokens, keys, lengths, vocab, cache, kept_triples, slots, docs)
+
+    def _assemble(self, ids: list[str], tokens: list[tuple[str, ...]] | None, keys: list[bytes],
+                  lengths: np.ndarray, vocab: dict[str, int], cache: dict[bytes, tuple[str, ...]],
+                  kept: tuple[np.ndarray, np.ndarray, np.ndarray], slots: Sequence[int],
+                  docs: Sequence[tuple[str, ...]]) -> BM25Index:
+        """The index after an update: the kept (term, doc, tf) triples with those of the changed documents
+        (``docs`` at ``slots``) spliced in, the token cache bounded and the vocabulary compacted after heavy
+        churn. ``vocab`` grows with new terms (callers pass a copy when it is shared)."""
+        terms, doc_slots, tf = kept
         add_terms, add_docs, add_tf = _triples(slots, docs, vocab)
-        n = max(len(self._ids), 1)
+        n = max(len(ids), 1)
         at = np.searchsorted(terms * n + doc_slots, add_terms * n + add_docs)  # both sorted by (term, doc)
         terms, doc_slots = np.insert(terms, at, add_terms), np.insert(doc_slots, at, add_docs)
         tf = np.insert(tf, at, add_tf)
-        if len(cache) > 2 * len(self._ids) + 1024:  # bound the cache: keep the current texts only
+        if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
             cache = dict(zip(keys, tokens, strict=True)) if tokens is not None else {}
-        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of replaced texts after heavy churn
+        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted or replaced texts after heavy churn
             used = np.bincount(terms, minlength=len(vocab)) > 0
             renumber = np.cumsum(used) - 1
             vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
             terms = renumber[terms]
-        return BM25Index(list(self._ids), tokens, keys, vocab, cache, (terms, doc_slots, tf), k1=self._k1,
-                         b=self._b, tokenizer=self._tokenizer, same_ids=self, lengths=lengths)
+        return BM25Index(ids, tokens, keys, vocab, cache, (terms, doc_slots, tf), k1=self._k1, b=self._b,
+                         tokenizer=self._tokenizer, same_ids=self if len(ids) == len(self._ids) else None,
+                         lengths=lengths)
 
     def _make_retriever(self) -> Any:
         import bm25s
