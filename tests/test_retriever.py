@@ -328,3 +328,36 @@ def test_explained_ranks_are_competition_ranks_over_all_candidates(small_retriev
         raw = np.array([c.signals[name].raw for c in result.candidates])
         ranks = [c.signals[name].rank for c in result.candidates]
         assert ranks == competition_ranks(raw, np.ones(8, dtype=bool)).tolist(), (name, raw, ranks)
+
+
+def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scores(
+        small_retriever: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large catalog's search scores a reference sample of the permitted tools besides its candidates; the
+    snapshot keeps that sample's vectors per filter. Here the sample (3 rows) is forced outside a 2-row
+    candidate pool so the kept vectors are used, and the fusion must equal the one computed afresh."""
+    from dataclasses import replace
+
+    from toolrag.index.snapshot import filter_key
+    from toolrag.search import adaptive
+    from toolrag.search.fuse_step import fuse_signals
+    from toolrag.search.scoring import score_signals
+
+    original = adaptive.reference_rows
+    monkeypatch.setattr(adaptive, "reference_rows", lambda allowed: original(allowed, limit=3))
+    snap, cfg = small_retriever.index.snapshot, small_retriever.settings
+    q = small_retriever.analyzer.analyze("approve this month's payroll run", settings=cfg)
+    codes = set(small_retriever.catalog.roles["hr_manager"])
+    mask, _ = snap.allowed(codes, categories=None, include_deprecated=False)
+    assert snap.allowed(codes, categories=None, include_deprecated=False)[0] is mask  # kept, not recomputed
+    assert not mask.flags.writeable  # shared by searches: nobody may change it
+    rows = np.flatnonzero(mask)[:2]
+    assert not np.isin(original(np.flatnonzero(mask), limit=3), rows).all()
+    scores = score_signals(snap, rows, q, history_weight=cfg.history_weight)
+    afresh, _, _ = fuse_signals(scores, q, cfg, snap, rows, mask)
+    key = filter_key(codes, categories=None, include_deprecated=False)
+    for _ in range(2):  # the first call fills the memo, the second reads it
+        kept, _, _ = fuse_signals(scores, q, cfg, snap, rows, mask, filter_id=key)
+        np.testing.assert_allclose(kept, afresh, rtol=1e-6)
+    ref_rows, vectors = snap._memo[("reference", key)]
+    np.testing.assert_array_equal(vectors["dense"], snap.vectors["dense"][ref_rows])
+    assert not replace(snap)._memo  # another snapshot (an edit) starts with nothing kept

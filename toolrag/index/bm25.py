@@ -298,6 +298,17 @@ class BM25Index:
         return tuple(names[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
                      for _ in range(int(n)))
 
+    def term_set(self, doc_id: str) -> frozenset[str]:
+        """The distinct indexed terms of one document: :meth:`tokens` without repeats or order, read straight
+        from the triples of an index restored from arrays (a search's decision asks for a few of these)."""
+        if doc_id not in self._position:
+            raise KeyError(f"id {doc_id!r} is not in the BM25 index")
+        if self._doc_tokens is not None:
+            return frozenset(self._doc_tokens[self._position[doc_id]])
+        order, starts, names = self._doc_order()
+        position = self._position[doc_id]
+        return frozenset(names[t] for t in self._terms[order[starts[position]:starts[position + 1]]].tolist())
+
     def _doc_order(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
         """The triples in document order (a stable sort keeps each document's terms in vocabulary order), where
         each document starts, and the terms by id: built once per index on the first :meth:`tokens` call of

@@ -113,7 +113,7 @@ class ToolIndex:
         snap = self._snapshot
         ann = snap.ann.get(kind)
         if ann is not None:  # in-process lists: no store round trip; more lists when the filter is selective
-            probes, permitted = ANN_PROBES, int(mask.sum())
+            probes, permitted = ANN_PROBES, int(np.count_nonzero(mask))
             while True:
                 rows = ann.search(vector, k=k, probes=probes, mask=mask)
                 if len(rows) >= min(k, permitted) or probes >= len(ann.lists):

@@ -103,7 +103,7 @@ class DecisionStep:
                 sims[key] = float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
         lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
         terms = snap.bm25.terms(lexical) if lexical else []
-        docs = [set(snap.bm25.tokens(snap.ids[rows[h]])) for h in head[: max(2, candidates)]]
+        docs = [snap.bm25.term_set(snap.ids[rows[h]]) for h in head[: max(2, candidates)]]
         cover, unknown = coverage(terms, snap.bm25.has_term, docs[:2])
         padded = (*cover, math.nan, math.nan)
         view = ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),

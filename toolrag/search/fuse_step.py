@@ -6,6 +6,7 @@ scores :func:`toolrag.search.scoring.score_signals` computed, no models.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -55,9 +56,12 @@ class _Explained:
 
 
 def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: IndexSnapshot, rows: np.ndarray,
-                 mask: np.ndarray) -> tuple[np.ndarray, dict[str, Any], dict[str, str]]:
+                 mask: np.ndarray, *, filter_id: Hashable | None = None
+                 ) -> tuple[np.ndarray, dict[str, Any], dict[str, str]]:
     """Fuse the signals of the scored ``rows`` (``mask`` = the permitted tools): (fused scores, each signal's
-    lazy explanation of every candidate, the signals left out and why)."""
+    lazy explanation of every candidate, the signals left out and why). ``filter_id``
+    (:func:`toolrag.index.snapshot.filter_key` of the filters behind ``mask``) lets the snapshot keep the
+    reference rows and their vectors for the next search with the same filters."""
     raw, present = dict(scores.raw), dict(scores.present)
     weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
     absent = dict(q.absent)
@@ -81,17 +85,17 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     if cfg.normalization is Normalization.STANDARD:
         # z-scores against each signal's distribution over the permitted catalog (a fixed sample of it
         # when large), never over the candidate pool: see toolrag.search.adaptive.
-        ref_rows = adaptive.reference_rows(np.flatnonzero(mask))
+        ref_rows, ref_vectors = _reference(snap, mask, filter_id)
         pos = np.searchsorted(rows, ref_rows)
         if len(rows) and pos.max(initial=0) < len(rows) and np.array_equal(rows[pos], ref_rows):
             # Every reference row was scored already (the exact path): no second scoring pass.
             ref_raw = {s: v[pos] for s, v in raw.items()}
             ref_present = {s: v[pos] for s, v in present.items()}
         else:
-            ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight)
+            ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight, row_vectors=ref_vectors)
             ref_raw, ref_present = dict(ref.raw), dict(ref.present)
             if combined is not None and "dense" in ref_raw:
-                ref_raw["dense"] = np.asarray(snap.vectors["dense"][ref_rows] @ combined, dtype=np.float32)
+                ref_raw["dense"] = np.asarray(ref_vectors["dense"] @ combined, dtype=np.float32)
         norm = {s: adaptive.standardize(raw[s], present[s], reference=ref_raw[s],
                                         reference_present=ref_present[s])
                 if s in ref_raw else fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}
@@ -110,6 +114,18 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     explained: dict[str, Any] = {
         s: _Explained(raw[s], norm[s], ranks.get(s), eff.get(s), contrib.get(s), present[s]) for s in raw}
     return fused, explained, absent
+
+
+def _reference(snap: IndexSnapshot, mask: np.ndarray, filter_id: Hashable | None
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The reference rows of the permitted tools (:func:`toolrag.search.adaptive.reference_rows`) and their
+    tool vectors gathered into small contiguous matrices: kept by the snapshot per filter, since gathering
+    1,024 rows from each 100,000-row matrix again for every search costs about 1 ms."""
+    def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        ref_rows = adaptive.reference_rows(np.flatnonzero(mask))
+        return ref_rows, {space: np.ascontiguousarray(matrix[ref_rows]) for space, matrix in snap.vectors.items()}
+
+    return build() if filter_id is None else snap.memo(("reference", filter_id), build)
 
 
 def top_positions(fused: np.ndarray, rows: np.ndarray, snap: IndexSnapshot, k: int) -> np.ndarray:

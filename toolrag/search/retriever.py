@@ -10,7 +10,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Hashable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +26,7 @@ from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
 from toolrag.errors import ModelUnavailable
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.snapshot import IndexSnapshot
+from toolrag.index.snapshot import IndexSnapshot, filter_key
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search.auditing import search_record
@@ -244,8 +244,9 @@ class ToolRetriever:
         features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
         timing.update(features.timing_ms)
         t1 = time.perf_counter()
+        key = filter_key(codes, categories=categories, include_deprecated=include_deprecated)
         mask, filtered_out = snap.allowed(codes, categories=categories, include_deprecated=include_deprecated)
-        rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing)
+        rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing, key)
         named = [r for r in named_tools(query, self._name_lookup(snap)) if mask[r]]  # hidden tools stay hidden
         if named and not np.isin(named, rows).all():
             rows = np.union1d(rows, np.asarray(named, dtype=np.int64))
@@ -253,7 +254,7 @@ class ToolRetriever:
         scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
         timing["score"] = (time.perf_counter() - t2) * 1000
         t3 = time.perf_counter()
-        fused, explained, absent = fuse_signals(scores, features, cfg, snap, rows, mask)
+        fused, explained, absent = fuse_signals(scores, features, cfg, snap, rows, mask, filter_id=key)
         order = top_positions(fused, rows, snap, max(cfg.top_k, 3))
         if named:  # the tools the request names come first, in the order it names them
             first = np.searchsorted(rows, np.asarray(named))
@@ -270,7 +271,7 @@ class ToolRetriever:
                                confidence, len(named))
         timing["decision"] = (time.perf_counter() - t4) * 1000
         result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
-                              confidence, timing, notes, codes)
+                              confidence, timing, notes, codes, key)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
         timing["total"] = (time.perf_counter() - t0) * 1000
         if self.audit is not None and audited:
@@ -298,10 +299,10 @@ class ToolRetriever:
 
     def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings,
                     codes: set[str], categories: Collection[str] | None, include_deprecated: bool,
-                    timing: dict[str, float]) -> np.ndarray:
+                    timing: dict[str, float], key: Hashable) -> np.ndarray:
         """The rows to score exactly: every permitted tool up to ``EXACT_LIMIT`` (a matrix product over vectors
         already in memory beats any index there), else the union of each signal's nearest neighbours."""
-        allowed = np.flatnonzero(mask)
+        allowed = snap.memo(("rows", key), lambda: np.flatnonzero(mask))
         if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
             return allowed
         start = time.perf_counter()
@@ -400,8 +401,8 @@ class ToolRetriever:
 
     def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
                 outcome: DecisionOutcome, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
-                confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str]
-                ) -> SearchResult:
+                confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str],
+                key: Hashable) -> SearchResult:
         chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
         # A successor the caller may not see is not named in the prompt either.
         profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
@@ -410,7 +411,8 @@ class ToolRetriever:
         tools = openai_tools(profiles, names=names)
         per_tool = self._tool_tokens(snap)
         # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
-        tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), int(per_tool[mask].sum()),
+        permitted = snap.memo(("tokens", key), lambda: int(per_tool[mask].sum()))
+        tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), permitted,
                              tokenizer_name(), int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
         if q.ocr_text:
             notes.append(f"OCR read: {q.ocr_text[:200]}")

@@ -17,6 +17,7 @@ never scored as zero. Fusion normalises; signals never do.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,8 +43,10 @@ class RawScores:
 
 
 def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
-                  history_weight: float) -> RawScores:
-    """Exact raw scores of every signal for the candidate ``rows`` (indices into the snapshot)."""
+                  history_weight: float, row_vectors: Mapping[str, np.ndarray] | None = None) -> RawScores:
+    """Exact raw scores of every signal for the candidate ``rows`` (indices into the snapshot).
+    ``row_vectors``: the tool vectors of ``rows`` already gathered (``snap.vectors[space][rows]``), for a
+    row set scored again and again."""
     raw: dict[str, np.ndarray] = {}
     present: dict[str, np.ndarray] = {}
     n = len(rows)
@@ -54,7 +57,10 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
     for name, key, space, english_only in _TOOL_PROBES:
         if key in q.vectors and space in snap.vectors:
             matrix = snap.vectors[space]
-            raw[name] = (matrix @ q.vectors[key])[rows] if whole else matrix[rows] @ q.vectors[key]
+            if row_vectors is not None and space in row_vectors:
+                raw[name] = row_vectors[space] @ q.vectors[key]
+            else:
+                raw[name] = (matrix @ q.vectors[key])[rows] if whole else matrix[rows] @ q.vectors[key]
             present[name] = snap.english[rows].copy() if english_only else everyone
     if "ocr" in raw and len(snap.image_text_owner):
         # Text read in the query image also matches text read in the tools' example images (a receipt
@@ -76,7 +82,10 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
         parts.append(_per_tool_max(snap, rows, "clip_image", q.vectors["clip_text"]))
     if "clip_image" in q.vectors and "clip_text" in snap.vectors:
         clip_text = snap.vectors["clip_text"]
-        sims = (clip_text @ q.vectors["clip_image"])[rows] if whole else clip_text[rows] @ q.vectors["clip_image"]
+        if row_vectors is not None and "clip_text" in row_vectors:
+            sims = row_vectors["clip_text"] @ q.vectors["clip_image"]
+        else:
+            sims = (clip_text @ q.vectors["clip_image"])[rows] if whole else clip_text[rows] @ q.vectors["clip_image"]
         parts.append((sims, everyone))
     if parts:
         total = np.sum([np.where(p, s, 0.0) for s, p in parts], axis=0)
