@@ -50,3 +50,31 @@ def test_mirror_agrees_with_chroma_through_edits(tmp_path: Path) -> None:
     np.testing.assert_allclose(again.matrix(ids[:5]), got, atol=1e-6)
     with pytest.raises(StoreError, match="index rows missing after sync: \\['t5'\\]"):
         again.matrix(ids)
+
+
+def test_an_edit_reuses_the_matrix_nobody_holds_and_never_one_still_held(tmp_path: Path) -> None:
+    """From the second edit on, an edit writes into the matrix of the snapshot before the live one when
+    nothing holds it any more (no copy of the whole matrix); while anything still holds it (a search's
+    snapshot), a fresh copy is made and what that holder reads never changes."""
+    client = open_client(StoreConfig(path=tmp_path / "chroma"))
+    mirror = MirroredCollection(VectorCollection(client, "recycle", dim=4, fingerprint="test"))
+    rng = np.random.default_rng(1)
+    ids = [f"t{i}" for i in range(5)]
+
+    def edit(row: int) -> np.ndarray:
+        mirror.upsert([ids[row]], unit(rng.normal(size=(1, 4))), [{"n": 10 + row}])
+        return mirror.matrix(ids)
+
+    mirror.upsert(ids, unit(rng.normal(size=(5, 4))), [{"n": i} for i in range(5)])
+    first_id = id(mirror.matrix(ids))  # nobody outside the mirror keeps the first matrix
+    second = edit(1)  # a copy: there is no older matrix yet
+    assert id(second) != first_id
+    third = edit(3)  # written into the first matrix, its row 1 brought up to date
+    assert id(third) == first_id
+    np.testing.assert_allclose(third, mirror.collection.get_vectors(ids)[1], atol=1e-6)
+
+    before = second.copy()  # ``second`` is still held here (as a search's snapshot would hold it)
+    fourth = edit(0)
+    assert fourth is not second and fourth is not third
+    np.testing.assert_array_equal(second, before)
+    np.testing.assert_allclose(fourth, mirror.collection.get_vectors(ids)[1], atol=1e-6)
