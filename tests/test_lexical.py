@@ -11,6 +11,7 @@ import bm25s
 import numpy as np
 import pytest
 
+from toolrag.index import bm25_triples
 from toolrag.index import tokenize as lexical
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.tokenize import tokenize
@@ -258,6 +259,42 @@ def test_replacing_texts_equals_a_rebuild_built_or_restored_and_leaves_the_old_i
         for query, scores in before.items():  # the index the edit started from still scores the old texts
             np.testing.assert_array_equal(index.scores(query), scores)
         assert "novel" not in index._vocab
+
+
+def test_many_replaced_texts_and_none_equal_a_rebuild() -> None:
+    # Up to FEW_DOCS replaced documents take the splice path (old entries found per document, df updated);
+    # more take the mask path: both must equal a rebuild. No change at all gives the same scores.
+    rng = random.Random(9)
+    words = [f"w{i}" for i in range(25)]
+    ids = [f"t{i:03d}" for i in range(60)]
+    texts = [" ".join(rng.choice(words) for _ in range(rng.randint(0, 7))) for _ in ids]
+    index = BM25Index.from_arrays(ids, BM25Index.build(ids, texts, tokenizer=str.split).to_arrays(),
+                                  tokenizer=str.split)
+    for count in (1, bm25_triples.FEW_DOCS, bm25_triples.FEW_DOCS + 3):
+        edits = {ids[i]: " ".join(rng.choice([*words, "fresh"]) for _ in range(rng.randint(0, 6)))
+                 for i in rng.sample(range(len(ids)), count)}
+        rebuilt = BM25Index.build(ids, [edits.get(i, t) for i, t in zip(ids, texts, strict=True)],
+                                  tokenizer=str.split)
+        updated = index.update(edits, removed=[])
+        for query in ("w1 w2", "fresh w3", "w24"):
+            np.testing.assert_allclose(updated.scores(query), rebuilt.scores(query), rtol=1e-6)
+            assert updated.top(query, k=6) == rebuilt.top(query, k=6)
+    np.testing.assert_array_equal(index.update({}, removed=[]).scores("w1 w5"), index.scores("w1 w5"))
+
+
+def test_splice_and_lucene_weights_by_hand() -> None:
+    values = np.array([10, 20, 30, 40])
+    # drop position 1 (20); insert 15 where it was and 35 before position 3 (40)
+    spliced = bm25_triples.splice(values, np.array([1]), np.array([1, 3]), np.array([15, 35]))
+    assert spliced.tolist() == [10, 15, 30, 35, 40]
+    terms, docs = np.array([0, 0, 2]), np.array([1, 4, 0])  # sorted by term, then doc
+    assert bm25_triples.insertion_points(terms, docs, np.array([0, 1, 3]), np.array([3, 0, 0])).tolist() == [1, 2, 3]
+    # Two one-token documents "a" and "b": N = 2, df = 1, tf = 1, dl = avgdl = 1, k1 = 1.5, b = 0.75:
+    # idf = ln(1 + (2 - 1 + 0.5) / (1 + 0.5)) = ln 2; weight = ln 2 * 1 / (1 + 1.5 * 1) = 0.27726
+    weights = bm25_triples.lucene_weights(np.array([0, 1]), np.array([0, 1]), np.array([1, 1]), np.array([1, 1]),
+                                          np.array([1, 1]), k1=1.5, b=0.75)
+    np.testing.assert_allclose(weights, [0.27726, 0.27726], rtol=1e-4)
+    assert weights.dtype == np.float32
 
 
 def test_update_compacts_vocabulary_after_heavy_churn() -> None:

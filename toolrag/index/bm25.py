@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.index import bm25_triples
 from toolrag.index.tokenize import tokenize
 
 __all__ = ["BM25Index"]
@@ -55,11 +56,13 @@ class BM25Index:
         tokenizer: Callable[[str], list[str]],
         same_ids: BM25Index | None = None,
         lengths: np.ndarray | None = None,
+        df: np.ndarray | None = None,
     ) -> None:
         """Internal: use :meth:`build`, :meth:`update` or :meth:`from_arrays`; ``triples`` = (terms, docs, tf)
         in CSC order. ``same_ids``: an index over the same ids in the same order, whose id lookups are reused.
         ``doc_tokens`` may be ``None`` (an index restored from arrays): then ``lengths`` gives each document's
-        token count and :meth:`tokens` rebuilds a document's tokens from the triples."""
+        token count and :meth:`tokens` rebuilds a document's tokens from the triples. ``df``: each term's
+        document frequency when the caller already knows it (an edit updates the previous one)."""
         self._ids = tuple(ids)
         self._doc_tokens = doc_tokens
         if lengths is None:
@@ -84,7 +87,7 @@ class BM25Index:
             # rank of each id in ascending string order: the tie-breaker of top()
             self._id_rank = np.empty(len(ids), dtype=np.int64)
             self._id_rank[np.argsort(np.asarray(ids, dtype=object), kind="stable")] = np.arange(len(ids))
-        self._retriever = self._make_retriever()
+        self._retriever = self._make_retriever(df)
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
@@ -109,8 +112,8 @@ class BM25Index:
         keys = [_text_key(text) for text in texts]
         tokens = [_cached_tokens(cache, key, text, tokenizer) for key, text in zip(keys, texts, strict=True)]
         vocab: dict[str, int] = {}
-        triples = _triples(range(len(tokens)), tokens, vocab)
-        return cls(list(ids), tokens, keys, vocab, cache, triples, k1=k1, b=b, tokenizer=tokenizer)
+        arrays = bm25_triples.term_triples(range(len(tokens)), tokens, vocab)
+        return cls(list(ids), tokens, keys, vocab, cache, arrays, k1=k1, b=b, tokenizer=tokenizer)
 
     def to_arrays(self) -> dict[str, Any]:
         """Everything needed to restore this index without tokenising again (see :meth:`from_arrays`):
@@ -196,7 +199,9 @@ class BM25Index:
         """:meth:`update` when texts are only replaced (an edit): the same ids in the same order, so no
         per-document list is rebuilt, only the changed slots are overwritten (0.1 s saved at 100,000 tools).
         The token cache is shared (it maps a text's hash to its tokens, so growing it changes no index); the
-        vocabulary is copied only when a changed text brings a new term."""
+        vocabulary is copied only when a changed text brings a new term. For a few documents the old entries
+        are found by one comparison pass per document and the new ones spliced in with one copy per array,
+        and df is updated rather than recounted."""
         tokens = list(self._doc_tokens) if self._doc_tokens is not None else None
         keys, lengths = list(self._doc_keys), self._lengths.copy()
         cache, slots, docs = self._token_cache, [], []
@@ -212,11 +217,23 @@ class BM25Index:
         vocab = self._vocab
         if any(t not in vocab for doc in docs for t in doc):
             vocab = dict(vocab)
-        stale = np.zeros(len(self._ids), dtype=bool)
-        stale[slots] = True
-        live = ~stale[self._docs]
-        kept_triples = (self._terms[live], self._docs[live], self._tf[live])
-        return self._assemble(list(self._ids), tokens, keys, lengths, vocab, cache, kept_triples, slots, docs)
+        if len(slots) > bm25_triples.FEW_DOCS or self._churned(vocab, cache, len(self._ids)):
+            stale = np.zeros(len(self._ids), dtype=bool)
+            stale[slots] = True
+            live = ~stale[self._docs]
+            kept_triples = (self._terms[live], self._docs[live], self._tf[live])
+            return self._assemble(list(self._ids), tokens, keys, lengths, vocab, cache, kept_triples, slots, docs)
+        gone = np.sort(np.concatenate([np.flatnonzero(self._docs == slot) for slot in slots] or [np.zeros(0, int)]))
+        add_terms, add_docs, add_tf = bm25_triples.term_triples(slots, docs, vocab)
+        at = bm25_triples.insertion_points(self._terms, self._docs, add_terms, add_docs)
+        df = np.zeros(len(vocab), dtype=np.int64)
+        df[: len(self._df)] = self._df
+        np.subtract.at(df, self._terms[gone], 1)
+        np.add.at(df, add_terms, 1)
+        terms, doc_slots, tf = (bm25_triples.splice(old, gone, at, new) for old, new in
+                                ((self._terms, add_terms), (self._docs, add_docs), (self._tf, add_tf)))
+        return BM25Index(list(self._ids), tokens, keys, vocab, cache, (terms, doc_slots, tf), k1=self._k1, b=self._b,
+                         tokenizer=self._tokenizer, same_ids=self, lengths=lengths, df=df)
 
     def _assemble(self, ids: list[str], tokens: list[tuple[str, ...]] | None, keys: list[bytes],
                   lengths: np.ndarray, vocab: dict[str, int], cache: dict[bytes, tuple[str, ...]],
@@ -226,14 +243,14 @@ class BM25Index:
         (``docs`` at ``slots``) spliced in, the token cache bounded and the vocabulary compacted after heavy
         churn. ``vocab`` grows with new terms (callers pass a copy when it is shared)."""
         terms, doc_slots, tf = kept
-        add_terms, add_docs, add_tf = _triples(slots, docs, vocab)
+        add_terms, add_docs, add_tf = bm25_triples.term_triples(slots, docs, vocab)
         n = max(len(ids), 1)
         at = np.searchsorted(terms * n + doc_slots, add_terms * n + add_docs)  # both sorted by (term, doc)
         terms, doc_slots = np.insert(terms, at, add_terms), np.insert(doc_slots, at, add_docs)
         tf = np.insert(tf, at, add_tf)
-        if len(cache) > 2 * len(ids) + 1024:  # bound the cache: keep the current texts only
+        if len(cache) > bm25_triples.cache_bound(len(ids)):  # bound the cache: keep the current texts only
             cache = dict(zip(keys, tokens, strict=True)) if tokens is not None else {}
-        if len(vocab) > 2 * self._live_terms + 1024:  # drop terms of deleted or replaced texts after heavy churn
+        if len(vocab) > bm25_triples.vocab_bound(self._live_terms):  # drop terms of replaced texts after heavy churn
             used = np.bincount(terms, minlength=len(vocab)) > 0
             renumber = np.cumsum(used) - 1
             vocab = {t: int(renumber[i]) for t, i in vocab.items() if used[i]}
@@ -242,21 +259,24 @@ class BM25Index:
                          tokenizer=self._tokenizer, same_ids=self if len(ids) == len(self._ids) else None,
                          lengths=lengths)
 
-    def _make_retriever(self) -> Any:
+    def _churned(self, vocab: dict[str, int], cache: dict[bytes, tuple[str, ...]], n_docs: int) -> bool:
+        """The token cache or the vocabulary has outgrown the live texts: :meth:`_assemble` trims them."""
+        return len(cache) > bm25_triples.cache_bound(n_docs) or len(vocab) > bm25_triples.vocab_bound(self._live_terms)
+
+    def _make_retriever(self, df: np.ndarray | None = None) -> Any:
         import bm25s
 
         n_docs, n_vocab = len(self._ids), len(self._vocab)
         lengths = self._lengths
-        df = np.bincount(self._terms, minlength=n_vocab)
+        if df is None or len(df) != n_vocab:
+            df = np.bincount(self._terms, minlength=n_vocab)
+        self._df = df
         self._live_terms = int(np.count_nonzero(df))
-        idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-        avgdl = float(lengths.mean()) if lengths.sum() else 1.0
-        tf = self._tf.astype(np.float64)
-        tfc = tf / (tf + self._k1 * (1.0 - self._b + self._b * lengths[self._docs] / avgdl))
+        weights = bm25_triples.lucene_weights(self._terms, self._docs, self._tf, lengths, df, k1=self._k1, b=self._b)
         retriever = bm25s.BM25(k1=self._k1, b=self._b, method="lucene", backend="numpy")
         # the attributes bm25s.BM25.index()/load() fill in
         retriever.scores = {
-            "data": (idf[self._terms] * tfc).astype(np.float32),
+            "data": weights,
             "indices": self._docs.astype(np.int32),
             "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
             "num_docs": n_docs,
@@ -414,20 +434,3 @@ def _cached_tokens(
         tokens = tuple(tokenizer(text))
         cache[key] = tokens
     return tokens
-
-
-def _triples(
-    slots: Sequence[int], docs: Sequence[tuple[str, ...]], vocab: dict[str, int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(term id, document slot, tf) of the given documents, sorted by term then slot; grows ``vocab``."""
-    lengths = np.fromiter((len(doc) for doc in docs), dtype=np.int64, count=len(docs))
-    flat = np.fromiter(
-        (vocab.setdefault(t, len(vocab)) for doc in docs for t in doc),
-        dtype=np.int64,
-        count=int(lengths.sum()),
-    )
-    owner = np.repeat(np.asarray(slots, dtype=np.int64), lengths)
-    n = int(owner.max()) + 1 if owner.size else 1
-    key, tf = np.unique(flat * n + owner, return_counts=True)
-    terms, doc_slots = np.divmod(key, n)
-    return terms, doc_slots, tf.astype(np.int64)
