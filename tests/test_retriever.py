@@ -344,7 +344,8 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
 
     original = adaptive.reference_rows
     monkeypatch.setattr(adaptive, "reference_rows", lambda allowed: original(allowed, limit=3))
-    snap, cfg = small_retriever.index.snapshot, small_retriever.settings
+    # A copy of the snapshot starts with an empty memo (earlier searches kept the unpatched reference rows).
+    snap, cfg = replace(small_retriever.index.snapshot), small_retriever.settings
     q = small_retriever.analyzer.analyze("approve this month's payroll run", settings=cfg)
     codes = set(small_retriever.catalog.roles["hr_manager"])
     mask, _ = snap.allowed(codes, categories=None, include_deprecated=False)

@@ -19,7 +19,7 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.index.mirror import MirroredCollection
 from toolrag.progress import Progress
 
-__all__ = ["AllBut", "sync_texts"]
+__all__ = ["AllBut", "sync_texts", "text_meta"]
 
 #: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
 _BATCH = 256
@@ -124,3 +124,14 @@ def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Co
         collection.delete(gone)
     stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
     return stale, wanted, moved
+
+
+def text_meta(tool: ToolProfile) -> dict[str, Any]:
+    """The metadata stored with a tool's text rows (its text hash tells a sync whether to re-encode)."""
+    return {
+        "text_hash": tool.text_hash(),
+        "perm_key": tool.perm_key,
+        "category": tool.category,
+        "deprecated": tool.deprecated,
+        "mutation": tool.mutation,
+    }

@@ -29,19 +29,18 @@ import numpy as np
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
-from toolrag.errors import ImageError
-from toolrag.images import check_example_image, load_image
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.filters import allowed_perm_keys, build_where
+from toolrag.index.image_sync import ImageSync
 from toolrag.index.mirror import MirroredCollection
 from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, restore_snapshot, saved_state
 from toolrag.index.serving import ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
-from toolrag.index.text_sync import AllBut, sync_texts
+from toolrag.index.text_sync import AllBut, sync_texts, text_meta
 from toolrag.progress import Progress, no_progress
-from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
+from toolrag.signals import COLLECTIONS
 from toolrag.text import is_mostly_cjk
 
 __all__ = ["ToolIndex"]
@@ -74,13 +73,13 @@ class ToolIndex:
         self.store_config = store or StoreConfig(path=data_dir() / "chroma")
         self._client = open_client(self.store_config)
         self._lock = threading.RLock()
-        self._image_hashes: dict[tuple[str, float, int], str] = {}
         self._english: dict[str, bool] = {}
         self.encoded_last_sync = 0
         self._bm25_texts: tuple[str, ...] = ()
         key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
         self._catalog_key = key
         self._collections = self._open_collections(key)
+        self._images = ImageSync(self._collections, models)
         self._serving = ServingStore(self._serving_folder(key, serving_dir))
         restored = self._restore(catalog)
         self.restored = restored is not None
@@ -180,7 +179,7 @@ class ToolIndex:
         return data_dir() / "serving" / name
 
     def _image_ids(self, tools: Sequence[ToolProfile]) -> list[str]:
-        return [f"{t.id}#{self._hash_image(img.file)}" for t in tools for img in t.images]
+        return [f"{t.id}#{self._images.content_hash(img.file)}" for t in tools for img in t.images]
 
     def _restore(self, catalog: Catalog) -> IndexSnapshot | None:
         """The snapshot of the saved serving state when it matches this catalog, these models and Chroma's
@@ -190,7 +189,7 @@ class ToolIndex:
         state = self._serving.load(fingerprint) if fingerprint is not None else None
         if state is None:
             return None
-        snapshot = restore_snapshot(state, catalog, self._collections, image_ids, text_meta=_text_meta,
+        snapshot = restore_snapshot(state, catalog, self._collections, image_ids, text_meta=text_meta,
                                     tool_arrays=lambda english: self._tool_arrays(catalog.tools, None, None, english),
                                     text_dim=self.models.text.dim)
         if snapshot is not None:
@@ -236,22 +235,25 @@ class ToolIndex:
         else:
             same = {t.id for t in tools if previous.catalog.get(t.id) is t} if previous is not None else set()
         image_rows = catalog.image_rows
-        image_ids = [f"{tools[row].id}#{self._hash_image(path)}" for row, path in image_rows]
-        self._check_new_images(image_rows, image_ids)  # a bad image is refused before anything is written
+        image_ids = [f"{tools[row].id}#{self._images.content_hash(path)}" for row, path in image_rows]
+        self._images.check_new(image_rows, image_ids)  # a bad image is refused before anything is written
         text_kinds = [(spec.kind, getattr(self.models, spec.model.value)) for spec in COLLECTIONS
                       if spec.rows == "tool" and spec.kind in self._collections]
         progress(0.0, "indexing tool texts")
         vectors, changed, encoded = sync_texts({kind: (self._collections[kind], model) for kind, model in text_kinds},
-                                               tools, same, progress, meta=_text_meta, edited=edited,
+                                               tools, same, progress, meta=text_meta, edited=edited,
                                                ids=ids)
         self.encoded_last_sync += encoded
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
                 progress(0.0, f"indexing tool images ({spec.kind})")
-                image_vectors[spec.kind] = self._sync_images(spec, tools, image_rows, image_ids, progress)
+                image_vectors[spec.kind], encoded = self._images.sync(spec, tools, image_rows, image_ids,
+                                                                      progress)
+                self.encoded_last_sync += encoded
         progress(0.8, "reading text in tool images")
-        ocr_texts = self._sync_image_text(tools, image_rows, image_ids)
+        ocr_texts, encoded = self._images.sync_text(tools, image_rows, image_ids)
+        self.encoded_last_sync += encoded
         text_rows = [row for (row, _), iid in zip(image_rows, image_ids, strict=True) if ocr_texts.get(iid)]
         text_ids = [iid for iid in image_ids if ocr_texts.get(iid)]
         image_text = (self._collections["image_text"].matrix(text_ids)
@@ -341,104 +343,9 @@ class ToolIndex:
         self._bm25_texts = tuple(texts.values())
         return BM25Index.build(list(texts), list(texts.values()))
 
-    def _check_new_images(self, rows: Sequence[tuple[int, Path]], image_ids: Sequence[str]) -> None:
-        """Decode every example image the image collections do not hold yet and refuse an unusable one
-        (ImageError, :func:`toolrag.images.check_example_image`); images already indexed were checked then."""
-        kinds = [s.kind for s in COLLECTIONS if s.rows != "tool" and s.kind in self._collections]
-        stored = [self._collections[k].metadata() for k in kinds]
-        for iid, (_, path) in zip(image_ids, rows, strict=True):
-            if any(iid not in meta for meta in stored):
-                try:
-                    check_example_image(path)
-                except ImageError as exc:
-                    raise ImageError(f"tool {iid.split('#', 1)[0]!r}: {exc}") from None
-
-    def _sync_image_text(self, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
-                         image_ids: Sequence[str]) -> dict[str, str]:
-        """OCR text of every example image (read once per image, by content hash), encoded by the text model
-        so a query image's text can be matched with the text of the tools' example images."""
-        collection = self._collections.get("image_text")
-        if collection is None or not rows:
-            return {}
-        stored = collection.metadata()
-        known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
-        wanted = set(image_ids)
-        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
-        ocr = self.models.get_ocr() if todo else None
-        if todo and ocr is None:
-            return {i: t for i, t in known.items() if i in wanted}
-        gone = [i for i in stored if i not in wanted]
-        if gone:
-            collection.delete(gone)
-        owner = {iid: tools[row].id for (row, _), iid in zip(rows, image_ids, strict=True)}
-        # The same picture used by several tools is read and encoded once (ids are tool_id#content_hash).
-        by_hash = {iid.split("#", 1)[-1]: iid for iid in known}
-        for iid, path in todo:
-            image_hash = iid.split("#", 1)[-1]
-            source = by_hash.get(image_hash)
-            found, vec = collection.vectors([source]) if source is not None else ([], np.zeros((0, collection.dim)))
-            if source is not None and found:
-                text = known[source]
-            else:
-                text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
-                # Images without text get a row too (not read again) with the vector of a blank line.
-                vec = self.models.text.encode_passages([text or " "])
-                self.encoded_last_sync += 1
-            known[iid] = text
-            by_hash.setdefault(image_hash, iid)
-            collection.upsert([iid], vec, [{"tool_id": owner[iid], "ocr_text": text, "has_text": bool(text)}])
-        return {iid: known.get(iid, "") for iid in image_ids}
-
-    def _sync_images(
-        self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
-        image_ids: Sequence[str], progress: Progress,
-    ) -> np.ndarray:
-        kind = spec.kind
-        collection = self._collections[kind]
-        stored = collection.metadata()
-        wanted = {iid: {**_text_meta(tools[row]), "tool_id": tools[row].id}
-                  for iid, (row, _) in zip(image_ids, rows, strict=True)}
-        for meta in wanted.values():
-            meta.pop("text_hash")
-        gone = [i for i in stored if i not in wanted]
-        if gone:
-            collection.delete(gone)
-        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in stored]
-        moved = [iid for iid in wanted if iid in stored and stored[iid] != wanted[iid]]
-        model: Any = getattr(self.models, spec.model.value)
-        for start in range(0, len(todo), 16):
-            batch = todo[start:start + 16]
-            images = [load_image(path) for _, path in batch]
-            vecs = model.features(images) if spec.model is ModelRole.IMAGE else model.encode_images(images)
-            collection.upsert([i for i, _ in batch], vecs, [wanted[i] for i, _ in batch])
-            self.encoded_last_sync += len(batch)
-            progress((start + len(batch)) / max(len(todo), 1), f"encoded {start + len(batch)}/{len(todo)} "
-                                                                f"tool images ({kind})")
-        if moved:
-            got_ids, got = collection.vectors(moved)
-            collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
-        return collection.matrix(list(image_ids))
-
     def _is_english(self, tool: ToolProfile) -> bool:
         """Whether the English model may score this tool (cached by text hash: edits re-check one tool)."""
         key = tool.text_hash()
         if key not in self._english:
             self._english[key] = not is_mostly_cjk(tool.document_text())
         return self._english[key]
-
-    def _hash_image(self, path: Path) -> str:
-        stat = path.stat()
-        key = (str(path), stat.st_mtime, stat.st_size)
-        if key not in self._image_hashes:
-            self._image_hashes[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
-        return self._image_hashes[key]
-
-
-def _text_meta(tool: ToolProfile) -> dict[str, Any]:
-    return {
-        "text_hash": tool.text_hash(),
-        "perm_key": tool.perm_key,
-        "category": tool.category,
-        "deprecated": tool.deprecated,
-        "mutation": tool.mutation,
-    }
