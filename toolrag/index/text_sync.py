@@ -89,9 +89,10 @@ def sync_texts(
         else:
             changed[kind] = [n for n, t in enumerate(tools) if t.id in stale_ids] if stale else []
     if edited is not None and len(collections) > 1:
-        # An edit: each matrix is the last one copied plus the rows just written (nothing read from the store).
-        # numpy copies without the GIL: two 146 MB copies at 100,000 tools take 94 ms one after the other and
-        # 49 ms side by side on this 2-core CPU (python -m bench.matrix_copy).
+        # An edit: each matrix is the last one plus the rows just written (nothing read from the store), in an
+        # older matrix nobody holds any more or else in a copy (MirroredCollection.matrix). numpy copies
+        # without the GIL: two 146 MB copies at 100,000 tools take 94 ms one after the other and 49 ms side by
+        # side on this 2-core CPU (python -m bench.matrix_copy).
         with ThreadPoolExecutor(max_workers=len(collections), thread_name_prefix="toolrag-matrix") as copies:
             futures = {kind: copies.submit(collection.matrix, ids) for kind, (collection, _) in collections.items()}
             vectors = {kind: future.result() for kind, future in futures.items()}
