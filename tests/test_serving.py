@@ -230,3 +230,42 @@ def test_batched_evaluation_equals_one_at_a_time(models: Any, data_dir: Path) ->
         assert a.vectors.keys() == b.vectors.keys()
         for key in a.vectors:
             np.testing.assert_array_equal(a.vectors[key], b.vectors[key])
+
+
+def test_edits_never_change_a_snapshot_someone_still_holds(models: Any, small_catalog_dir: Path,
+                                                           tmp_path: Path) -> None:
+    """Edits write into an older snapshot's matrices once nothing holds them (no copy of the whole matrix):
+    a snapshot a search (here: this test) still holds keeps its vectors and its results through any number of
+    edits; once let go, edits alternate between two matrices per collection, and the live vectors still equal
+    Chroma's."""
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=models)
+    tools = [retriever.catalog.get(i) for i in ("calendar.book", "weather.forecast", "finance.expense.submit")]
+    assert all(t is not None for t in tools)
+
+    def edit(n: int) -> None:
+        tool = tools[n % len(tools)]
+        retriever.reload(retriever.catalog.with_tool(_with_description(tool, f" Revision {n}.")))
+        retriever.index.wait_saved()  # the background save holds the matrices while it writes them
+        retriever.decisions.wait()  # so does the decision model's refit
+
+    edit(0)
+    held = retriever.index.snapshot
+    vectors = {kind: matrix.copy() for kind, matrix in held.vectors.items()}
+    before = [retriever.search(q, snapshot=held).ids for q in QUERIES]
+    for n in range(1, 5):
+        edit(n)
+    for kind, matrix in held.vectors.items():
+        np.testing.assert_array_equal(matrix, vectors[kind])
+    assert [retriever.search(q, snapshot=held).ids for q in QUERIES] == before
+    del held
+    live: list[int] = []
+    for n in range(5, 10):
+        edit(n)
+        live.append(id(retriever.index.snapshot.vectors["dense"]))
+    assert live[2] == live[0] and live[3] == live[1] != live[0]  # two matrices take turns: nothing copied
+    snap = retriever.index.snapshot
+    for kind, mirror in retriever.index._collections.items():
+        if kind in snap.vectors:
+            stored_ids, stored = mirror.collection.get_vectors(list(snap.ids))
+            assert stored_ids == list(snap.ids)
+            np.testing.assert_allclose(snap.vectors[kind], stored, atol=1e-6)
