@@ -362,3 +362,27 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
     ref_rows, vectors = snap._memo[("reference", key)]
     np.testing.assert_array_equal(vectors["dense"], snap.vectors["dense"][ref_rows])
     assert not replace(snap)._memo  # another snapshot (an edit) starts with nothing kept
+
+
+def test_the_two_text_models_encode_side_by_side_each_giving_its_own_vector(small_retriever: Any) -> None:
+    """analyze() and prepare() run the English model in a worker thread beside the multilingual one; each
+    vector must be exactly the one its model gives the text alone, with or without earlier turns."""
+    from toolrag.search.query import QueryAnalyzer
+
+    models, cfg = small_retriever.index.models, small_retriever.settings
+    text, turn = "book a meeting room for Tuesday", "we need the big room"
+    analyzed = QueryAnalyzer(models).analyze(text, settings=cfg)
+    for kind, model in (("dense", models.text), ("dense_en", models.english)):
+        np.testing.assert_array_equal(analyzed.vectors[kind], model.encode_queries([text])[0])
+    with_turn = QueryAnalyzer(models).analyze(text, history=[turn], settings=cfg)
+    for kind, model in (("dense", models.text), ("dense_en", models.english)):
+        own, past = (np.asarray(model.encode_queries([t])[0], dtype=np.float32) for t in (text, turn))
+        mixed = (1.0 - cfg.history_weight) * own + cfg.history_weight * past
+        np.testing.assert_allclose(with_turn.vectors[kind], mixed / np.linalg.norm(mixed), atol=1e-6)
+    chinese = QueryAnalyzer(models).analyze("北京明天天气怎么样", settings=cfg)
+    assert "dense_en" not in chinese.vectors and "dense_en" in chinese.absent
+    prepared = QueryAnalyzer(models)
+    assert prepared.prepare([text, "北京明天天气怎么样"]) == 3  # two multilingual vectors, one English
+    again = prepared.analyze(text, settings=cfg)
+    for kind in ("dense", "dense_en"):
+        np.testing.assert_array_equal(again.vectors[kind], analyzed.vectors[kind])

@@ -10,7 +10,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,6 +88,7 @@ class QueryAnalyzer:
         self._images = _LRU(64)
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._text_executor: ThreadPoolExecutor | None = None
 
     def analyze(self, query: str, *, image: Any = None, history: Sequence[str] = (),
                 settings: Settings) -> QueryFeatures:
@@ -99,13 +100,12 @@ class QueryAnalyzer:
         cjk = is_mostly_cjk(" ".join((text, *turns)))
         start = time.perf_counter()
         if text or turns:
-            vectors["dense"] = self._text_vector("dense", self.models.text, text, turns, settings)
-            if self.models.english is None:
+            english = self.models.english
+            if english is None:
                 absent["dense_en"] = self.models.signal_reason("dense_en") or "English model turned off"
             elif cjk:
                 absent["dense_en"] = "the English model does not read Chinese queries"
-            else:
-                vectors["dense_en"] = self._text_vector("dense_en", self.models.english, text, turns, settings)
+            vectors.update(self._text_vectors(text, turns, settings, english=english is not None and not cjk))
             if self.models.clip is not None:
                 vectors["clip_text"] = self._clip_text(text or " ".join(turns))
         else:
@@ -149,17 +149,23 @@ class QueryAnalyzer:
             for item in (text, " ".join(turns)):
                 if item:
                     wanted[item] = wanted.get(item, False) or english
-        encoded = 0
         jobs = [("dense", self.models.text, list(wanted))]
         if self.models.english is not None:
             jobs.append(("dense_en", self.models.english, [t for t, english in wanted.items() if english]))
-        for kind, model, items in jobs:
+        def run(kind: str, model: Any, items: list[str]) -> int:
             todo = [t for t in items if self._texts.get((kind, t)) is None]
             if todo:
                 for text, vec in zip(todo, model.encode_queries(todo), strict=True):
                     self._texts.put((kind, text), np.asarray(vec, dtype=np.float32))
-                encoded += len(todo)
-        return encoded
+            return len(todo)
+
+        # The two models side by side, as in analyze(): the English one in the worker thread.
+        later = [self._text_pool().submit(run, *job) for job in jobs[1:]]
+        try:
+            encoded = run(*jobs[0])
+        finally:
+            wait(later)
+        return encoded + sum(job.result() for job in later)
 
     def prime(self, texts: Sequence[str], *, known: Mapping[tuple[str, str], np.ndarray] | None = None
               ) -> dict[tuple[str, str], np.ndarray]:
@@ -198,6 +204,34 @@ class QueryAnalyzer:
         return out
 
     # ----------------------------------------------------------------------------------------- internals
+
+    def _text_vectors(self, text: str, turns: tuple[str, ...], settings: Settings, *, english: bool
+                      ) -> dict[str, np.ndarray]:
+        """The request's vectors by the multilingual model and (``english``) the English one. The two models
+        encode side by side, the English one in a worker thread: ONNX Runtime releases the GIL, and one short
+        request keeps neither model's threads busy, so on 2 cores both take about what one takes alone (6.0-6.8
+        ms against 10.7-11.3 ms one after the other for 80 requests here). Each vector is the one that model
+        gives the text alone, whichever thread computes it."""
+        if not english:
+            return {"dense": self._text_vector("dense", self.models.text, text, turns, settings)}
+        cached = not turns and self._texts.get(("dense_en", text)) is not None
+        job = None if cached else self._text_pool().submit(
+            self._text_vector, "dense_en", self.models.english, text, turns, settings)
+        try:
+            dense = self._text_vector("dense", self.models.text, text, turns, settings)
+        except BaseException:
+            if job is not None:
+                wait([job])  # the worker's encode finishes before the error leaves this request
+            raise
+        other = job.result() if job is not None else self._text_vector("dense_en", self.models.english, text,
+                                                                         turns, settings)
+        return {"dense": dense, "dense_en": other}
+
+    def _text_pool(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._text_executor is None:
+                self._text_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-text")
+            return self._text_executor
 
     def _text_vector(self, kind: str, model: Any, text: str, turns: tuple[str, ...],
                      settings: Settings) -> np.ndarray:
