@@ -209,9 +209,9 @@ class QueryAnalyzer:
                       ) -> dict[str, np.ndarray]:
         """The request's vectors by the multilingual model and (``english``) the English one. The two models
         encode side by side, the English one in a worker thread: ONNX Runtime releases the GIL, and one short
-        request keeps neither model's threads busy, so on 2 cores both take about what one takes alone (6.0-6.8
-        ms against 10.7-11.3 ms one after the other for 80 requests here). Each vector is the one that model
-        gives the text alone, whichever thread computes it."""
+        request keeps neither model's threads busy, so on 2 cores both take less than one after the other
+        (docs/benchmarks.md: 6.5-6.6 ms against 9.2-11.5 ms at 100,000 tools). Each vector is the one that
+        model gives the text alone, whichever thread computes it."""
         if not english:
             return {"dense": self._text_vector("dense", self.models.text, text, turns, settings)}
         cached = not turns and self._texts.get(("dense_en", text)) is not None
