@@ -86,6 +86,38 @@ def test_openai_mcp_and_jsonl_formats(tmp_path: Path) -> None:
     assert load_catalog(write(tmp_path, "p.jsonl", jsonl)).ids == ["a.b", "c"]
 
 
+def test_json_records_keep_their_values_and_load_like_the_same_yaml(tmp_path: Path) -> None:
+    """Records read from JSON keep their schemas and example arguments as parsed (no deep copy: nothing else
+    refers to them); the profiles equal those of the same tools written as YAML, and a lenient repair or a
+    bad schema is reported the same way."""
+    import yaml
+
+    from toolrag.catalog.readers import JsonRecord, read_records
+
+    tool = {"id": "shop.order", "description": "Place an order",
+            "parameters": {"type": "object", "properties": {"sku": {"type": "string"},
+                                                            "lines": {"type": "array", "items": {"type": "integer"}}},
+                           "required": ["sku"]},
+            "examples": [{"query": "order 3 of SKU-1", "arguments": {"sku": "SKU-1", "lines": [1, 2]}}]}
+    bad = {"id": "shop.bad", "description": "Bad schema", "parameters": {"type": "object", "properties": 5}}
+    json_dir, yaml_dir = tmp_path / "j", tmp_path / "y"
+    write(json_dir, "t.jsonl", json.dumps(tool) + "\n")
+    write(yaml_dir, "t.yaml", yaml.safe_dump([tool], sort_keys=False))
+    records = read_records(json_dir / "t.jsonl", [])
+    assert [type(r) for r, _ in records] == [JsonRecord]
+    from_json, from_yaml = load_catalog(json_dir).tools[0], load_catalog(yaml_dir).tools[0]
+    assert from_json == from_yaml and list(from_json.parameters["properties"]) == ["sku", "lines"]
+    assert from_json.examples[0].arguments == {"sku": "SKU-1", "lines": [1, 2]}
+    for name, dump in (("b.json", json.dumps([bad])), ("b.yaml", yaml.safe_dump([bad]))):
+        folder = tmp_path / name.replace(".", "_")
+        write(folder, name, dump)
+        with pytest.raises(ProfileError, match="shop.bad.*parameters"):
+            load_catalog(folder, mode="strict")
+        lenient = load_catalog(folder, mode="lenient")  # leniently: the bad keyword goes, with a warning
+        assert lenient.tools[0].parameters == {"type": "object"}
+        assert any("parameters" in w for w in lenient.report.warnings)
+
+
 def test_invalid_yaml_names_file_and_line(tmp_path: Path) -> None:
     write(tmp_path, "bad.yaml", "- id: a\n  description: [unclosed\n")
     with pytest.raises(ProfileError, match=r"bad\.yaml:\d+: invalid YAML"):

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import PERMISSION_CODE, Endpoint, Example, ToolImage
+from toolrag.catalog.readers import JsonRecord
 from toolrag.catalog.schema import check_schema
 
 __all__ = ["CONVERTERS", "FIELDS", "FieldProblem", "plain", "suggest", "tool_description", "tool_id", "tool_name"]
@@ -167,7 +168,7 @@ def _parameters(raw: Mapping[str, Any], _assets: Path, lenient: bool, warn: Warn
     if not isinstance(value, dict):
         raise FieldProblem("parameters", f"expected a JSON Schema object such as {{type: object, properties: "
                                          f"{{...}}}}, got {type(value).__name__}")
-    schema = plain(value)
+    schema = value if isinstance(raw, JsonRecord) else plain(value)
     try:
         checked = check_schema(schema, lenient=lenient)
     except (TypeError, ValueError) as exc:  # YAML-only values: dates, timestamps, sets...
@@ -223,7 +224,8 @@ def _examples(raw: Mapping[str, Any], assets: Path, *_: Any) -> tuple[Example, .
         if arguments is not None and not isinstance(arguments, dict):
             raise FieldProblem("examples", f"item {index}: 'arguments' must be a mapping of argument values")
         image = _asset(item["image"], "examples", assets) if item.get("image") is not None else None
-        out.append(Example(query.strip(), plain(arguments) if arguments is not None else None, image))
+        kept = arguments if isinstance(raw, JsonRecord) or arguments is None else plain(arguments)
+        out.append(Example(query.strip(), kept, image))
     return tuple(out)
 
 
