@@ -118,9 +118,11 @@ class DecisionCalibrator:
 
     def refit_soon(self, snap: IndexSnapshot, settings: Settings) -> threading.Thread:
         """Bring the model up to ``snap`` in a background thread (after an edit: the edit returns at once and
-        searches meanwhile use the previous model); :meth:`wait` joins it."""
-        thread = threading.Thread(target=self._refit_quietly, args=(snap, settings), name="toolrag-decisions",
-                                  daemon=True)
+        searches meanwhile use the previous model); :meth:`wait` joins it. Not a daemon thread: a process that
+        ends right after an edit waits for the refit (which is then stored) instead of being torn down while the
+        thread is inside the encoders' native code (that aborts the process: "terminate called without an
+        active exception")."""
+        thread = threading.Thread(target=self._refit_quietly, args=(snap, settings), name="toolrag-decisions")
         with self._lock:
             self._pending = thread
         thread.start()

@@ -3,7 +3,7 @@
 RapidOCR loads its detector and recogniser on first use (about a second each on this CPU), jieba its dictionary,
 and every ONNX Runtime or PyTorch model spends its first run allocating and planning; an app that starts serving at once
 would hand those seconds to its first user. :func:`warm_up` runs each model once on a small image with text,
-in the caller's thread; :func:`warm_up_in_background` does it in a daemon thread.
+in the caller's thread; :func:`warm_up_in_background` does it in a background thread.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def warm_up(models: ModelSet) -> list[str]:
 
 
 def warm_up_in_background(models: ModelSet) -> threading.Thread:
-    """:func:`warm_up` in a daemon thread (started); join it to wait."""
-    thread = threading.Thread(target=warm_up, args=(models,), name="toolrag-warm-up", daemon=True)
+    """:func:`warm_up` in a background thread (started); join it to wait. Not a daemon thread: a process that
+    ends during the warm-up waits for it rather than being torn down inside a model's native code."""
+    thread = threading.Thread(target=warm_up, args=(models,), name="toolrag-warm-up")
     thread.start()
     return thread
