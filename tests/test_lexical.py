@@ -154,12 +154,16 @@ def test_restored_index_gives_each_document_its_tokens() -> None:
     for doc_id in ids:
         expected = tuple(sorted(built.tokens(doc_id), key=vocab_order.__getitem__))
         assert restored.tokens(doc_id) == expected
+        # term_set (what a decision reads): the distinct tokens, the same for a built and a restored index
+        assert built.term_set(doc_id) == restored.term_set(doc_id) == frozenset(built.tokens(doc_id))
     edited = built.update({"t005": "w1 w1 brandnew", "t999": "w2 extra"}, {"t010"})
     again = BM25Index.from_arrays([i for i in ids if i != "t010"] + ["t999"], edited.to_arrays())
     assert sorted(again.tokens("t005")) == ["brandnew", "w1", "w1"] and sorted(again.tokens("t999")) == ["extra", "w2"]
     assert again.tokens("t020") == restored.tokens("t020")
     with pytest.raises(KeyError):
         again.tokens("t010")
+    with pytest.raises(KeyError):
+        again.term_set("t010")
 
 
 # ---------------------------------------------------------------------------------------------- top()

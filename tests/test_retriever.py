@@ -359,8 +359,14 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
     for _ in range(2):  # the first call fills the memo, the second reads it
         kept, _, _ = fuse_signals(scores, q, cfg, snap, rows, mask, filter_id=key)
         np.testing.assert_allclose(kept, afresh, rtol=1e-6)
-    ref_rows, vectors = snap._memo[("reference", key)]
+    ref_rows, vectors = snap._memo[("reference", key)], snap._memo[("reference-vectors", key)]
     np.testing.assert_array_equal(vectors["dense"], snap.vectors["dense"][ref_rows])
+    # When the candidates include every reference row (the exact path), no vectors are gathered at all.
+    exact = replace(small_retriever.index.snapshot)
+    every = np.flatnonzero(mask)
+    exact_scores = score_signals(exact, every, q, history_weight=cfg.history_weight)
+    fuse_signals(exact_scores, q, cfg, exact, every, mask, filter_id=key)
+    assert ("reference", key) in exact._memo and ("reference-vectors", key) not in exact._memo
     assert not replace(snap)._memo  # another snapshot (an edit) starts with nothing kept
 
 

@@ -6,8 +6,8 @@ scores :func:`toolrag.search.scoring.score_signals` computed, no models.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -20,6 +20,8 @@ from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
 __all__ = ["fuse_signals", "top_positions"]
+
+T = TypeVar("T")
 
 #: Signals that early fusion merges into ``dense``: their query vectors live in the multilingual text space.
 _EARLY_MERGED = ("ocr", "concepts")
@@ -85,13 +87,17 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     if cfg.normalization is Normalization.STANDARD:
         # z-scores against each signal's distribution over the permitted catalog (a fixed sample of it
         # when large), never over the candidate pool: see toolrag.search.adaptive.
-        ref_rows, ref_vectors = _reference(snap, mask, filter_id)
+        ref_rows = _remember(snap, ("reference", filter_id), lambda: adaptive.reference_rows(np.flatnonzero(mask)))
         pos = np.searchsorted(rows, ref_rows)
         if len(rows) and pos.max(initial=0) < len(rows) and np.array_equal(rows[pos], ref_rows):
             # Every reference row was scored already (the exact path): no second scoring pass.
             ref_raw = {s: v[pos] for s, v in raw.items()}
             ref_present = {s: v[pos] for s, v in present.items()}
         else:
+            # Their tool vectors gathered once into small contiguous matrices: gathering 1,024 rows from each
+            # 100,000-row matrix again for every search costs about 1 ms.
+            ref_vectors = _remember(snap, ("reference-vectors", filter_id), lambda: {
+                space: np.ascontiguousarray(matrix[ref_rows]) for space, matrix in snap.vectors.items()})
             ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight, row_vectors=ref_vectors)
             ref_raw, ref_present = dict(ref.raw), dict(ref.present)
             if combined is not None and "dense" in ref_raw:
@@ -116,16 +122,10 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     return fused, explained, absent
 
 
-def _reference(snap: IndexSnapshot, mask: np.ndarray, filter_id: Hashable | None
-               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """The reference rows of the permitted tools (:func:`toolrag.search.adaptive.reference_rows`) and their
-    tool vectors gathered into small contiguous matrices: kept by the snapshot per filter, since gathering
-    1,024 rows from each 100,000-row matrix again for every search costs about 1 ms."""
-    def build() -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        ref_rows = adaptive.reference_rows(np.flatnonzero(mask))
-        return ref_rows, {space: np.ascontiguousarray(matrix[ref_rows]) for space, matrix in snap.vectors.items()}
-
-    return build() if filter_id is None else snap.memo(("reference", filter_id), build)
+def _remember(snap: IndexSnapshot, key: tuple[str, Hashable | None], build: Callable[[], T]) -> T:
+    """``build()``, kept by the snapshot for the next search with the same filters (``key[1]``: their
+    :func:`toolrag.index.snapshot.filter_key`; ``None``: not kept)."""
+    return build() if key[1] is None else snap.memo(key, build)
 
 
 def top_positions(fused: np.ndarray, rows: np.ndarray, snap: IndexSnapshot, k: int) -> np.ndarray:
