@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from toolrag.index import bm25_triples
+from toolrag.index.bm25_docs import DocumentTerms, check_unique
 from toolrag.index import tokenize as lexical
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.tokenize import tokenize
@@ -299,6 +300,18 @@ def test_splice_and_lucene_weights_by_hand() -> None:
                                           np.array([1, 1]), k1=1.5, b=0.75)
     np.testing.assert_allclose(weights, [0.27726, 0.27726], rtol=1e-4)
     assert weights.dtype == np.float32
+
+
+def test_document_terms_by_hand() -> None:
+    # vocabulary a=0, b=1, c=2; triples sorted by term then document: (a, doc 1, tf 2), (b, doc 0, tf 1),
+    # (c, doc 1, tf 1); doc 2 is empty. Document order: doc 0 -> [b], doc 1 -> [a, a, c], doc 2 -> [].
+    terms, docs, tf = np.array([0, 1, 2]), np.array([1, 0, 1]), np.array([2, 1, 1])
+    view = DocumentTerms.build(docs, 3, {"a": 0, "b": 1, "c": 2})
+    assert view.starts.tolist() == [0, 1, 3, 3]
+    assert [view.tokens(p, terms, tf) for p in range(3)] == [("b",), ("a", "a", "c"), ()]
+    assert [view.term_set(p, terms) for p in range(3)] == [frozenset("b"), frozenset("ac"), frozenset()]
+    with pytest.raises(ValueError, match=r"\['x'\]"):
+        check_unique(["x", "y", "x"])
 
 
 def test_update_compacts_vocabulary_after_heavy_churn() -> None:

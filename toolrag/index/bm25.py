@@ -5,22 +5,16 @@ catches them. Pure CPU code: no models.
 
 from __future__ import annotations
 
-import hashlib
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from toolrag.index import bm25_triples
+from toolrag.index.bm25_docs import DocumentTerms, cached_tokens, check_unique, text_key
 from toolrag.index.tokenize import tokenize
 
 __all__ = ["BM25Index"]
-
-
-
-def _text_key(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class BM25Index:
@@ -77,7 +71,7 @@ class BM25Index:
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
         self._last_scores: tuple[str, np.ndarray] | None = None
         self._last_terms: tuple[str, tuple[str, ...]] | None = None
-        self._by_doc: tuple[np.ndarray, np.ndarray, list[str]] | None = None
+        self._by_doc: DocumentTerms | None = None
         self._position: dict[str, int]
         self._id_rank: np.ndarray
         if same_ids is not None and same_ids._ids == self._ids:  # an edit: 0.3 s saved at 100,000 tools
@@ -107,10 +101,10 @@ class BM25Index:
             )
         if not k1 >= 0 or not 0 <= b <= 1:
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
-        _check_unique(ids)
+        check_unique(ids)
         cache: dict[bytes, tuple[str, ...]] = {}
-        keys = [_text_key(text) for text in texts]
-        tokens = [_cached_tokens(cache, key, text, tokenizer) for key, text in zip(keys, texts, strict=True)]
+        keys = [text_key(text) for text in texts]
+        tokens = [cached_tokens(cache, key, text, tokenizer) for key, text in zip(keys, texts, strict=True)]
         vocab: dict[str, int] = {}
         arrays = bm25_triples.term_triples(range(len(tokens)), tokens, vocab)
         return cls(list(ids), tokens, keys, vocab, cache, arrays, k1=k1, b=b, tokenizer=tokenizer)
@@ -172,8 +166,8 @@ class BM25Index:
         slots: list[int] = []
         changed_docs: list[tuple[str, ...]] = []
         for doc_id, text in changed.items():
-            key = _text_key(text)
-            doc = _cached_tokens(cache, key, text, self._tokenizer)
+            key = text_key(text)
+            doc = cached_tokens(cache, key, text, self._tokenizer)
             old = self._position.get(doc_id)
             if old is None:
                 slots.append(len(ids))
@@ -206,8 +200,8 @@ class BM25Index:
         keys, lengths = list(self._doc_keys), self._lengths.copy()
         cache, slots, docs = self._token_cache, [], []
         for doc_id, text in changed.items():
-            key = _text_key(text)
-            doc = _cached_tokens(cache, key, text, self._tokenizer)
+            key = text_key(text)
+            doc = cached_tokens(cache, key, text, self._tokenizer)
             slot = self._position[doc_id]
             slots.append(slot)
             docs.append(doc)
@@ -312,11 +306,7 @@ class BM25Index:
         if self._doc_tokens is not None:
             return self._doc_tokens[self._position[doc_id]]
         # restored from arrays: the document's terms from the triples (in vocabulary order, not text order)
-        order, starts, names = self._doc_order()
-        position = self._position[doc_id]
-        where = order[starts[position]:starts[position + 1]]
-        return tuple(names[int(t)] for t, n in zip(self._terms[where], self._tf[where], strict=True)
-                     for _ in range(int(n)))
+        return self._documents().tokens(self._position[doc_id], self._terms, self._tf)
 
     def term_set(self, doc_id: str) -> frozenset[str]:
         """The distinct indexed terms of one document: :meth:`tokens` without repeats or order, read straight
@@ -325,24 +315,14 @@ class BM25Index:
             raise KeyError(f"id {doc_id!r} is not in the BM25 index")
         if self._doc_tokens is not None:
             return frozenset(self._doc_tokens[self._position[doc_id]])
-        order, starts, names = self._doc_order()
-        position = self._position[doc_id]
-        return frozenset(names[t] for t in self._terms[order[starts[position]:starts[position + 1]]].tolist())
+        return self._documents().term_set(self._position[doc_id], self._terms)
 
-    def _doc_order(self) -> tuple[np.ndarray, np.ndarray, list[str]]:
-        """The triples in document order (a stable sort keeps each document's terms in vocabulary order), where
-        each document starts, and the terms by id: built once per index on the first :meth:`tokens` call of
-        an index restored from arrays, so a search reads a document's terms without scanning every triple
-        (16 ms per document at 100,000 tools)."""
-        cached = self._by_doc
-        if cached is None:
-            order = np.argsort(self._docs, kind="stable")
-            starts = np.searchsorted(self._docs[order], np.arange(len(self._ids) + 1))
-            names = [""] * len(self._vocab)
-            for term, i in self._vocab.items():
-                names[i] = term
-            cached = self._by_doc = (order, starts, names)
-        return cached
+    def _documents(self) -> DocumentTerms:
+        """The document-ordered view of the triples, built on the first request of an index restored from
+        arrays (a search's explanation and decision ask for a few documents' terms)."""
+        if self._by_doc is None:
+            self._by_doc = DocumentTerms.build(self._docs, len(self._ids), self._vocab)
+        return self._by_doc
 
     def has_term(self, term: str) -> bool:
         """True when ``term`` (a token as :meth:`tokens` returns them) is in the index's vocabulary."""
@@ -418,19 +398,3 @@ class BM25Index:
             cand, values = cand[keep], values[keep]
         best = np.lexsort((self._id_rank[cand], -values))[:k]
         return [(self._ids[i], float(scores[i])) for i in cand[best]]
-
-
-def _check_unique(ids: Sequence[str]) -> None:
-    if len(set(ids)) != len(ids):
-        dupes = sorted(doc_id for doc_id, count in Counter(ids).items() if count > 1)
-        raise ValueError(f"duplicate tool ids in the BM25 index: {dupes[:10]}; ids must be unique")
-
-
-def _cached_tokens(
-    cache: dict[bytes, tuple[str, ...]], key: bytes, text: str, tokenizer: Callable[[str], list[str]]
-) -> tuple[str, ...]:
-    tokens = cache.get(key)
-    if tokens is None:
-        tokens = tuple(tokenizer(text))
-        cache[key] = tokens
-    return tokens

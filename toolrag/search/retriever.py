@@ -6,7 +6,6 @@ are built once; query vectors are cached, so re-ranking the same query with othe
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
@@ -29,6 +28,7 @@ from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.snapshot import IndexSnapshot, filter_key
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
+from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
 from toolrag.search.auditing import search_record
 from toolrag.search.calibration import DecisionCalibrator
 from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
@@ -36,11 +36,11 @@ from toolrag.search.decision_step import DecisionStep
 from toolrag.search.features import FEATURES
 from toolrag.search.fuse_step import fuse_signals, top_positions
 from toolrag.search.model_fit import LabelledCase
-from toolrag.search.prompting import openai_tools, prompt_block, schema_tokens, tokenizer_name
+from toolrag.search.prompting import schema_tokens
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
-from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
-from toolrag.search.scoring import RawScores, score_signals
+from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore
+from toolrag.search.scoring import score_signals
 from toolrag.search.warmup import warm_up
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS
@@ -53,8 +53,6 @@ R = TypeVar("R")
 
 #: Below this many permitted tools every tool is scored exactly; above it Chroma and BM25 propose candidates.
 EXACT_LIMIT = 20_000
-#: An example image this similar to the query image vouches for its tool even without text evidence.
-VISUAL_MATCH = 0.85
 
 
 class ToolRetriever:
@@ -265,13 +263,13 @@ class ToolRetriever:
         notes = list(request.notes)
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
-        confidence = self._confidence(scores, rows, order[: cfg.top_k], features)
+        sure = top_confidence(scores, order[: cfg.top_k])
         t4 = time.perf_counter()
         outcome = self._decide(snap, query, history, features, rows, fused, explained, order, candidates, cfg,
-                               confidence, len(named))
+                               sure, len(named))
         timing["decision"] = (time.perf_counter() - t4) * 1000
-        result = self._result(snap, query, features, candidates, outcome, filtered_out, absent, mask,
-                              confidence, timing, notes, codes, key)
+        parts = ResultParts(query, filtered_out, absent, mask, sure, codes, key)
+        result = assemble_result(snap, parts, features, candidates, outcome, self._tool_tokens(snap), timing, notes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
         timing["total"] = (time.perf_counter() - t0) * 1000
         if self.audit is not None and audited:
@@ -360,19 +358,6 @@ class ToolRetriever:
                     self.reranker_note = f"reranker off: {exc}"
             return self.reranker
 
-    @staticmethod
-    def _confidence(scores: RawScores, rows: np.ndarray, order: np.ndarray, q: QueryFeatures) -> float:
-        """Best raw cosine in the multilingual space among the top candidates (an absolute measure)."""
-        best = -1.0
-        for s in ("dense", "ocr", "concepts"):
-            if s in scores.raw and len(order):
-                best = max(best, float(np.max(scores.raw[s][order])))
-        if "visual" in scores.raw and len(order):
-            vis = scores.raw["visual"][order][scores.present["visual"][order]]
-            if len(vis) and float(vis.max()) >= VISUAL_MATCH:
-                best = max(best, 1.0)
-        return best
-
     def _name_lookup(self, snap: IndexSnapshot) -> dict[str, int]:
         """Lower-cased identifier-like tool names, function names and ids -> row, built once per catalog."""
         cached = self._names_cache
@@ -398,31 +383,3 @@ class ToolRetriever:
             counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
             cached = self._tokens_cache = (snap.catalog, counts)
         return cached[1]
-
-    def _result(self, snap: IndexSnapshot, query: str, q: QueryFeatures, candidates: list[Candidate],
-                outcome: DecisionOutcome, filtered_out: int, absent: dict[str, str], mask: np.ndarray,
-                confidence: float, timing: dict[str, float], notes: list[str], codes: Collection[str],
-                key: Hashable) -> SearchResult:
-        chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
-        # A successor the caller may not see is not named in the prompt either.
-        profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, codes))
-                    if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
-        names = [snap.catalog.function_name(p.id) for p in profiles]
-        tools = openai_tools(profiles, names=names)
-        per_tool = self._tool_tokens(snap)
-        # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
-        permitted = snap.memo(("tokens", key), lambda: int(per_tool[mask].sum()))
-        tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), permitted,
-                             tokenizer_name(), int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
-        if q.ocr_text:
-            notes.append(f"OCR read: {q.ocr_text[:200]}")
-        if q.concepts:
-            notes.append("image concepts: " + ", ".join(f"{label} {p:.2f}" for label, p in q.concepts))
-        return SearchResult(
-            query=query, decision=outcome.decision, clarification=outcome.clarification,
-            candidates=tuple(candidates), filtered_out=filtered_out, absent_signals=absent, tokens=tokens,
-            timing_ms=timing, confidence=confidence, tools=tuple(tools),
-            prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
-            decision_reason=outcome.reason, scores=outcome.scores, selected=tuple(c.id for c in chosen),
-            decision_features=dict(zip(FEATURES, outcome.features, strict=False)),
-        )
