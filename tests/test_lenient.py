@@ -196,3 +196,40 @@ def test_settings_file_null_turns_the_english_model_off(tmp_path: Path) -> None:
     assert settings.english_model is None and settings.top_k == 3
     file.write_text("english_model: off\n", encoding="utf-8")
     assert Settings.from_yaml(file).english_model is None
+
+
+def test_canonical_schema_keys_are_exact() -> None:
+    import datetime
+    import json
+    import math
+
+    from toolrag.jsonio import canonical
+
+    # Key order and separators do not matter; values do, and every key parses back to its value.
+    assert canonical({"b": 1, "a": [1.5, "é"]}) == canonical({"a": [1.5, "é"], "b": 1})
+    values = [{"minimum": math.nan}, {"minimum": None}, {"minimum": math.inf}, {"n": 2 ** 70}, {"n": 2 ** 70 + 1},
+              {1: "int key"}, {"x": 1}, {"x": 1.0}, {"x": True}, {"x": "\ud800"}]
+    keys = [canonical(v) for v in values]
+    assert len(set(keys)) == len(values)  # NaN, null and infinity, big ints, 1 / 1.0 / true: never one key
+    for value, key in zip(values[3:], keys[3:], strict=True):
+        back = json.loads(key)
+        assert back == {str(k): v for k, v in value.items()}  # JSON keys are strings, as json.dumps writes them
+        assert [type(v) for v in back.values()] == [type(v) for v in value.values()]  # 2 ** 70 stays an int
+    with pytest.raises(TypeError):
+        canonical({"default": datetime.date(2024, 1, 1)})  # YAML reads an unquoted date as a date: not JSON
+    # An invalid value found through the fast key gives the same problem as through the standard one.
+    assert check_schema({"type": "object", "properties": {"n": {"type": "str"}}}, lenient=False).problems
+    assert check_schema({"type": "object", "properties": {"n": {"type": "str"}}, "x": None},
+                        lenient=False).problems
+
+
+@pytest.mark.parametrize(("tags", "found"), [('["ok", " "]', "' '"), ('["ok", 7]', "7"), ('[null]', "None")])
+def test_tags_must_be_non_empty_strings(tmp_path: Path, tags: str, found: str) -> None:
+    write(tmp_path, "t.jsonl", '{"id": "a", "description": "d", "tags": ' + tags + '}\n')
+    with pytest.raises(ProfileError, match=rf"t.jsonl:1: tool 'a': field 'tags': expected a list of non-empty "
+                                           rf"strings, found {found}"):
+        load_catalog(tmp_path, mode="strict")
+    lenient = load_catalog(tmp_path)  # JSON Lines read leniently by default: the field is dropped
+    assert lenient.tools[0].tags == () and "field 'tags'" in lenient.report.warnings[0]
+    write(tmp_path, "t.jsonl", '{"id": "a", "description": "d", "tags": [" spaced ", "x"]}\n')
+    assert load_catalog(tmp_path, mode="strict").tools[0].tags == ("spaced", "x")

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from toolrag.index import bm25_triples
-from toolrag.index.bm25_docs import DocumentTerms, check_unique
 from toolrag.index import tokenize as lexical
 from toolrag.index.bm25 import BM25Index
+from toolrag.index.bm25_docs import DocumentTerms, check_unique
 from toolrag.index.tokenize import tokenize
 
 

@@ -99,11 +99,11 @@ def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
 
 def _str_list(key: str) -> Converter:
     def convert(raw: Mapping[str, Any], *_: Any) -> tuple[str, ...]:
-        items = _list(raw, key)
-        for item in items:
-            if not isinstance(item, str) or not item.strip():
-                raise FieldProblem(key, f"expected a list of non-empty strings, found {item!r}")
-        return tuple(item.strip() for item in items)
+        out = tuple([item.strip() if isinstance(item, str) else "" for item in _list(raw, key)])
+        if "" in out:
+            bad = next(item for item in _list(raw, key) if not isinstance(item, str) or not item.strip())
+            raise FieldProblem(key, f"expected a list of non-empty strings, found {bad!r}")
+        return out
     return convert
 
 
@@ -257,8 +257,11 @@ def _endpoint(raw: Mapping[str, Any], *_: Any) -> Endpoint | None:
     return Endpoint(value["url"], method)
 
 
+_category_text = _opt_str("category")
+
+
 def _category(raw: Mapping[str, Any], *args: Any) -> str:
-    return _opt_str("category")(raw, *args) or "general"
+    return _category_text(raw, *args) or "general"
 
 
 #: The optional fields, each with its converter (``id``, ``name`` and ``description`` are read first).

@@ -31,6 +31,8 @@ from toolrag.errors import CatalogError, ProfileError
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
            "parse_profile_yaml"]
 
+_KNOWN = frozenset(FIELDS)  # the keys a profile may have, for a set lookup per key
+
 log = logging.getLogger(__name__)
 
 PROFILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
@@ -186,7 +188,7 @@ class _Builder:
                 notes.append(message(field_name, f"{text}; field dropped"))
 
         for key in raw:
-            if key not in FIELDS:
+            if key not in _KNOWN:
                 problem(str(key), f"unknown key{suggest(str(key), FIELDS)}")
         values: dict[str, Any] = {}
         for key, read in (("id", tool_id), ("description", tool_description)):
@@ -200,11 +202,14 @@ class _Builder:
             except FieldProblem as exc:
                 problem("name", str(exc))
                 values["name"] = tool_name({}, values["id"])
+        def warn(field_name: str, text: str) -> None:
+            notes.append(message(field_name, text))
+
         for key in raw:
-            if key in CONVERTERS:
+            convert = CONVERTERS.get(key)
+            if convert is not None:
                 try:
-                    values[key] = CONVERTERS[key](raw, self.assets, lenient,
-                                                  lambda f, t: notes.append(message(f, t)))
+                    values[key] = convert(raw, self.assets, lenient, warn)
                 except FieldProblem as exc:
                     problem(exc.field_name, str(exc))
         if fatal:

@@ -16,6 +16,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from toolrag.jsonio import canonical
+
 __all__ = ["DRAFTS", "SchemaCheck", "check_schema", "detect_draft"]
 
 #: The drafts recognised, oldest first.
@@ -71,21 +73,20 @@ def check_schema(schema: Mapping[str, Any], *, lenient: bool) -> SchemaCheck:
     keyword the meta-schema rejects is dropped (``properties/x/type: 'str'`` loses only that ``type``), up to
     five rounds; ``None`` when the root itself is wrong. Raises ``TypeError`` for values that are not plain
     JSON (the caller names the field)."""
-    canonical = json.dumps(schema, sort_keys=True, ensure_ascii=False)
-    draft, repaired, problems = _check(canonical, lenient)
+    draft, repaired, problems = _check(canonical(schema), lenient)
     if not problems:
         return SchemaCheck(dict(schema), draft, ())
     return SchemaCheck(json.loads(repaired) if repaired is not None else None, draft, problems)
 
 
 @functools.lru_cache(maxsize=8192)
-def _check(canonical: str, lenient: bool) -> tuple[str, str | None, tuple[str, ...]]:
-    value = json.loads(canonical)
+def _check(text: str, lenient: bool) -> tuple[str, str | None, tuple[str, ...]]:
+    value = json.loads(text)
     draft = detect_draft(value)
     validator = _validator(draft)
     errors = _errors(validator, value)
     if not errors:
-        return draft, canonical, ()
+        return draft, text, ()
     if not lenient:
         path, message = errors[0]
         return draft, None, (f"not a valid JSON Schema at {path or '(root)'}: {message} (read as draft {draft})",)
