@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from toolrag.catalog.loader import load_catalog, parse_profile_yaml
+from toolrag.catalog.profile import ToolProfile
 from toolrag.errors import CatalogError, ProfileError
 
 GOOD = """\
@@ -293,3 +296,18 @@ def test_rows_changed_since_names_the_edited_rows_and_only_for_the_same_tools(tm
     assert catalog.with_tool(dataclasses.replace(stock, id="new.tool")).rows_changed_since(catalog) is None
     assert catalog.rows_changed_since(once) == [0]
     assert twice.id_order == catalog.id_order and twice.image_rows == catalog.image_rows
+
+
+def test_derived_texts_are_computed_once_and_ignored_by_equality() -> None:
+    tool = ToolProfile(id="a.get_weatherForecast", name="get_weatherForecast", description="Forecast.",
+                       permissions=("z.read", "a.read"), parameters={"type": "object", "properties": {
+                           "city_name": {"type": "string", "description": "where"}}})
+    fresh = dataclasses.replace(tool)
+    assert tool.document_text() == "get weather Forecast: Forecast."
+    assert tool.lexical_text() == "a.get_weatherForecast\ngeneral\nget weather Forecast: Forecast.\ncity name where"
+    assert tool.perm_key == "a.read,z.read"
+    assert tool.text_hash() == hashlib.sha256(b"get weather Forecast: Forecast.").hexdigest()
+    assert tool.lexical_text() is tool.lexical_text()  # kept, not rebuilt
+    assert tool == fresh and repr(tool) == repr(fresh)  # what is kept is not a field
+    changed = dataclasses.replace(tool, description="Rain.")  # a new profile computes its own texts
+    assert changed.document_text() == "get weather Forecast: Rain." and changed.text_hash() != tool.text_hash()

@@ -27,6 +27,7 @@ from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
 from toolrag.catalog.readers import from_foreign, read_records, yaml_load
 from toolrag.catalog.report import LoadMode, LoadReport
 from toolrag.errors import CatalogError, ProfileError
+from toolrag.gcpause import paused_gc
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
            "parse_profile_yaml"]
@@ -54,12 +55,13 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO) -> C
     assets = (folder / str(meta.get("assets_dir", "."))).resolve()
     builder = _Builder(_mode(mode), assets)
     files = catalog_files(root)
-    for file in files:
-        builder.add_file(file)
-    roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
-    if not builder.errors and not builder.profiles:
-        raise CatalogError(_empty_message(root, files, builder))
-    return builder.finish(str(meta.get("name", folder.name)), folder, roles)
+    with paused_gc():  # millions of lasting small objects: see toolrag.gcpause
+        for file in files:
+            builder.add_file(file)
+        roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
+        if not builder.errors and not builder.profiles:
+            raise CatalogError(_empty_message(root, files, builder))
+        return builder.finish(str(meta.get("name", folder.name)), folder, roles)
 
 
 def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = LoadMode.LENIENT,
@@ -68,7 +70,8 @@ def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = Lo
     """A catalog from records already in memory (profiles, OpenAI entries or MCP tools, e.g. a live server's
     ``tools/list``), validated like files; ``where`` names their origin in messages (default ``name``)."""
     builder = _Builder(_mode(mode), (root or Path.cwd()).resolve())
-    builder.add_records(records, where or name, lenient=builder.mode is not LoadMode.STRICT)
+    with paused_gc():
+        builder.add_records(records, where or name, lenient=builder.mode is not LoadMode.STRICT)
     if not builder.errors and not builder.profiles:
         raise CatalogError(f"{where or name}: no tools to load ({builder.skipped} skipped"
                            + (f": {builder.warnings[0]}" if builder.warnings else "") + ")")

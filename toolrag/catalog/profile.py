@@ -8,13 +8,14 @@ knows the texts derived from it: what is embedded (:meth:`ToolProfile.document_t
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import re
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from toolrag.catalog.names import assign_function_names, derive_function_name
 from toolrag.catalog.report import LoadReport
@@ -22,9 +23,31 @@ from toolrag.errors import CatalogError
 
 __all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
 
+_T = TypeVar("_T")
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS_RE = re.compile(r"[_\-./:]+")
 #: A permission code: no commas (a tool's codes are stored comma-joined as its ``perm_key``) and no spaces.
 PERMISSION_CODE = re.compile(r"^[^,\s]{1,200}$")
+
+
+class _derived(Generic[_T]):
+    """``functools.cached_property`` without its per-class lock (Python 3.11 takes it on every first read: a
+    restart at 100,000 tools made 400,000 such reads). The value lands in the instance ``__dict__``, outside
+    the dataclass fields, so equality, ``repr`` and ``dataclasses.replace`` ignore it and later reads are plain
+    attribute lookups. Two threads may both compute a missing value; both results are equal."""
+
+    def __init__(self, make: Callable[[Any], _T]) -> None:
+        self._make = make
+        self._name = make.__name__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, instance: Any, owner: type | None = None) -> _T:
+        if instance is None:
+            raise AttributeError(f"{self._name} is read on a profile, not on its class")
+        value = instance.__dict__[self._name] = self._make(instance)
+        return value
 
 
 def perm_key(codes: Iterable[str]) -> str:
@@ -85,19 +108,12 @@ class ToolProfile:
     source: Path | None = field(default=None, compare=False)
     line: int | None = field(default=None, compare=False)
 
-    @property
+    # Derived texts are computed once per profile (profiles are immutable): re-syncing or reopening the index
+    # reads these for every tool of the catalog (100,000 tools, several times on a restart).
+    @_derived
     def perm_key(self) -> str:
         """The permission codes this tool requires, sorted and comma-joined ("" = everyone)."""
-        return self._memo("perm_key", lambda: perm_key(self.permissions))
-
-    def _memo(self, key: str, make: Callable[[], str]) -> str:
-        """Derived text computed once per profile (profiles are immutable): re-syncing the index after one
-        edit reads these for every tool of the catalog. Kept in ``__dict__``, outside the dataclass fields,
-        so equality, ``repr`` and ``dataclasses.replace`` ignore it."""
-        cache: dict[str, str] = self.__dict__.setdefault("_derived", {})
-        if key not in cache:
-            cache[key] = make()
-        return cache[key]
+        return perm_key(self.permissions)
 
     def document_text(self) -> str:
         """The text that is embedded: name, description, tags, example queries and image captions.
@@ -105,9 +121,10 @@ class ToolProfile:
         The raw parameter schema is left out on purpose (JSON noise dilutes the vector). ``embedding_text``,
         when set, replaces the whole document so a catalog owner has full control.
         """
-        return self._memo("document", self._document_text)
+        return self._document
 
-    def _document_text(self) -> str:
+    @_derived
+    def _document(self) -> str:
         if self.embedding_text:
             return self.embedding_text
         parts = [f"{_humanize(self.name)}: {self.description}"]
@@ -119,10 +136,11 @@ class ToolProfile:
 
     def lexical_text(self) -> str:
         """The text BM25 indexes: the embedded text plus id, category and parameter names/descriptions."""
-        return self._memo("lexical", self._lexical_text)
+        return self._lexical
 
-    def _lexical_text(self) -> str:
-        parts = [self.id, self.category, self.document_text()]
+    @_derived
+    def _lexical(self) -> str:
+        parts = [self.id, self.category, self._document]
         if self.embedding_text:
             parts.append(self.description)
         for pname, pdesc in _schema_fields(self.parameters):
@@ -131,7 +149,11 @@ class ToolProfile:
 
     def text_hash(self) -> str:
         """Hash of what gets embedded: a changed hash means the text vector must be re-encoded."""
-        return self._memo("hash", lambda: hashlib.sha256(self.document_text().encode("utf-8")).hexdigest())
+        return self._text_hash
+
+    @_derived
+    def _text_hash(self) -> str:
+        return hashlib.sha256(self._document.encode("utf-8")).hexdigest()
 
     @property
     def function_name(self) -> str:
@@ -292,7 +314,11 @@ class Catalog:
 def _humanize(identifier: str) -> str:
     """``get_weatherForecast`` -> ``get weather Forecast``, ``github/create_issue`` -> ``github create issue``:
     function names read as words."""
-    return re.sub(r"[_\-./:]+", " ", _CAMEL_RE.sub(" ", identifier)).strip()
+    return _SEPARATORS_RE.sub(" ", _CAMEL_RE.sub(" ", identifier)).strip()
+
+
+#: Parameter names repeat across a catalog's tools (``limit``, ``user_id``): humanised once each.
+_humanize_name = functools.lru_cache(maxsize=4096)(_humanize)
 
 
 def _schema_fields(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
@@ -301,6 +327,6 @@ def _schema_fields(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         return
     for pname, pschema in properties.items():
         desc = pschema.get("description", "") if isinstance(pschema, dict) else ""
-        yield _humanize(str(pname)), str(desc)
+        yield _humanize_name(str(pname)), str(desc)
         if isinstance(pschema, dict) and isinstance(pschema.get("properties"), dict):
             yield from _schema_fields(pschema)

@@ -107,10 +107,13 @@ def restore_snapshot(state: SavedState, catalog: Catalog, collections: Mapping[s
         extra.setdefault(iid.split("#", 1)[0], []).append(texts[iid])
     bm25_texts = tuple("\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
                        for t in tools)
+    # One metadata dict per tool, shared by the text collections' mirrors: they replace a row's dict on an
+    # upsert and never write into one.
+    tool_meta = {t.id: text_meta(t) for t in tools}
     for kind in wanted_tool:
-        collections[kind].prime({t.id: text_meta(t) for t in tools}, ids, state.vectors[kind])
+        collections[kind].prime(dict(tool_meta), ids, state.vectors[kind])
     for kind in wanted_image:
-        metas = {iid: {**_image_meta(text_meta(tools[owner_row[iid.split('#', 1)[0]]])),
+        metas = {iid: {**_image_meta(tool_meta[iid.split('#', 1)[0]]),
                        "tool_id": iid.split("#", 1)[0]} for iid in image_ids}
         collections[kind].prime(metas, image_ids, state.image_vectors[kind])
     if "image_text" in collections:

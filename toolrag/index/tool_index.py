@@ -29,6 +29,7 @@ import numpy as np
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
+from toolrag.gcpause import paused_gc
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.filters import allowed_perm_keys, build_where
@@ -184,6 +185,10 @@ class ToolIndex:
     def _restore(self, catalog: Catalog) -> IndexSnapshot | None:
         """The snapshot of the saved serving state when it matches this catalog, these models and Chroma's
         generation; ``None`` otherwise (then the index is synced from Chroma)."""
+        with paused_gc():  # derived texts and row metadata of every tool: see toolrag.gcpause
+            return self._restored(catalog)
+
+    def _restored(self, catalog: Catalog) -> IndexSnapshot | None:
         image_ids = self._image_ids(catalog.tools)
         fingerprint = current_fingerprint(self._catalog_key, self._collections, catalog.tools, image_ids)
         state = self._serving.load(fingerprint) if fingerprint is not None else None
