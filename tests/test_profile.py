@@ -254,7 +254,6 @@ def test_parse_profile_yaml_for_the_editor(tmp_path: Path) -> None:
 def test_with_tool_keeps_what_the_catalog_computed_only_while_it_still_holds(tmp_path: Path) -> None:
     # with_tool hands cached categories, permission codes and function names to the copy when the new profile
     # leaves them as they were; each edit below must read exactly what a catalog built anew reads.
-    import dataclasses
 
     from toolrag.catalog.profile import Catalog
 
@@ -284,7 +283,6 @@ def test_with_tool_keeps_what_the_catalog_computed_only_while_it_still_holds(tmp
 def test_rows_changed_since_names_the_edited_rows_and_only_for_the_same_tools(tmp_path: Path) -> None:
     # What an index re-checks after an edit: the rows whose profile object changed, when the ids and their
     # order are the same; None otherwise (then every tool is compared).
-    import dataclasses
 
     catalog = load_catalog(write(tmp_path / "c", "tools.yaml", GOOD))
     stock, payroll = catalog.tools
