@@ -49,3 +49,24 @@ def test_overlapping_pauses_in_threads_resume_after_the_last() -> None:
     release.set()
     thread.join(10)
     assert gc.isenabled()
+
+
+def test_what_a_pause_created_goes_to_the_oldest_generation() -> None:
+    gc.collect()
+    with paused_gc():
+        kept = [[i] for i in range(50_000)]  # lasting objects the collector tracks, like profiles
+    made = {id(d) for d in kept}
+    young = {id(o) for g in (0, 1) for o in gc.get_objects(generation=g)}
+    assert not made & young  # not left in the young generations for the next search to walk
+    assert made <= {id(o) for o in gc.get_objects(generation=2)}
+
+
+def test_objects_an_application_froze_stay_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with paused_gc():
+            pass
+        assert gc.get_freeze_count() == frozen  # no unfreeze behind the application's back
+    finally:
+        gc.unfreeze()
