@@ -13,6 +13,7 @@ from conftest import ASSETS
 
 from toolrag.errors import ImageError, QueryError, SettingsError
 from toolrag.search.results import Decision
+from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 
 
@@ -392,3 +393,19 @@ def test_the_two_text_models_encode_side_by_side_each_giving_its_own_vector(smal
     again = prepared.analyze(text, settings=cfg)
     for kind in ("dense", "dense_en"):
         np.testing.assert_array_equal(again.vectors[kind], analyzed.vectors[kind])
+
+
+def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_catalog_dir: Path, tmp_path: Path,
+                                                                        models: Any) -> None:
+    retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models)
+    held = retriever.index.snapshot
+    vector = retriever.analyzer.analyze("approve payroll", settings=retriever.settings).vectors["dense"]
+    everyone = np.ones(len(held.ids), dtype=bool)
+    before = [held.ids[r] for r in retriever.index.query_rows("dense", vector, k=4, mask=everyone, permissions=set(),
+                                                             categories=None, include_deprecated=True)]
+    first = held.ids[0]
+    retriever.reload(held.catalog.without_tool(first))  # every later tool moves up one row in the live snapshot
+    assert retriever.index.snapshot.ids[0] != first
+    rows = retriever.index.query_rows("dense", vector, k=4, mask=everyone, permissions=set(), categories=None,
+                                      include_deprecated=True, snapshot=held)
+    assert [held.ids[r] for r in rows] == [i for i in before if i != first][: len(rows)]

@@ -98,9 +98,11 @@ class ToolIndex:
 
     def query_rows(
         self, kind: str, vector: np.ndarray, *, k: int, mask: np.ndarray, permissions: Collection[str],
-        categories: Collection[str] | None, include_deprecated: bool,
+        categories: Collection[str] | None, include_deprecated: bool, snapshot: IndexSnapshot | None = None,
     ) -> np.ndarray:
-        """Snapshot rows of the permitted tools nearest to ``vector`` in one collection (at most ``k``).
+        """Snapshot rows of the permitted tools nearest to ``vector`` in one collection (at most ``k``), rows of
+        ``snapshot`` (default: the live one; a search passes the one it holds, so an edit that swaps the live
+        snapshot in between cannot hand it rows of another).
 
         When the filters keep at least half the catalog (``mask``), Chroma is asked without a where-clause for
         a few more rows and the filter is applied here: Chroma's metadata filter costs ~100 ms at 10,000 rows
@@ -110,7 +112,7 @@ class ToolIndex:
         collection = self._collections.get(kind)
         if collection is None:
             return np.zeros(0, dtype=np.int64)
-        snap = self._snapshot
+        snap = snapshot if snapshot is not None else self._snapshot
         ann = snap.ann.get(kind)
         if ann is not None:  # in-process lists: no store round trip; more lists when the filter is selective
             probes, permitted = ANN_PROBES, int(np.count_nonzero(mask))

@@ -304,15 +304,12 @@ class ToolRetriever:
         if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
             return allowed
         start = time.perf_counter()
-        filters = {"permissions": codes, "categories": categories, "include_deprecated": include_deprecated}
-        found: list[np.ndarray] = []
-        for spec in SIGNAL_SPECS:
-            if cfg.weights.get(spec.name, 0.0) <= 0:
-                continue
-            for key, kind in spec.probes:
-                if key in q.vectors:
-                    found.append(self.index.query_rows(kind, q.vectors[key], k=cfg.candidates, mask=mask,
-                                                       **filters))  # type: ignore[arg-type]
+        filters = {"permissions": codes, "categories": categories, "include_deprecated": include_deprecated,
+                   "k": cfg.candidates, "mask": mask, "snapshot": snap}
+        found: list[np.ndarray] = [
+            self.index.query_rows(kind, q.vectors[probe], **filters)  # type: ignore[arg-type]
+            for spec in SIGNAL_SPECS if cfg.weights.get(spec.name, 0.0) > 0
+            for probe, kind in spec.probes if probe in q.vectors]
         timing["index_search"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
         lexical = " ".join(t for t in (q.text, q.ocr_text, *q.history) if t)
