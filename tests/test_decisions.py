@@ -35,6 +35,25 @@ def test_model_is_fitted_from_the_catalog_and_stored(sample_retriever: Any, data
     assert set(model.coefficients()["tool"]) == set(FEATURES)
 
 
+def test_simulated_requests_get_the_vectors_a_search_gets(sample_retriever: Any) -> None:
+    # The two models encode the simulated requests side by side; each vector must still be exactly what that
+    # model gives the request alone, as in a search (the English model skips mostly-Chinese requests).
+    from toolrag.search import simulate
+
+    snap, models = sample_retriever.index.snapshot, sample_retriever.models
+    requests = simulate.build_requests(snap, np.flatnonzero(~snap.deprecated), lambda t: len(t.split()),
+                                       sample_retriever.decisions.chat_texts())
+    chat = sample_retriever.decisions.chat_vectors()
+    encoders = {"dense": models.text.encode_queries, "dense_en": models.english.encode_queries}
+    vectors = simulate._vectors(snap, requests, encoders, chat, lambda t: len(t.split()))
+    encoded = [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")][:40]
+    texts = [requests[i].text for i in encoded]
+    np.testing.assert_array_equal(vectors["dense"][encoded], models.text.encode_queries(texts))
+    english = [i for i, t in zip(encoded, texts, strict=True) if not np.isnan(vectors["dense_en"][i]).any()]
+    assert english and np.array_equal(vectors["dense_en"][english],
+                                      models.english.encode_queries([requests[i].text for i in english]))
+
+
 def test_model_key_follows_catalog_and_weights(sample_retriever: Any) -> None:
     snap = sample_retriever.index.snapshot
     base = sample_retriever.decisions.key(snap, sample_retriever.settings)

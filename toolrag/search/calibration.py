@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -202,9 +203,13 @@ class DecisionCalibrator:
         with self._lock:
             if self._chat is None:
                 texts = self.chat_texts()
-                out = {"dense": self._chat_matrix("dense", self.models.text, texts)}
-                if self.models.english is not None:
-                    out["dense_en"] = self._chat_matrix("dense_en", self.models.english, texts)
+                english = self.models.english
+                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-chat") as pool:
+                    # the two models side by side, as for the simulated requests (toolrag.search.simulate)
+                    other = pool.submit(self._chat_matrix, "dense_en", english, texts) if english else None
+                    out = {"dense": self._chat_matrix("dense", self.models.text, texts)}
+                    if other is not None:
+                        out["dense_en"] = other.result()
                 self._chat = out
         return self._chat
 

@@ -34,6 +34,7 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -180,16 +181,24 @@ def simulate(
 
 def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping[str, Encoder],
              chat_vectors: Mapping[str, np.ndarray], token_count: Callable[[str], int]) -> dict[str, np.ndarray]:
-    """Query vectors of every request per signal, encoded in one batch per model. A two-tool request mixes
-    the vectors of its parts, weighted by their tokens (what mean pooling of the joined text approximates);
-    NaN rows: the English model does not read the request."""
+    """Query vectors of every request per signal, encoded in one batch per model, the models side by side (the
+    second in a worker thread: ONNX Runtime releases the GIL, and one request at a time keeps neither model's
+    threads busy). A two-tool request mixes the vectors of its parts, weighted by their tokens (what mean
+    pooling of the joined text approximates); NaN rows: the English model does not read the request."""
+    todo = {signal: [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")
+                     and (signal != "dense_en" or not is_mostly_cjk(r.text))] for signal in encoders}
+    jobs = [(encoders[signal], [requests[i].text for i in rows]) for signal, rows in todo.items() if rows]
+    encoded: list[np.ndarray] = []
+    if jobs:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-simulate") as pool:
+            later = [pool.submit(encode, texts) for encode, texts in jobs[1:]]
+            encoded = [jobs[0][0](jobs[0][1]), *(job.result() for job in later)]
+    vectors = iter(encoded)
     out: dict[str, np.ndarray] = {}
-    for signal, encode in encoders.items():
+    for signal in encoders:
         matrix = np.full((len(requests), snap.vectors[signal].shape[1]), np.nan, dtype=np.float32)
-        todo = [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")
-                and (signal != "dense_en" or not is_mostly_cjk(r.text))]
-        if todo:
-            matrix[todo] = encode([requests[i].text for i in todo])
+        if todo[signal]:
+            matrix[todo[signal]] = next(vectors)
         for i, r in enumerate(requests):
             if r.kind == "no_tool":
                 matrix[i] = chat_vectors[signal][r.chat_self]
