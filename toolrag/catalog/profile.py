@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from toolrag.catalog.names import assign_function_names, derive_function_name
 from toolrag.catalog.report import LoadReport
@@ -43,9 +43,15 @@ class _derived(Generic[_T]):
     def __set_name__(self, owner: type, name: str) -> None:
         self._name = name
 
-    def __get__(self, instance: Any, owner: type | None = None) -> _T:
-        if instance is None:
-            raise AttributeError(f"{self._name} is read on a profile, not on its class")
+    @overload
+    def __get__(self, instance: None, owner: type | None = None) -> _derived[_T]: ...
+
+    @overload
+    def __get__(self, instance: object, owner: type | None = None) -> _T: ...
+
+    def __get__(self, instance: object | None, owner: type | None = None) -> _T | _derived[_T]:
+        if instance is None:  # read on the class (introspection, documentation tools)
+            return self
         value = instance.__dict__[self._name] = self._make(instance)
         return value
 
