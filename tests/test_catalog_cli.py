@@ -18,6 +18,7 @@ IMPORTED = [
     {"type": "function", "function": {"name": "get_rates.", "description": "Currency exchange rates between two "
                                       "currencies"}},
     {"type": "function", "function": {"name": "no_description"}},
+    {"type": "function", "function": {"description": "A tool without a name cannot be called"}},
 ]
 
 
@@ -38,14 +39,17 @@ def imported(tmp_path: Path) -> Path:
 def test_lint_lists_every_problem_and_strict_exits_2(capsys: pytest.CaptureFixture[str], imported: Path) -> None:
     code, out, _ = run(capsys, "lint", "--catalog", str(imported))
     assert code == 0
-    assert "tool 'no_description': field 'description': is required; tool skipped" in out
+    # a published tool without a description is kept, findable by its name, and the lint says so
+    assert ("tool 'no_description': field 'description': is required; using 'No description' (its name and "
+            "parameters) so requests can still find the tool: write a description") in out
     assert "tool 'getPM2.5Level': field 'parameters': dropped properties/city/type" in out
-    assert out.splitlines()[-1].startswith("2 tools loaded, 1 skipped, 1 degraded; ")
+    assert "tool without id: field 'id': is required; tool skipped" in out
+    assert out.splitlines()[-1].startswith("3 tools loaded, 1 skipped, 2 degraded; ")
     code, out, err = run(capsys, "lint", "--catalog", str(imported), "--strict")
     assert code == 2 and err.startswith("toolrag: ")
     assert "field 'description': is required" in out and "not a valid JSON Schema at properties/city/type" in out
     code, out, _ = run(capsys, "lint", "--catalog", str(imported), "--json")
-    assert json.loads(out)["load"]["skipped"] == 1
+    assert json.loads(out)["load"]["skipped"] == 1 and json.loads(out)["load"]["degraded"] == 2
 
 
 def test_lenient_flag_loads_a_broken_yaml_catalog(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -61,7 +65,7 @@ def test_search_reports_counts_and_maps_function_names_back(capsys: pytest.Captu
     code, out, err = run(capsys, "search", "--catalog", str(imported), "--data-dir", str(tmp_path / "d"),
                          "--json", "what is the PM2.5 air quality in Beijing")
     assert code == 0
-    assert "catalog imported: 2 tools loaded, 1 skipped, 1 degraded" in err
+    assert "catalog imported: 3 tools loaded, 1 skipped, 2 degraded" in err
     payload = json.loads(out)
     top = payload["candidates"][0]
     assert top["id"] == top["name"] == "getPM2.5Level"  # the original name, what tools/call needs
@@ -121,7 +125,7 @@ def test_the_app_status_line_shows_skipped_and_degraded(imported: Path, tmp_path
     backend = Backend(imported, data_dir=tmp_path / "d", models=models)
     backend.build()
     status = backend.status_html()
-    assert "ready: 2 tools indexed" in status and "(1 skipped, 1 degraded)" in status
+    assert "ready: 3 tools indexed" in status and "(1 skipped, 2 degraded)" in status
 
 
 def test_serve_needs_a_catalog_or_a_gateway(capsys: pytest.CaptureFixture[str], imported: Path) -> None:

@@ -77,25 +77,27 @@ def test_lenient_import_drops_bad_fields_and_skips_unusable_tools(tmp_path: Path
     ]
     text = "\n".join(json.dumps(r) for r in rows) + "\n{not json\n"
     catalog = load_catalog(write(tmp_path, "tools.jsonl", text))
-    assert catalog.ids == ["ok.tool", "bad.tags", "bad.key"]
+    assert catalog.ids == ["ok.tool", "bad.tags", "no.description", "bad.key"]
     bad = catalog.get("bad.tags")
     assert bad is not None and bad.tags == () and bad.category == "x"  # only the bad field is dropped
+    unnamed = catalog.get("no.description")  # kept, described by its name, so requests can still find it
+    assert unnamed is not None and unnamed.description == "No description"
     report = catalog.report
-    assert (report.loaded, report.skipped, report.degraded) == (3, 4, 2)
+    assert (report.loaded, report.skipped, report.degraded) == (4, 3, 3)
     joined = "\n".join(report.warnings)
     assert "tools.jsonl:2: tool 'bad.tags': field 'tags': expected a list, got int; field dropped" in joined
-    assert "tool 'no.description': field 'description': is required; tool skipped" in joined
+    assert "tool 'no.description': field 'description': is required; using 'No description'" in joined
     assert "tool without id: field 'id': is required; tool skipped" in joined
     assert "duplicate tool id 'ok.tool'" in joined and "kept the first" in joined
     assert "field 'exmaples': unknown key; did you mean 'examples'?; field dropped" in joined
     assert "tools.jsonl:7: invalid JSON" in joined
-    assert report.summary() == "3 tools loaded, 4 skipped, 2 degraded"
+    assert report.summary() == "4 tools loaded, 3 skipped, 3 degraded"
 
 
 def test_strict_flag_refuses_an_import_and_lists_every_problem(tmp_path: Path) -> None:
     file = write(tmp_path, "tools.json", [openai("a", parameters="not a schema"), openai("b", description=None),
                                          openai("c")])
-    assert load_catalog(file).ids == ["a", "c"]
+    assert load_catalog(file).ids == ["a", "b", "c"]  # leniently, b is described by its name
     with pytest.raises(ProfileError) as exc:
         load_catalog(file, mode="strict")
     assert len(exc.value.problems) == 2
@@ -182,11 +184,13 @@ def test_negative_examples_in_both_shapes(tmp_path: Path) -> None:
 
 def test_load_records_builds_a_catalog_in_memory() -> None:
     catalog = load_records([{"name": "fs.read", "description": "Read a file", "inputSchema": {"type": "object"}},
-                            {"name": "broken"}], name="files", where="server 'files'")
-    assert catalog.ids == ["fs.read"] and catalog.report.skipped == 1
-    assert "server 'files' #2: tool 'broken': field 'description'" in catalog.report.warnings[0]
+                            {"name": "fs.stat"}, {"name": "fs.bad", "description": ["not", "text"]}],
+                           name="files", where="server 'files'")
+    assert catalog.ids == ["fs.read", "fs.stat"] and catalog.report.skipped == 1
+    assert "server 'files' #2: tool 'fs.stat': field 'description': is required; using 'Fs stat'" in \
+        catalog.report.warnings[0]
     with pytest.raises(CatalogError, match="server 'files': no tools to load"):
-        load_records([{"name": "broken"}], name="files", where="server 'files'")
+        load_records([{"name": ""}], name="files", where="server 'files'")
 
 
 def test_settings_file_null_turns_the_english_model_off(tmp_path: Path) -> None:
@@ -233,3 +237,22 @@ def test_tags_must_be_non_empty_strings(tmp_path: Path, tags: str, found: str) -
     assert lenient.tools[0].tags == () and "field 'tags'" in lenient.report.warnings[0]
     write(tmp_path, "t.jsonl", '{"id": "a", "description": "d", "tags": [" spaced ", "x"]}\n')
     assert load_catalog(tmp_path, mode="strict").tools[0].tags == ("spaced", "x")
+
+
+def test_mcp_tools_without_a_description_are_kept_and_described_by_name_or_title(tmp_path: Path) -> None:
+    listed = {"tools": [
+        {"name": "list_files", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"},
+                                                                                "recursive": {"type": "boolean"}}}},
+        {"name": "read_file", "title": "Read a file", "description": " ", "inputSchema": {"type": "object"}},
+        {"name": "getWeatherNow", "description": None},
+        {"name": "bad_type", "description": 5},  # a wrong type is still an error, not a missing description
+    ]}
+    catalog = load_catalog(write(tmp_path, "server.json", listed))
+    described = {t.id: t.description for t in catalog.tools}
+    assert described == {"list_files": "List files (path, recursive)", "read_file": "Read a file",
+                         "getWeatherNow": "Get Weather Now"}
+    assert catalog.report.degraded == 2 and catalog.report.skipped == 1  # the title is the server's own words
+    assert any("tool 'bad_type': field 'description': expected a non-empty string, got 5; tool skipped" in w
+               for w in catalog.report.warnings)
+    with pytest.raises(ProfileError, match="tool 'list_files': field 'description': is required"):
+        load_catalog(tmp_path / "server.json", mode="strict")

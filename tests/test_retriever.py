@@ -409,3 +409,20 @@ def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_cat
     rows = retriever.index.query_rows("dense", vector, k=4, mask=everyone, permissions=set(), categories=None,
                                       include_deprecated=True, snapshot=held)
     assert [held.ids[r] for r in rows] == [i for i in before if i != first][: len(rows)]
+
+
+def test_published_tools_without_descriptions_are_found_by_name(tmp_path: Path, models: Any) -> None:
+    # MCP servers often publish tools with a name and a schema only; they stay in the catalog, described by
+    # their name and parameters, and a request for what the name says finds them.
+    listed = {"tools": [
+        {"name": "list_directory", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "send_slack_message", "inputSchema": {"type": "object", "properties": {
+            "channel": {"type": "string"}, "text": {"type": "string"}}}},
+        {"name": "create_github_issue", "description": "Open an issue in a GitHub repository"},
+        {"name": "get_weather_forecast", "description": "Weather forecast for a city for the next days"},
+    ]}
+    (tmp_path / "server.json").write_text(json.dumps(listed), encoding="utf-8")
+    retriever = ToolRetriever.from_catalog(tmp_path / "server.json", data_dir=tmp_path / "data", models=models)
+    assert retriever.catalog.report.degraded == 2 and len(retriever.catalog) == 4
+    assert retriever.search("show me what files are in the docs folder").ids[0] == "list_directory"
+    assert retriever.search("post a message to the #release slack channel").ids[0] == "send_slack_message"

@@ -13,11 +13,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from toolrag.catalog.names import humanize
 from toolrag.catalog.profile import PERMISSION_CODE, Endpoint, Example, ToolImage
 from toolrag.catalog.readers import JsonRecord
 from toolrag.catalog.schema import check_schema
 
-__all__ = ["CONVERTERS", "FIELDS", "FieldProblem", "plain", "suggest", "tool_description", "tool_id", "tool_name"]
+__all__ = ["CONVERTERS", "FIELDS", "FieldProblem", "derived_description", "plain", "suggest", "tool_description",
+           "tool_id", "tool_name"]
 
 FIELDS = (
     "id", "name", "description", "category", "tags", "parameters", "examples", "negative_examples", "images",
@@ -66,6 +68,18 @@ def _identifier(raw: Mapping[str, Any], key: str, *, required: bool) -> str | No
         raise FieldProblem(key, f"{value[:80]!r} is not a valid {key}: up to {MAX_NAME_CHARS} characters without "
                                 "line breaks, tabs or surrounding spaces")
     return value
+
+
+def derived_description(raw: Mapping[str, Any], tool_id_value: str) -> str:
+    """A stand-in description for a tool that has none (MCP and OpenAI make it optional, and published servers
+    leave it out): its name as words, and its parameters' names ("list files (path, recursive)"). The tool
+    stays findable by what it is called; a real description finds it far better."""
+    name = raw.get("name") if isinstance(raw.get("name"), str) and raw["name"].strip() else tool_id_value
+    words = humanize(str(name)) or str(name)
+    schema = raw.get("parameters")
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    params = [humanize(str(k)) for k in props][:8] if isinstance(props, dict) else []
+    return f"{words[:1].upper()}{words[1:]}" + (f" ({', '.join(p for p in params if p)})" if any(params) else "")
 
 
 def tool_description(raw: Mapping[str, Any]) -> str:

@@ -22,7 +22,16 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from toolrag.catalog.fields import CONVERTERS, FIELDS, FieldProblem, suggest, tool_description, tool_id, tool_name
+from toolrag.catalog.fields import (
+    CONVERTERS,
+    FIELDS,
+    FieldProblem,
+    derived_description,
+    suggest,
+    tool_description,
+    tool_id,
+    tool_name,
+)
 from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
 from toolrag.catalog.readers import from_foreign, read_records, yaml_load
 from toolrag.catalog.report import LoadMode, LoadReport
@@ -198,13 +207,21 @@ class _Builder:
             try:
                 values[key] = read(raw)
             except FieldProblem as exc:
-                problem(key, str(exc), required=True)
+                if key == "description" and lenient and "id" in values and _blank(raw.get("description")):
+                    # MCP and OpenAI make the description optional: a published tool without one is kept,
+                    # findable by its name, instead of vanishing from the catalog
+                    values[key] = derived_description(raw, values["id"])
+                    notes.append(message(key, f"{exc}; using {values[key]!r} (its name and parameters) so "
+                                              "requests can still find the tool: write a description"))
+                else:
+                    problem(key, str(exc), required=True)
         if "id" in values:
             try:
                 values["name"] = tool_name(raw, values["id"])
             except FieldProblem as exc:
                 problem("name", str(exc))
                 values["name"] = tool_name({}, values["id"])
+
         def warn(field_name: str, text: str) -> None:
             notes.append(message(field_name, text))
 
@@ -318,3 +335,8 @@ def _parse_roles(raw: Any, file: Path) -> dict[str, tuple[str, ...]]:
                                "not contain a comma or a space (list several codes as separate items)")
         roles[str(name)] = tuple(c.strip() for c in codes)
     return roles
+
+
+def _blank(value: Any) -> bool:
+    """A missing or empty description (what MCP and OpenAI allow), not one of the wrong type."""
+    return value is None or (isinstance(value, str) and not value.strip())

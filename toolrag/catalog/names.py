@@ -13,13 +13,23 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-__all__ = ["FUNCTION_NAME", "assign_function_names", "derive_function_name", "is_function_name"]
+__all__ = ["FUNCTION_NAME", "assign_function_names", "derive_function_name", "humanize", "is_function_name"]
 
 #: What OpenAI accepts as a function name.
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _OUTSIDE = re.compile(r"[^A-Za-z0-9_-]+")
 _HASH_CHARS = 8
 _MAX = 64
+
+
+_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_SEPARATORS_RE = re.compile(r"[_\-./:]+")
+
+
+def humanize(identifier: str) -> str:
+    """``get_weatherForecast`` -> ``get weather Forecast``, ``github/create_issue`` -> ``github create issue``:
+    function names read as words."""
+    return _SEPARATORS_RE.sub(" ", _CAMEL_RE.sub(" ", identifier)).strip()
 
 
 def is_function_name(name: str) -> bool:

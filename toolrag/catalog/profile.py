@@ -17,15 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
 
-from toolrag.catalog.names import assign_function_names, derive_function_name
+from toolrag.catalog.names import assign_function_names, derive_function_name, humanize
 from toolrag.catalog.report import LoadReport
 from toolrag.errors import CatalogError
 
 __all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
 
 _T = TypeVar("_T")
-_CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_SEPARATORS_RE = re.compile(r"[_\-./:]+")
 #: A permission code: no commas (a tool's codes are stored comma-joined as its ``perm_key``) and no spaces.
 PERMISSION_CODE = re.compile(r"^[^,\s]{1,200}$")
 
@@ -133,7 +131,7 @@ class ToolProfile:
     def _document(self) -> str:
         if self.embedding_text:
             return self.embedding_text
-        parts = [f"{_humanize(self.name)}: {self.description}"]
+        parts = [f"{humanize(self.name)}: {self.description}"]
         if self.tags:
             parts.append("Tags: " + ", ".join(self.tags) + ".")
         parts.extend(ex.query for ex in self.examples if ex.query)
@@ -317,14 +315,8 @@ class Catalog:
         return Catalog(tools, self.name, self.root, self.assets_dir, self.roles, self.report)
 
 
-def _humanize(identifier: str) -> str:
-    """``get_weatherForecast`` -> ``get weather Forecast``, ``github/create_issue`` -> ``github create issue``:
-    function names read as words."""
-    return _SEPARATORS_RE.sub(" ", _CAMEL_RE.sub(" ", identifier)).strip()
-
-
 #: Parameter names repeat across a catalog's tools (``limit``, ``user_id``): humanised once each.
-_humanize_name = functools.lru_cache(maxsize=4096)(_humanize)
+_humanize_name = functools.lru_cache(maxsize=4096)(humanize)
 
 
 def _schema_fields(schema: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

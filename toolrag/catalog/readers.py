@@ -89,7 +89,12 @@ def from_foreign(item: Any, *, mcp: bool = False) -> Any:
             out["parameters"] = fn["parameters"]
         return out
     if "id" not in item and ("inputSchema" in item or (mcp and "name" in item)):
-        out = {"id": item.get("name"), "name": item.get("name"), "description": item.get("description")}
+        description = item.get("description")
+        title = item.get("title")
+        if (description is None or (isinstance(description, str) and not description.strip())) \
+                and isinstance(title, str) and title.strip():
+            description = title  # MCP's human-readable title, when a tool has no description
+        out = {"id": item.get("name"), "name": item.get("name"), "description": description}
         if item.get("inputSchema") is not None:
             out["parameters"] = item["inputSchema"]
         annotations = item.get("annotations") or {}
