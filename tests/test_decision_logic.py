@@ -3,6 +3,7 @@ reliability bins, on small hand-made numbers (no models). The same code runs for
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -31,6 +32,7 @@ from toolrag.search.features import (
     second_best,
     word_count,
 )
+from toolrag.search.model_fit import widest_lead
 from toolrag.search.results import Decision, DecisionScores
 from toolrag.search.sim_requests import pseudo_request
 from toolrag.search.simulate import score_view
@@ -201,6 +203,9 @@ def test_model_probabilities_and_storage() -> None:
     assert back is not None and back.key == "k" and np.allclose(back.tool_coef, model.tool_coef)
     assert back.reference == {"example_cosine": 0.86} and back.execute_floor == 0.2
     assert back.ambiguous_threshold == 0.4 and set(back.coefficients()) == {"tool", "ambiguous", "right"}
+    assert back.clarify_max_gap == math.inf  # no limit survives JSON (stored as null)
+    limited = DecisionModel.from_json(dataclasses.replace(model, clarify_max_gap=0.45).to_json())
+    assert limited is not None and limited.clarify_max_gap == 0.45
     assert DecisionModel.from_json("{not json") is None
     assert DecisionModel.from_json(model.to_json().replace(f'"version": {MODEL_VERSION}', '"version": 1')) is None
 
@@ -253,6 +258,27 @@ def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> No
     tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
                  clarify_gap=0.01)
     assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason
+
+
+def test_decide_asks_only_when_the_two_are_close_in_the_ranking() -> None:
+    # P(ambiguous) 0.9 >= 0.4 says the two tools are alike; the catalog's own ambiguous requests led by at most
+    # 45%: a lead of 30% is a choice between the two, a lead of 80% is not (the top tool is called)
+    point = dataclasses.replace(POINT, clarify_max_gap=0.45)
+    scores = DecisionScores(right=0.8, ambiguous=0.9, no_tool=0.05)
+    assert decide(_inputs(relative_gap=0.3), scores, model=point).decision is Decision.CLARIFY
+    far = decide(_inputs(relative_gap=0.8), scores, model=point)
+    assert far.decision is Decision.EXECUTE and far.selected >= 1
+    assert "alike, but the first leads by 80%, more than any of this catalog's ambiguous requests (45%)" in far.reason
+    assert decide(_inputs(relative_gap=0.8), scores, model=POINT).decision is Decision.CLARIFY  # no limit: as before
+
+
+def test_widest_lead_by_hand() -> None:
+    rows = np.full((3, len(FEATURES)), math.nan)
+    # fused (2.0, 1.5): lead 0.5 / 2 = 0.25; fused (4.0, 1.0): 3 / 4 = 0.75; fused (-2.0, -2.5): 0.5 / 2 = 0.25
+    for row, (top, gap) in enumerate(((2.0, 0.5), (4.0, 3.0), (-2.0, 0.5))):
+        rows[row, FEATURES.index("fused_top")], rows[row, FEATURES.index("fused_gap")] = top, gap
+    assert widest_lead(rows) == pytest.approx(0.75)
+    assert widest_lead(rows[:0]) == math.inf  # no ambiguous request simulated: no limit
 
 
 def test_decide_special_cases() -> None:

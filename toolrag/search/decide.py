@@ -8,8 +8,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    reveals nothing); they come first and are all injected.
 3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
    among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
-4. CLARIFY when P(ambiguous) reaches the model's threshold, or when the top two fused scores are within
-   ``clarify_gap`` of each other (relative).
+4. CLARIFY when P(ambiguous) reaches the model's threshold and the top tool leads the second by no more than
+   the widest lead among the catalog's own simulated ambiguous requests (``clarify_max_gap``, relative to the
+   top fused score), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
    (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`), or under the
    model's execute floor.
@@ -21,6 +22,7 @@ reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,6 +88,7 @@ class OperatingPoint:
     ambiguous_threshold: float = 0.5
     execute_floor: float = 0.0
     select_threshold: float = 0.5
+    clarify_max_gap: float = math.inf
     reference: Mapping[str, float] = field(default_factory=dict)
 
 
@@ -126,7 +129,9 @@ def decide(
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {inputs.names[0]}: the only candidate", scores, 1)
     if scores.no_tool >= point.no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
-    ambiguous = scores.ambiguous >= point.ambiguous_threshold
+    alike = scores.ambiguous >= point.ambiguous_threshold
+    # the model's P(ambiguous) reads how alike the two tools are; a choice needs them close in the ranking too
+    ambiguous = alike and inputs.relative_gap <= point.clarify_max_gap
     tie = n >= 2 and inputs.relative_gap < clarify_gap
     if n >= 2 and (ambiguous or tie):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
@@ -147,6 +152,10 @@ def decide(
     more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
     reason = (f"calls {inputs.names[0]}: P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, "
               f"P(no tool) {scores.no_tool:.2f}{more}")
+    if alike and n >= 2:
+        reason += (f"; {inputs.names[0]} and {inputs.names[1]} are alike, but the first leads by "
+                   f"{100 * inputs.relative_gap:.0f}%, more than any of this catalog's ambiguous requests "
+                   f"({100 * point.clarify_max_gap:.0f}%)")
     return DecisionOutcome(Decision.EXECUTE, None, reason, scores, selected)
 
 

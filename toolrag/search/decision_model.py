@@ -26,7 +26,7 @@ from toolrag.search.features import FEATURES
 __all__ = ["MODEL_VERSION", "DecisionModel", "fit_logistic", "predict_logistic"]
 
 #: Version of the stored format, the features and the simulation; a stored model of another version is refitted.
-MODEL_VERSION = 14
+MODEL_VERSION = 15
 
 
 def predict_logistic(coef: np.ndarray, intercept: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -133,6 +133,10 @@ class DecisionModel:
     """CLARIFY when P(ambiguous) reaches this (set so few simulated clear requests are asked about)."""
     execute_floor: float
     """EXECUTE needs P(top tool right) at least this (else the agent is asked to clarify)."""
+    clarify_max_gap: float = math.inf
+    """CLARIFY (from P(ambiguous)) only when the top tool leads the second by at most this share of its fused
+    score: the widest lead among the catalog's own simulated ambiguous requests. A request whose top tool is
+    far ahead is not a choice between the two, however alike the two tools are."""
     reference: Mapping[str, float] = field(default_factory=dict)
     """Typical values of the simulated cases, for the reasons in words (e.g. the examples' top cosine)."""
     summary: Mapping[str, Any] = field(default_factory=dict)
@@ -175,6 +179,7 @@ class DecisionModel:
                for part in ("coef", "intercept")},
             "select_threshold": self.select_threshold, "no_tool_threshold": self.no_tool_threshold,
             "ambiguous_threshold": self.ambiguous_threshold, "execute_floor": self.execute_floor,
+            "clarify_max_gap": self.clarify_max_gap if math.isfinite(self.clarify_max_gap) else None,
             "reference": dict(self.reference), "summary": dict(self.summary),
         }, ensure_ascii=False, indent=1)
 
@@ -200,6 +205,7 @@ class DecisionModel:
                 select_intercept=get("select_intercept"),
                 select_threshold=float(data["select_threshold"]), no_tool_threshold=float(data["no_tool_threshold"]),
                 ambiguous_threshold=float(data["ambiguous_threshold"]), execute_floor=float(data["execute_floor"]),
+                clarify_max_gap=math.inf if data.get("clarify_max_gap") is None else float(data["clarify_max_gap"]),
                 reference={str(k): float(v) for k, v in data.get("reference", {}).items()},
                 summary=dict(data.get("summary", {})),
             )

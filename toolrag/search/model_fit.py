@@ -23,7 +23,7 @@ from toolrag.search.decision_model import (
 )
 from toolrag.search.features import FEATURES
 
-__all__ = ["LabelledCase", "fit_model"]
+__all__ = ["LabelledCase", "fit_model", "widest_lead"]
 
 #: Weight of a "tool removed" case relative to the other NO_TOOL cases: the nearest remaining tool is often
 #: a sibling that a real request for the removed tool would reasonably be asked about.
@@ -93,6 +93,7 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
                                              z[test]), axis=1)
     clear = (y == simulate.EXECUTE) & (held[:, 2] < 0.5)
     ambiguous_threshold = float(np.quantile(held[clear, 1], 1 - CLARIFY_SHARE)) if clear.any() else 0.5
+    clarify_max_gap = widest_lead(x[y == simulate.CLARIFY])
     called = clear & (held[:, 1] < ambiguous_threshold)
     floor = float(np.quantile(held[called, 0], FLOOR_SHARE)) if called.any() else 0.0
     wants = y != simulate.NO_TOOL
@@ -117,8 +118,21 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
         key=key, mean=mean, scale=scale, tool_coef=tool_coef, tool_intercept=tool_b, ambiguous_coef=amb_coef,
         ambiguous_intercept=amb_b, right_coef=right_coef, right_intercept=right_b, select_coef=select_coef,
         select_intercept=select_intercept, select_threshold=select_threshold, no_tool_threshold=0.5,
-        ambiguous_threshold=ambiguous_threshold, execute_floor=floor,
+        ambiguous_threshold=ambiguous_threshold, execute_floor=floor, clarify_max_gap=clarify_max_gap,
         reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
+
+
+def widest_lead(features: np.ndarray) -> float:
+    """The largest relative lead of the top tool over the second, (fused_top - fused_second) / |fused_top|,
+    among feature rows (:data:`FEATURES` order); infinity without rows (no limit). Example: fused scores
+    (2.0, 1.5) and (4.0, 1.0) lead by 0.5 / 2 = 0.25 and 3 / 4 = 0.75: 0.75."""
+    if not len(features):
+        return math.inf
+    top = features[:, FEATURES.index("fused_top")]
+    gap = features[:, FEATURES.index("fused_gap")]
+    lead = gap / np.maximum(np.abs(top), 1e-9)
+    lead = lead[np.isfinite(lead)]
+    return float(lead.max()) if len(lead) else math.inf
 
 
 Pair = tuple[np.ndarray, np.ndarray]
