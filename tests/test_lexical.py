@@ -424,3 +424,19 @@ def test_mini_catalog_top1() -> None:
     index = BM25Index.build(ids, [f"{i} {MINI_TOOLS[i]}" for i in ids])
     misses = [q for q, gold in MINI_QUERIES if [h[0] for h in index.top(q, k=1)] != [gold]]
     assert misses == []
+
+
+def test_words_that_are_not_plurals_keep_their_s() -> None:
+    assert tokenize("latest news series") == ["latest", "news", "series"]
+    assert tokenize("create new invoices") == ["create", "new", "invoice"]
+    # "news" no longer matches tools that "create a new issue"
+    index = BM25Index.build(["a", "b"], ["Create a new issue in a repository", "Search the web for news articles"])
+    assert index.top("latest news about the AI act", k=2) == [("b", pytest.approx(index.scores("news")[1]))]
+
+
+def test_saved_states_are_keyed_by_the_tokenisation(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrag.index import serving
+
+    before = serving.state_fingerprint("cat", {"dense": ("fp", "1")}, "rows")
+    monkeypatch.setattr(serving, "LEXICAL_VERSION", serving.LEXICAL_VERSION + 1)
+    assert serving.state_fingerprint("cat", {"dense": ("fp", "1")}, "rows") != before

@@ -39,6 +39,7 @@ import numpy as np
 from toolrag.catalog.profile import ToolProfile
 from toolrag.errors import StoreError
 from toolrag.files import write_atomic
+from toolrag.index.tokenize import LEXICAL_VERSION
 
 __all__ = ["SavedState", "ServingStore", "rows_signature", "state_fingerprint"]
 
@@ -61,7 +62,8 @@ def rows_signature(tools: Sequence[ToolProfile], image_ids: Mapping[str, Sequenc
 
 def state_fingerprint(catalog_key: str, collections: Mapping[str, tuple[str, str]], signature: str) -> str:
     """``collections``: kind -> (model fingerprint, Chroma generation)."""
-    blob = json.dumps({"format": FORMAT, "catalog": catalog_key, "collections": sorted(collections.items()),
+    blob = json.dumps({"format": FORMAT, "lexical": LEXICAL_VERSION, "catalog": catalog_key,
+                       "collections": sorted(collections.items()),
                        "rows": signature}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 

@@ -34,7 +34,11 @@ from typing import Any
 from toolrag.errors import ModelUnavailable
 from toolrag.text import CJK_RANGES
 
-__all__ = ["EN_STOPWORDS", "ZH_STOPWORDS", "load_segmenter", "tokenize"]
+__all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "tokenize"]
+
+#: Bumped whenever :func:`tokenize` changes what it returns: saved serving states (their BM25 arrays) and
+#: decision models are keyed by it, so an index built with other tokens is rebuilt, never mixed.
+LEXICAL_VERSION = 2
 
 logger = logging.getLogger(__name__)
 
@@ -109,9 +113,18 @@ def load_segmenter() -> None:
     _jieba()
 
 
+#: Words ending in "s" that are not plurals, or whose stripped form is another common word ("news" is not
+#: several "new": tools that "create a new issue" matched every request about the news).
+_NOT_PLURAL = frozenset({
+    "news", "series", "species", "always", "perhaps", "whereas", "besides", "sometimes", "lens", "canvas",
+    "alias", "bias", "atlas", "chaos", "goods", "means", "physics", "mathematics", "economics", "politics",
+    "ethics",
+})
+
+
 def _singular(word: str) -> str:
     """Strip an English plural ending from an ASCII word of 4+ letters (consistent, not linguistic)."""
-    if len(word) < 4 or not word.isascii() or not word.isalpha() or not word.endswith("s"):
+    if len(word) < 4 or not word.isascii() or not word.isalpha() or not word.endswith("s") or word in _NOT_PLURAL:
         return word
     if word.endswith("ies") and len(word) > 4:
         return word[:-3] + "y"  # queries -> query

@@ -26,6 +26,7 @@ from toolrag.encode.models import ModelSet
 from toolrag.errors import StoreError
 from toolrag.files import write_atomic
 from toolrag.index.snapshot import IndexSnapshot
+from toolrag.index.tokenize import LEXICAL_VERSION
 from toolrag.search import simulate
 from toolrag.search.decision_model import (
     MODEL_VERSION,
@@ -81,7 +82,7 @@ class DecisionCalibrator:
             self._snapshot_keys = {id(snap): (snap, catalog_key)}
         digest = hashlib.sha256(catalog_key.encode())
         english = self.models.english.fingerprint if self.models.english is not None else "-"
-        digest.update(f"|{MODEL_VERSION}|{self.models.text.fingerprint}|{english}|{weights}|"
+        digest.update(f"|{MODEL_VERSION}|{LEXICAL_VERSION}|{self.models.text.fingerprint}|{english}|{weights}|"
                       f"{self._chat_key()}".encode())
         key = digest.hexdigest()[:32]
         self._last_key = (snap, weights, key)
