@@ -63,6 +63,17 @@ def test_model_key_follows_catalog_and_weights(sample_retriever: Any) -> None:
     assert sample_retriever.decisions.key(snap, sample_retriever.settings) == base
 
 
+def test_model_key_follows_the_tokenisation(sample_retriever: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a model fitted on other BM25 tokens is refitted, not reused (the saved index is rebuilt likewise)
+    from toolrag.search import calibration
+
+    snap, settings = sample_retriever.index.snapshot, sample_retriever.settings
+    base = sample_retriever.decisions.key(snap, settings)
+    monkeypatch.setattr(calibration, "LEXICAL_VERSION", calibration.LEXICAL_VERSION + 1)
+    sample_retriever.decisions._last_key = None  # the key of the last (snapshot, weights) is kept
+    assert sample_retriever.decisions.key(snap, settings) != base
+
+
 @pytest.mark.parametrize("query", [
     "delete the account of the intern who left",
     "pay the supplier invoice from ACME for March",

@@ -113,11 +113,13 @@ def _list(raw: Mapping[str, Any], key: str) -> list[Any]:
 
 def _str_list(key: str) -> Converter:
     def convert(raw: Mapping[str, Any], *_: Any) -> tuple[str, ...]:
-        out = tuple([item.strip() if isinstance(item, str) else "" for item in _list(raw, key)])
-        if "" in out:
-            bad = next(item for item in _list(raw, key) if not isinstance(item, str) or not item.strip())
-            raise FieldProblem(key, f"expected a list of non-empty strings, found {bad!r}")
-        return out
+        out = []
+        for item in _list(raw, key):
+            text = item.strip() if isinstance(item, str) else ""
+            if not text:
+                raise FieldProblem(key, f"expected a list of non-empty strings, found {item!r}")
+            out.append(text)
+        return tuple(out)
     return convert
 
 

@@ -33,7 +33,7 @@ from toolrag.catalog.fields import (
     tool_name,
 )
 from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
-from toolrag.catalog.readers import from_foreign, read_records, yaml_load
+from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_load
 from toolrag.catalog.report import LoadMode, LoadReport
 from toolrag.errors import CatalogError, ProfileError
 from toolrag.gcpause import paused_gc
@@ -207,7 +207,7 @@ class _Builder:
             try:
                 values[key] = read(raw)
             except FieldProblem as exc:
-                if key == "description" and lenient and "id" in values and _blank(raw.get("description")):
+                if key == "description" and lenient and "id" in values and is_blank(raw.get("description")):
                     # MCP and OpenAI make the description optional: a published tool without one is kept,
                     # findable by its name, instead of vanishing from the catalog
                     values[key] = derived_description(raw, values["id"])
@@ -336,7 +336,3 @@ def _parse_roles(raw: Any, file: Path) -> dict[str, tuple[str, ...]]:
         roles[str(name)] = tuple(c.strip() for c in codes)
     return roles
 
-
-def _blank(value: Any) -> bool:
-    """A missing or empty description (what MCP and OpenAI allow), not one of the wrong type."""
-    return value is None or (isinstance(value, str) and not value.strip())

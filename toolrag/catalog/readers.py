@@ -12,7 +12,7 @@ from typing import Any
 
 from toolrag.yamlio import YamlSyntaxError, read_yaml
 
-__all__ = ["JsonRecord", "from_foreign", "read_records", "yaml_load"]
+__all__ = ["JsonRecord", "from_foreign", "is_blank", "read_records", "yaml_load"]
 
 
 class JsonRecord(dict[str, Any]):
@@ -91,8 +91,7 @@ def from_foreign(item: Any, *, mcp: bool = False) -> Any:
     if "id" not in item and ("inputSchema" in item or (mcp and "name" in item)):
         description = item.get("description")
         title = item.get("title")
-        if (description is None or (isinstance(description, str) and not description.strip())) \
-                and isinstance(title, str) and title.strip():
+        if is_blank(description) and isinstance(title, str) and title.strip():
             description = title  # MCP's human-readable title, when a tool has no description
         out = {"id": item.get("name"), "name": item.get("name"), "description": description}
         if item.get("inputSchema") is not None:
@@ -102,3 +101,8 @@ def from_foreign(item: Any, *, mcp: bool = False) -> Any:
             out["mutation"] = True
         return out
     return item
+
+
+def is_blank(value: Any) -> bool:
+    """A missing or empty text (a description MCP and OpenAI let a tool leave out), not one of another type."""
+    return value is None or (isinstance(value, str) and not value.strip())

