@@ -74,6 +74,36 @@ def test_model_key_follows_the_tokenisation(sample_retriever: Any, monkeypatch: 
     assert sample_retriever.decisions.key(snap, settings) != base
 
 
+def test_model_key_follows_the_keyword_texts(sample_retriever: Any) -> None:
+    # The key reads each profile's cached lexical hash, and the whole keyword text only where the text read
+    # in the tool's example images lengthens it: a change to either refits the model.
+    from dataclasses import replace
+
+    from toolrag.search.calibration import DecisionCalibrator
+
+    snap, settings = sample_retriever.index.snapshot, sample_retriever.settings
+    base = DecisionCalibrator(sample_retriever.index.models).key(snap, settings)
+    plain = next(r for r, t in enumerate(snap.catalog.tools) if snap.bm25_texts[r] == t.lexical_text())
+    read = next(r for r, t in enumerate(snap.catalog.tools) if snap.bm25_texts[r] != t.lexical_text())
+
+    def key_with(texts: tuple[str, ...]) -> str:
+        return DecisionCalibrator(sample_retriever.index.models).key(replace(snap, bm25_texts=texts), settings)
+
+    texts = list(snap.bm25_texts)
+    texts[read] += " receipt"  # other text read in an example image
+    assert key_with(tuple(texts)) != base
+    assert key_with(tuple(snap.bm25_texts)) == base
+    tools = list(snap.catalog.tools)
+    edited = replace(tools[plain], parameters={"type": "object", "properties": {
+        "cost_centre": {"type": "string", "description": "the cost centre to charge"}}})
+    assert edited.lexical_hash() != tools[plain].lexical_hash()
+    tools[plain] = edited
+    texts = list(snap.bm25_texts)
+    texts[plain] = edited.lexical_text()
+    changed = replace(snap, catalog=replace(snap.catalog, tools=tuple(tools)), bm25_texts=tuple(texts))
+    assert DecisionCalibrator(sample_retriever.index.models).key(changed, settings) != base
+
+
 @pytest.mark.parametrize("query", [
     "delete the account of the intern who left",
     "pay the supplier invoice from ACME for March",

@@ -54,8 +54,7 @@ def rows_signature(tools: Sequence[ToolProfile], image_ids: Mapping[str, Sequenc
     its example images' row ids, which carry the image content hash)."""
     h = hashlib.sha256()
     for t in tools:
-        lexical = hashlib.blake2b(t.lexical_text().encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-        h.update(f"{t.id}\t{t.text_hash()}\t{lexical}\t{t.perm_key}\t{t.category}\t{t.deprecated}\t"
+        h.update(f"{t.id}\t{t.text_hash()}\t{t.lexical_hash()}\t{t.perm_key}\t{t.category}\t{t.deprecated}\t"
                  f"{t.mutation}\t{t.priority}\t{','.join(image_ids.get(t.id, ()))}\n".encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 

@@ -73,11 +73,17 @@ class DecisionCalibrator:
             catalog_key = cached[1]
         else:
             digest = hashlib.sha256()
-            for row, tool in enumerate(snap.catalog.tools):
-                lexical = snap.bm25_texts[row] if snap.bm25_texts else tool.lexical_text()
-                digest.update(f"{tool.id}\0{tool.text_hash()}\0{bool(snap.deprecated[row])}\0"
-                              f"{int(snap.priority[row])}\0{bool(snap.english[row])}\0".encode())
-                digest.update(hashlib.sha256(lexical.encode("utf-8", "surrogatepass")).digest())
+            texts = snap.bm25_texts or (None,) * len(snap.ids)
+            columns = zip(snap.catalog.tools, texts, snap.deprecated.tolist(), snap.priority.tolist(),
+                          snap.english.tolist(), strict=True)
+            for tool, text, deprecated, priority, english in columns:
+                # The keyword text is the profile's lexical text, plus the text read in its example images
+                # when it has any (then longer): hashed whole only then, else the profile's cached hash.
+                lexical = tool.lexical_hash()
+                if text is not None and len(text) != len(tool.lexical_text()):
+                    lexical = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+                digest.update(f"{tool.id}\0{tool.text_hash()}\0{deprecated}\0{priority}\0{english}\0{lexical}\0"
+                              .encode("utf-8", "surrogatepass"))
             catalog_key = digest.hexdigest()
             self._snapshot_keys = {id(snap): (snap, catalog_key)}
         digest = hashlib.sha256(catalog_key.encode())
