@@ -75,8 +75,8 @@ def test_model_key_follows_the_tokenisation(sample_retriever: Any, monkeypatch: 
 
 
 def test_model_key_follows_the_keyword_texts(sample_retriever: Any) -> None:
-    # The key reads each profile's cached lexical hash, and the whole keyword text only where the text read
-    # in the tool's example images lengthens it: a change to either refits the model.
+    # The key reads each tool's keyword text: its profile's text and the text read in its example images. A
+    # change to either refits the model.
     from dataclasses import replace
 
     from toolrag.search.calibration import DecisionCalibrator
@@ -96,7 +96,7 @@ def test_model_key_follows_the_keyword_texts(sample_retriever: Any) -> None:
     tools = list(snap.catalog.tools)
     edited = replace(tools[plain], parameters={"type": "object", "properties": {
         "cost_centre": {"type": "string", "description": "the cost centre to charge"}}})
-    assert edited.lexical_hash() != tools[plain].lexical_hash()
+    assert edited.lexical_text() != tools[plain].lexical_text()
     tools[plain] = edited
     texts = list(snap.bm25_texts)
     texts[plain] = edited.lexical_text()

@@ -151,15 +151,6 @@ class ToolProfile:
             parts.append(f"{pname} {pdesc}".strip())
         return "\n".join(parts)
 
-    def lexical_hash(self) -> str:
-        """Hash of :meth:`lexical_text` (computed once): what the index's and the decision model's fingerprints
-        read instead of the whole text."""
-        return self._lexical_hash
-
-    @_derived
-    def _lexical_hash(self) -> str:
-        return hashlib.blake2b(self._lexical.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-
     def text_hash(self) -> str:
         """Hash of what gets embedded: a changed hash means the text vector must be re-encoded."""
         return self._text_hash

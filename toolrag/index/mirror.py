@@ -10,7 +10,7 @@ process starts from it, and only this process's writes go through the mirror (on
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -28,8 +28,9 @@ class MirroredCollection:
     def __init__(self, collection: VectorCollection) -> None:
         self.collection = collection
         self._meta: dict[str, Metadata] | None = None
+        self._meta_later: Callable[[], dict[str, Metadata]] | None = None  # a primed mirror's metadata, on demand
         self._fresh: dict[str, np.ndarray] = {}          # rows written since the last matrix()
-        self._last_ids: dict[str, int] = {}              # id -> row of the last matrix()
+        self._last_ids: Mapping[str, int] = {}           # id -> row of the last matrix() (never written into)
         self._last: np.ndarray | None = None
         self._spare: np.ndarray | None = None            # the matrix before the last one (see matrix())
         self._spare_behind: list[int] = []               # rows where it differs from the last one
@@ -43,11 +44,16 @@ class MirroredCollection:
         """Start a sync: its first write renews the collection's generation (before writing)."""
         self._writing = False
 
-    def prime(self, metadata: dict[str, Metadata], ids: Sequence[str], matrix: np.ndarray) -> None:
-        """Start from a saved state known to equal Chroma's content (toolrag.index.serving): the metadata of
-        every row, and the vectors of ``ids`` as the last matrix. Nothing is read from Chroma."""
-        self._meta = metadata
-        self._last, self._last_ids, self._fresh = matrix, {i: n for n, i in enumerate(ids)}, {}
+    def prime(self, metadata: Callable[[], dict[str, Metadata]], ids: Sequence[str], matrix: np.ndarray, *,
+              positions: Mapping[str, int] | None = None) -> None:
+        """Start from a saved state known to equal Chroma's content (toolrag.index.serving): ``metadata()``
+        gives the metadata of every row, built on the first need (an edit; a restart that only serves
+        searches never builds it: 100,000 dicts), and the vectors of ``ids`` are the last matrix.
+        ``positions``: ``ids`` -> row, when the caller has that map already (it is only read). Nothing is read
+        from Chroma."""
+        self._meta, self._meta_later = None, metadata
+        rows = positions if positions is not None else {i: n for n, i in enumerate(ids)}
+        self._last, self._last_ids, self._fresh = matrix, rows, {}
         self._spare, self._spare_behind = None, []
 
     def _renew(self) -> None:
@@ -58,7 +64,8 @@ class MirroredCollection:
     def metadata(self) -> dict[str, Metadata]:
         """Metadata of every stored row, id -> metadata (read from Chroma once, then kept in step)."""
         if self._meta is None:
-            self._meta = self.collection.get_metadata()
+            later, self._meta_later = self._meta_later, None
+            self._meta = later() if later is not None else self.collection.get_metadata()
         return self._meta
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Mapping[str, MetadataValue]]

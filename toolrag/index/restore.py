@@ -8,6 +8,7 @@ the snapshot a sync would have built from Chroma: ``tests/test_serving.py`` comp
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -107,23 +108,25 @@ def restore_snapshot(state: SavedState, catalog: Catalog, collections: Mapping[s
         extra.setdefault(iid.split("#", 1)[0], []).append(texts[iid])
     bm25_texts = tuple("\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
                        for t in tools)
-    # One metadata dict per tool, shared by the text collections' mirrors: they replace a row's dict on an
-    # upsert and never write into one.
-    tool_meta = {t.id: text_meta(t) for t in tools}
+    # The mirrors' metadata is built on their first need (an edit), not here: a restart that only serves
+    # searches never needs it. One dict per tool, shared by the text collections' mirrors (each its own outer
+    # dict): they replace a row's dict on an upsert and never write into one.
+    tool_meta = functools.cache(lambda: {t.id: text_meta(t) for t in tools})
+    row_of = {tool_id: i for i, tool_id in enumerate(ids)}  # read-only, shared by the snapshot and mirrors
     for kind in wanted_tool:
-        collections[kind].prime(dict(tool_meta), ids, state.vectors[kind])
+        collections[kind].prime(lambda: dict(tool_meta()), ids, state.vectors[kind], positions=row_of)
     for kind in wanted_image:
-        metas = {iid: {**_image_meta(tool_meta[iid.split('#', 1)[0]]),
-                       "tool_id": iid.split("#", 1)[0]} for iid in image_ids}
-        collections[kind].prime(metas, image_ids, state.image_vectors[kind])
+        collections[kind].prime(lambda: {iid: {**_image_meta(tool_meta()[iid.split("#", 1)[0]]),
+                                               "tool_id": iid.split("#", 1)[0]} for iid in image_ids},
+                                image_ids, state.image_vectors[kind])
     if "image_text" in collections:
-        metas = {iid: {"tool_id": iid.split("#", 1)[0], "ocr_text": texts.get(iid, ""),
-                       "has_text": bool(texts.get(iid))} for iid in image_ids}
-        collections["image_text"].prime(metas, text_ids, image_text)
+        collections["image_text"].prime(lambda: {iid: {"tool_id": iid.split("#", 1)[0], "ocr_text": texts.get(iid, ""),
+                                                       "has_text": bool(texts.get(iid))} for iid in image_ids},
+                                        text_ids, image_text)
     ann = {kind: IvfIndex.from_arrays(arrays, state.vectors[kind]) for kind, arrays in state.ann.items()
            if kind in state.vectors}
     return IndexSnapshot(
-        catalog=catalog, ids=ids, row_of={tool_id: i for i, tool_id in enumerate(ids)},
+        catalog=catalog, ids=ids, row_of=row_of,
         vectors=dict(state.vectors), image_owner=image_owner, image_vectors=dict(state.image_vectors),
         image_text_owner=np.array([owner_row[iid.split("#", 1)[0]] for iid in text_ids], dtype=np.int64),
         image_text=image_text, bm25=BM25Index.from_arrays(ids, state.bm25), bm25_texts=bm25_texts, ann=ann,

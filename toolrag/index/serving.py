@@ -50,12 +50,15 @@ _POINTER = "current.json"
 
 
 def rows_signature(tools: Sequence[ToolProfile], image_ids: Mapping[str, Sequence[str]]) -> str:
-    """Hash of everything the index derives from the profiles, in catalog order (``image_ids``: tool id ->
-    its example images' row ids, which carry the image content hash)."""
+    """Hash of everything the index derives from the profiles, in catalog order: each tool's keyword text
+    (:meth:`ToolProfile.lexical_text` holds its id, category and the whole embedded text), permissions,
+    flags and example images (``image_ids``: tool id -> its images' row ids, which carry the image content
+    hash). One running hash over all of it: a hash object per tool cost 0.5 s at 100,000 tools."""
     h = hashlib.sha256()
     for t in tools:
-        h.update(f"{t.id}\t{t.text_hash()}\t{t.lexical_hash()}\t{t.perm_key}\t{t.category}\t{t.deprecated}\t"
-                 f"{t.mutation}\t{t.priority}\t{','.join(image_ids.get(t.id, ()))}\n".encode("utf-8", "surrogatepass"))
+        lexical = t.lexical_text()
+        h.update(f"{t.id}\t{t.perm_key}\t{t.category}\t{t.deprecated}\t{t.mutation}\t{t.priority}\t"
+                 f"{','.join(image_ids.get(t.id, ()))}\t{len(lexical)}\t{lexical}\n".encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 

@@ -72,17 +72,14 @@ class DecisionCalibrator:
         if cached is not None and cached[0] is snap:
             catalog_key = cached[1]
         else:
+            # One running hash over every tool's keyword text (which holds its id and whole embedded text, and
+            # the text read in its example images) and the flags the model reads.
             digest = hashlib.sha256()
-            texts = snap.bm25_texts or (None,) * len(snap.ids)
-            columns = zip(snap.catalog.tools, texts, snap.deprecated.tolist(), snap.priority.tolist(),
-                          snap.english.tolist(), strict=True)
-            for tool, text, deprecated, priority, english in columns:
-                # The keyword text is the profile's lexical text, plus the text read in its example images
-                # when it has any (then longer): hashed whole only then, else the profile's cached hash.
-                lexical = tool.lexical_hash()
-                if text is not None and len(text) != len(tool.lexical_text()):
-                    lexical = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-                digest.update(f"{tool.id}\0{tool.text_hash()}\0{deprecated}\0{priority}\0{english}\0{lexical}\0"
+            texts = snap.bm25_texts or tuple(t.lexical_text() for t in snap.catalog.tools)
+            columns = zip(snap.ids, texts, snap.deprecated.tolist(), snap.priority.tolist(), snap.english.tolist(),
+                          strict=True)
+            for tool_id, text, deprecated, priority, english in columns:
+                digest.update(f"{tool_id}\0{deprecated}\0{priority}\0{english}\0{len(text)}\0{text}\0"
                               .encode("utf-8", "surrogatepass"))
             catalog_key = digest.hexdigest()
             self._snapshot_keys = {id(snap): (snap, catalog_key)}
