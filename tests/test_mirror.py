@@ -9,7 +9,7 @@ import pytest
 
 from toolrag.errors import StoreError
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.mirror import MirroredCollection
+from toolrag.index.mirror import LazyRows, MirroredCollection
 from toolrag.index.store import VectorCollection
 
 
@@ -78,3 +78,28 @@ def test_an_edit_reuses_the_matrix_nobody_holds_and_never_one_still_held(tmp_pat
     assert fourth is not second and fourth is not third
     np.testing.assert_array_equal(second, before)
     np.testing.assert_allclose(fourth, mirror.collection.get_vectors(ids)[1], atol=1e-6)
+
+
+def test_lazy_rows_build_each_row_once_on_read_and_keep_writes_on_top() -> None:
+    built: list[int] = []
+
+    def make(n: int) -> dict[str, int | str]:
+        built.append(n)
+        return {"n": n}
+
+    rows = LazyRows(["a", "b", "c"], make)
+    assert len(rows) == 3 and list(rows) == ["a", "b", "c"] and built == []  # nothing built to count or list
+    assert "b" in rows and "z" not in rows and built == []
+    assert rows["b"] == {"n": 1} and rows.get("b") == {"n": 1} and built == [1]  # built once
+    with pytest.raises(KeyError):
+        rows["z"]
+    rows["d"] = {"n": 9}  # a new row goes last
+    rows["a"] = {"n": 7}  # a known row rewritten: never built
+    assert list(rows) == ["a", "b", "c", "d"] and len(rows) == 4
+    assert rows.pop("c") == {"n": 2} and "c" not in rows and rows.pop("c", None) is None
+    del rows["d"]
+    with pytest.raises(KeyError):
+        del rows["d"]
+    assert list(rows) == ["a", "b"] and len(rows) == 2
+    rows["c"] = {"n": 3}  # a deleted known row written again comes back
+    assert dict(rows) == {"a": {"n": 7}, "b": {"n": 1}, "c": {"n": 3}} and built == [1, 2]

@@ -10,16 +10,58 @@ process starts from it, and only this process's writes go through the mirror (on
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, MutableMapping, Sequence
 
 import numpy as np
 
 from toolrag.errors import StoreError
 from toolrag.index.store import Hit, MetadataValue, VectorCollection
 
-__all__ = ["MirroredCollection"]
+__all__ = ["LazyRows", "MirroredCollection"]
 
 Metadata = dict[str, MetadataValue]
+
+
+class LazyRows(MutableMapping[str, Metadata]):
+    """The metadata of rows known to be stored (a restored index), each row's dict built on its first read:
+    an edit at 100,000 tools reads a few rows, and a restart that only serves searches reads none, so the
+    100,000 dicts are never built. Writes and deletions are kept on top of the known rows."""
+
+    def __init__(self, ids: Sequence[str], make: Callable[[int], Metadata], *,
+                 positions: Mapping[str, int] | None = None) -> None:
+        self._ids, self._make = ids, make
+        self._row = positions if positions is not None else {i: n for n, i in enumerate(ids)}
+        self._built: dict[str, Metadata] = {}   # rows read or written since
+        self._gone: set[str] = set()            # known rows deleted since
+
+    def __getitem__(self, key: str) -> Metadata:
+        if key in self._built:
+            return self._built[key]
+        if key in self._gone or key not in self._row:
+            raise KeyError(key)
+        value = self._built[key] = self._make(self._row[key])
+        return value
+
+    def __setitem__(self, key: str, value: Metadata) -> None:
+        self._built[key] = value
+        self._gone.discard(key)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._built.pop(key, None)
+        if key in self._row:
+            self._gone.add(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._built or (key in self._row and key not in self._gone)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from (i for i in self._ids if i not in self._gone)
+        yield from (i for i in self._built if i not in self._row)
+
+    def __len__(self) -> int:
+        return len(self._ids) - len(self._gone) + sum(1 for i in self._built if i not in self._row)
 
 
 class MirroredCollection:
@@ -27,8 +69,7 @@ class MirroredCollection:
 
     def __init__(self, collection: VectorCollection) -> None:
         self.collection = collection
-        self._meta: dict[str, Metadata] | None = None
-        self._meta_later: Callable[[], dict[str, Metadata]] | None = None  # a primed mirror's metadata, on demand
+        self._meta: MutableMapping[str, Metadata] | None = None
         self._fresh: dict[str, np.ndarray] = {}          # rows written since the last matrix()
         self._last_ids: Mapping[str, int] = {}           # id -> row of the last matrix() (never written into)
         self._last: np.ndarray | None = None
@@ -44,14 +85,13 @@ class MirroredCollection:
         """Start a sync: its first write renews the collection's generation (before writing)."""
         self._writing = False
 
-    def prime(self, metadata: Callable[[], dict[str, Metadata]], ids: Sequence[str], matrix: np.ndarray, *,
+    def prime(self, metadata: MutableMapping[str, Metadata], ids: Sequence[str], matrix: np.ndarray, *,
               positions: Mapping[str, int] | None = None) -> None:
-        """Start from a saved state known to equal Chroma's content (toolrag.index.serving): ``metadata()``
-        gives the metadata of every row, built on the first need (an edit; a restart that only serves
-        searches never builds it: 100,000 dicts), and the vectors of ``ids`` are the last matrix.
-        ``positions``: ``ids`` -> row, when the caller has that map already (it is only read). Nothing is read
-        from Chroma."""
-        self._meta, self._meta_later = None, metadata
+        """Start from a saved state known to equal Chroma's content (toolrag.index.serving): the metadata of
+        every row (a :class:`LazyRows` builds each row's on its first read), and the vectors of ``ids`` as the
+        last matrix. ``positions``: ``ids`` -> row, when the caller has that map already (it is only read).
+        Nothing is read from Chroma."""
+        self._meta = metadata
         rows = positions if positions is not None else {i: n for n, i in enumerate(ids)}
         self._last, self._last_ids, self._fresh = matrix, rows, {}
         self._spare, self._spare_behind = None, []
@@ -61,11 +101,10 @@ class MirroredCollection:
             self.collection.new_generation()
             self._writing = True
 
-    def metadata(self) -> dict[str, Metadata]:
+    def metadata(self) -> MutableMapping[str, Metadata]:
         """Metadata of every stored row, id -> metadata (read from Chroma once, then kept in step)."""
         if self._meta is None:
-            later, self._meta_later = self._meta_later, None
-            self._meta = later() if later is not None else self.collection.get_metadata()
+            self._meta = self.collection.get_metadata()
         return self._meta
 
     def upsert(self, ids: Sequence[str], vectors: np.ndarray, metadatas: Sequence[Mapping[str, MetadataValue]]

@@ -8,7 +8,6 @@ the snapshot a sync would have built from Chroma: ``tests/test_serving.py`` comp
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.index.ann import IvfIndex
 from toolrag.index.bm25 import BM25Index
-from toolrag.index.mirror import MirroredCollection
+from toolrag.index.mirror import LazyRows, MirroredCollection
 from toolrag.index.serving import SavedState, rows_signature, state_fingerprint
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.signals import COLLECTIONS
@@ -108,21 +107,21 @@ def restore_snapshot(state: SavedState, catalog: Catalog, collections: Mapping[s
         extra.setdefault(iid.split("#", 1)[0], []).append(texts[iid])
     bm25_texts = tuple("\n".join([t.lexical_text(), *extra[t.id]]) if t.id in extra else t.lexical_text()
                        for t in tools)
-    # The mirrors' metadata is built on their first need (an edit), not here: a restart that only serves
-    # searches never needs it. One dict per tool, shared by the text collections' mirrors (each its own outer
-    # dict): they replace a row's dict on an upsert and never write into one.
-    tool_meta = functools.cache(lambda: {t.id: text_meta(t) for t in tools})
+    # The mirrors' row metadata is built row by row when read (an edit reads a few rows), not here: a restart
+    # that only serves searches never needs it.
     row_of = {tool_id: i for i, tool_id in enumerate(ids)}  # read-only, shared by the snapshot and mirrors
     for kind in wanted_tool:
-        collections[kind].prime(lambda: dict(tool_meta()), ids, state.vectors[kind], positions=row_of)
+        collections[kind].prime(LazyRows(ids, lambda n: text_meta(tools[n]), positions=row_of), ids,
+                                state.vectors[kind], positions=row_of)
+    owner = image_owner.tolist()
     for kind in wanted_image:
-        collections[kind].prime(lambda: {iid: {**_image_meta(tool_meta()[iid.split("#", 1)[0]]),
-                                               "tool_id": iid.split("#", 1)[0]} for iid in image_ids},
+        collections[kind].prime(LazyRows(image_ids, lambda n: {**_image_meta(text_meta(tools[owner[n]])),
+                                                               "tool_id": tools[owner[n]].id}),
                                 image_ids, state.image_vectors[kind])
     if "image_text" in collections:
-        collections["image_text"].prime(lambda: {iid: {"tool_id": iid.split("#", 1)[0], "ocr_text": texts.get(iid, ""),
-                                                       "has_text": bool(texts.get(iid))} for iid in image_ids},
-                                        text_ids, image_text)
+        collections["image_text"].prime(LazyRows(image_ids, lambda n: {
+            "tool_id": tools[owner[n]].id, "ocr_text": texts.get(image_ids[n], ""),
+            "has_text": bool(texts.get(image_ids[n]))}), text_ids, image_text)
     ann = {kind: IvfIndex.from_arrays(arrays, state.vectors[kind]) for kind, arrays in state.ann.items()
            if kind in state.vectors}
     return IndexSnapshot(
