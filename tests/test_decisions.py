@@ -237,6 +237,34 @@ def test_an_edit_refits_the_decision_model_in_the_background(small_retriever: An
     assert small_retriever.decision_model().key == before.key
 
 
+_EDIT_THEN_EXIT = """
+import dataclasses, sys
+from toolrag.config import configure_environment
+configure_environment(offline=True)
+from toolrag.search.retriever import ToolRetriever
+retriever = ToolRetriever.from_catalog(sys.argv[1], data_dir=sys.argv[2])
+tool = retriever.catalog.tools[0]
+retriever.reload(retriever.catalog.with_tool(dataclasses.replace(tool, description=tool.description + " Edited.")))
+print(retriever.decisions.key(retriever.index.snapshot, retriever.settings))
+"""
+
+
+def test_a_process_that_exits_right_after_an_edit_still_stores_the_refitted_model(small_catalog_dir: Path,
+                                                                               tmp_path: Path) -> None:
+    # The refit runs in a thread the process waits for at exit; by then concurrent.futures refuses new work,
+    # and the refit's side-by-side encoding must not fail on it ("refitting ... failed" and nothing stored).
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    done = subprocess.run([sys.executable, "-c", _EDIT_THEN_EXIT, str(small_catalog_dir), str(data)],
+                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "failed" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
+    key = done.stdout.strip().splitlines()[-1]
+    assert (data / "decisions" / f"{key}.json").is_file()
+
+
 def test_lookalike_pairs_are_found_block_by_block(sample_retriever: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Memory stays bounded for large catalogs: the nearest neighbours are found a block of rows at a time,
     with the same pairs as the whole similarity matrix."""

@@ -188,12 +188,7 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
     todo = {signal: [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")
                      and (signal != "dense_en" or not is_mostly_cjk(r.text))] for signal in encoders}
     jobs = [(encoders[signal], [requests[i].text for i in rows]) for signal, rows in todo.items() if rows]
-    encoded: list[np.ndarray] = []
-    if jobs:
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-simulate") as pool:
-            later = [pool.submit(encode, texts) for encode, texts in jobs[1:]]
-            encoded = [jobs[0][0](jobs[0][1]), *(job.result() for job in later)]
-    vectors = iter(encoded)
+    vectors = iter(_side_by_side(jobs))
     out: dict[str, np.ndarray] = {}
     for signal in encoders:
         matrix = np.full((len(requests), snap.vectors[signal].shape[1]), np.nan, dtype=np.float32)
@@ -210,6 +205,21 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
                     matrix[i] = mixed / norm
         out[signal] = matrix
     return out
+
+
+def _side_by_side(jobs: Sequence[tuple[Encoder, list[str]]]) -> list[np.ndarray]:
+    """Each job's vectors, the first job run here and the others in one worker thread; one after the other
+    when the worker cannot take them: a refit after an edit runs on while the interpreter exits (the process
+    waits for it, :meth:`toolrag.search.calibration.DecisionCalibrator.refit_soon`), and by then
+    ``concurrent.futures`` refuses new work."""
+    if not jobs:
+        return []
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-simulate") as pool:
+        try:
+            later = [pool.submit(encode, texts) for encode, texts in jobs[1:]]
+        except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+            return [encode(texts) for encode, texts in jobs]
+        return [jobs[0][0](jobs[0][1]), *(job.result() for job in later)]
 
 
 def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request], vectors: Mapping[str, np.ndarray],
