@@ -22,11 +22,13 @@ from toolrag.search.decision_model import (
 from toolrag.search.features import (
     FEATURES,
     SELECTION_FEATURES,
+    LONE_Z,
     ResultView,
     SignalArrays,
     candidate_row,
     coverage,
     feature_vector,
+    lone_tool_z,
     meaningful_chars,
     novel_cover,
     second_best,
@@ -291,6 +293,34 @@ def test_decide_special_cases() -> None:
     assert named.decision is Decision.EXECUTE and "names it exactly" in named.reason and named.selected == 1
     floor = decide(_inputs(confidence=0.5), scores, no_tool_threshold=0.6)
     assert floor.decision is Decision.NO_TOOL and "no_tool_threshold" in floor.reason
+
+
+def test_lone_tool_z_by_hand() -> None:
+    # the no-tool requests' cosines to the tool: 0.1, 0.2, 0.3 (mean 0.2, population std sqrt(0.02 / 3) =
+    # 0.08165); the request's cosine 0.4: z = (0.4 - 0.2) / 0.08165 = 2.449. Two signals: the larger z counts.
+    tool = np.array([1.0, 0.0])
+    chat = np.array([[0.1, 0.995], [0.2, 0.98], [0.3, 0.954], [math.nan, math.nan]])  # a NaN row is skipped
+    request = np.array([0.4, 0.917])
+    assert lone_tool_z({"dense": tool}, {"dense": request}, {"dense": chat}) == pytest.approx(2.449, abs=1e-3)
+    other = np.array([[0.0, 1.0], [0.2, 0.98]])  # cosines 0, 0.2: mean 0.1, std 0.1; request 0.4 -> z 3.0
+    both = lone_tool_z({"dense": tool, "dense_en": tool}, {"dense": request, "dense_en": request},
+                       {"dense": chat, "dense_en": other})
+    assert both == pytest.approx(3.0)
+    # a signal the request lacks (a Chinese request has no English vector) or without spread is skipped
+    assert lone_tool_z({"dense": tool, "dense_en": tool}, {"dense": request}, {"dense": chat, "dense_en": other}) \
+        == pytest.approx(2.449, abs=1e-3)
+    assert math.isnan(lone_tool_z({"dense": tool}, {"dense": request}, {"dense": np.array([[0.3, 0.9]] * 3)}))
+    assert math.isnan(lone_tool_z({"dense": tool}, {}, {"dense": chat}))
+
+
+def test_decide_with_one_tool_reads_how_far_the_request_stands_out() -> None:
+    one = {"names": ("get_weather",), "summaries": ("Current weather.",)}
+    called = decide(_inputs(**one, lone_z=LONE_Z + 0.5), None)
+    assert called.decision is Decision.EXECUTE and called.selected == 1 and f"z {LONE_Z + 0.5:.2f}" in called.reason
+    refused = decide(_inputs(**one, lone_z=LONE_Z - 0.5), None)
+    assert refused.decision is Decision.NO_TOOL and refused.selected == 0 and "only candidate" in refused.reason
+    unknown = decide(_inputs(**one), None)  # no request text (an image alone): called as before
+    assert unknown.decision is Decision.EXECUTE and unknown.reason == "calls get_weather: the only candidate"
 
 
 def test_named_tools() -> None:

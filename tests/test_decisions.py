@@ -237,6 +237,37 @@ def test_an_edit_refits_the_decision_model_in_the_background(small_retriever: An
     assert small_retriever.decision_model().key == before.key
 
 
+@pytest.fixture(scope="module")
+def one_tool_retriever(tmp_path_factory: pytest.TempPathFactory, models: Any) -> Any:
+    from toolrag.search.retriever import ToolRetriever
+
+    folder = tmp_path_factory.mktemp("one-tool")
+    (folder / "tools.json").write_text(json.dumps({"tools": [{
+        "name": "get_weather", "description": "Current weather for a city.",
+        "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]}),
+        encoding="utf-8")
+    return ToolRetriever.from_catalog(folder, data_dir=folder / "data", models=models)
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    ("what's the weather in Paris", Decision.EXECUTE),
+    ("will it rain in Berlin tomorrow", Decision.EXECUTE),
+    ("巴黎现在天气怎么样", Decision.EXECUTE),
+    ("tell me a joke", Decision.NO_TOOL),
+    ("给我讲个笑话", Decision.NO_TOOL),
+    ("delete all my files", Decision.NO_TOOL),
+])
+def test_a_lone_tool_is_called_only_for_requests_about_it(one_tool_retriever: Any, query: str,
+                                                           expected: Decision) -> None:
+    # One tool (a one-tool MCP server, or a caller whose permissions leave one): the decision model cannot
+    # read a result of one, so the request is measured against the bundled requests that need no tool. It used
+    # to call the tool for anything ("tell me a joke" -> get_weather).
+    result = one_tool_retriever.search(query)
+    assert result.decision is expected, result.decision_reason
+    assert "only candidate" in result.decision_reason and "(z " in result.decision_reason
+    assert list(result.selected) == (["get_weather"] if expected is Decision.EXECUTE else [])
+
+
 _EDIT_THEN_EXIT = """
 import dataclasses, sys
 from toolrag.config import configure_environment

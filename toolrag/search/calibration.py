@@ -55,6 +55,7 @@ class DecisionCalibrator:
         self._model: DecisionModel | None = None
         self._chat: dict[str, np.ndarray] | None = None
         self._chat_texts: tuple[str, ...] | None = None
+        self._chat_cjk: np.ndarray | None = None
         self._snapshot_keys: dict[int, tuple[IndexSnapshot, str]] = {}
         self._last_key: tuple[IndexSnapshot, str, str] | None = None
         self._vectors: dict[str, dict[str, np.ndarray]] = {}
@@ -198,6 +199,12 @@ class DecisionCalibrator:
         if self._chat_texts is None:
             self._chat_texts = simulate.chat_requests()
         return self._chat_texts
+
+    def chat_cjk(self) -> np.ndarray:
+        """Which bundled no-tool requests are mostly Chinese (bool, in :meth:`chat_texts` order)."""
+        if self._chat_cjk is None:
+            self._chat_cjk = np.array([is_mostly_cjk(t) for t in self.chat_texts()], dtype=bool)
+        return self._chat_cjk
 
     def chat_vectors(self) -> dict[str, np.ndarray]:
         """The bundled no-tool requests' vectors per text signal (``dense_en`` rows of Chinese ones: NaN),

@@ -16,6 +16,11 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    model's execute floor.
 6. EXECUTE otherwise.
 
+With one permitted tool (or no model) the model cannot read the result (nothing to standardise against): the
+tool is called when the request's cosine to it stands out from the bundled requests that need no tool, in the
+request's language, by at least ``LONE_Z`` standard deviations with one of the text models
+(:func:`toolrag.search.features.lone_tool_z`), else NO_TOOL; a request without text (an image alone) calls it.
+
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
 reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
 """
@@ -28,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolrag.search.features import LONE_Z
 from toolrag.search.results import Decision, DecisionScores
 from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
@@ -66,6 +72,9 @@ class DecisionInputs:
     select: Sequence[float] = ()
     """P(also a right tool) of candidates 2..k."""
     query: str = ""
+    lone_z: float = float("nan")
+    """With one permitted tool: how far the request stands out for it from requests that need no tool
+    (:func:`toolrag.search.features.lone_tool_z`); NaN otherwise or without request text."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +135,7 @@ def decide(
                                f"no tool: the confidence {inputs.confidence:.3f} is under the catalog's "
                                f"no_tool_threshold {no_tool_threshold:.3f}", scores)
     if scores is None:
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {inputs.names[0]}: the only candidate", scores, 1)
+        return _lone(inputs, scores)
     if scores.no_tool >= point.no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
     alike = scores.ambiguous >= point.ambiguous_threshold
@@ -157,6 +166,22 @@ def decide(
                    f"{100 * inputs.relative_gap:.0f}%, more than any of this catalog's ambiguous requests "
                    f"({100 * point.clarify_max_gap:.0f}%)")
     return DecisionOutcome(Decision.EXECUTE, None, reason, scores, selected)
+
+
+def _lone(inputs: DecisionInputs, scores: DecisionScores | None) -> DecisionOutcome:
+    """One permitted tool (or no model): called when the request stands out for it from requests that need no
+    tool (``lone_z`` >= :data:`toolrag.search.features.LONE_Z`), else NO_TOOL; called as before when that
+    cannot be measured (no request text, e.g. an image alone)."""
+    name, z = inputs.names[0], inputs.lone_z
+    if not math.isfinite(z):
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: the only candidate", scores, 1)
+    if z < LONE_Z:
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               f"no tool: {name} is the only candidate, and the request comes no closer to it "
+                               f"than requests that need no tool do (z {z:.2f} < {LONE_Z:.2f})", scores)
+    return DecisionOutcome(Decision.EXECUTE, None,
+                           f"calls {name}: the only candidate, and the request is far closer to it than requests "
+                           f"that need no tool are (z {z:.2f} >= {LONE_Z:.2f})", scores, 1)
 
 
 def _selection(inputs: DecisionInputs, threshold: float) -> int:

@@ -25,6 +25,7 @@ from toolrag.search.features import (
     candidate_row,
     coverage,
     feature_vector,
+    lone_tool_z,
     meaningful_chars,
     novel_cover,
     word_count,
@@ -47,8 +48,10 @@ class DecisionStep:
 
     def decide(self, query: str, history: Sequence[str], q: QueryFeatures, candidates: Sequence[Candidate],
                model: DecisionModel | None, chat: Mapping[str, np.ndarray], *, confidence: float,
-               named: int) -> DecisionOutcome:
-        """The decision for the final candidate list (after reranking); see :func:`toolrag.search.decide.decide`."""
+               named: int, chat_cjk: np.ndarray | None = None) -> DecisionOutcome:
+        """The decision for the final candidate list (after reranking); see :func:`toolrag.search.decide.decide`.
+        ``chat``: the bundled no-tool requests' vectors per text signal; ``chat_cjk``: which of them are
+        Chinese (for a lone permitted tool)."""
         names = [c.name for c in candidates]
         summaries = [c.description for c in candidates]
         meaningful = meaningful_chars(" ".join((query, *history))) > 0
@@ -66,6 +69,14 @@ class DecisionStep:
             select = [model.select_probability(candidate_row(view.fused, head, k, novel))
                       for k in range(2, len(candidates) + 1)]
         top = next((view.signals[s] for s in ("dense", "ocr", "concepts") if s in view.signals), None)
+        lone_z = math.nan
+        if len(head) < 2 and chat_cjk is not None:
+            row = int(self.rows[head[0]])
+            # the English model reads English tools only (as in scoring)
+            spaces = [s for s in ("dense", "dense_en") if s in self.snap.vectors
+                      and (s != "dense_en" or bool(self.snap.english[row]))]
+            lone_z = lone_tool_z({s: self.snap.vectors[s][row] for s in spaces}, q.vectors,
+                                 {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
         first = float(view.fused[head[0]])
         gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
         inputs = DecisionInputs(
@@ -73,7 +84,7 @@ class DecisionStep:
             relative_gap=gap / abs(first) if first != 0 else 0.0,
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
-            named=named, select=select, query=query)
+            named=named, select=select, query=query, lone_z=lone_z)
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))

@@ -69,6 +69,12 @@ SELECTION_FEATURES: tuple[str, ...] = (
     "novel",       # share of the request's catalog words this candidate has and no candidate above it has
 )
 
+#: A lone permitted tool is called only when the request stands out this far (z units, best text signal) from
+#: the bundled requests that need no tool: with one tool there is nothing to standardise against, so the
+#: decision model cannot read the result (:func:`lone_tool_z`). Measured with the gold tool of each labelled
+#: request as the lone tool (docs/decisions.md): 90-99.9% of requests that need a tool pass at 2.0.
+LONE_Z = 2.0
+
 #: z-scores are clipped here: a BM25 match on one rare word can reach z = 30 on a large catalog, and an
 #: unclipped extreme would dominate a linear model.
 Z_CLIP = 12.0
@@ -185,6 +191,28 @@ def candidate_row(fused: np.ndarray, head: Sequence[int] | np.ndarray, position:
     top, cand = head[0], head[position - 1]
     fresh = novel[position - 1] if position - 1 < len(novel) else 0.0
     return np.array([float(fused[top] - fused[cand]), float(fused[cand]), float(position), float(fresh)])
+
+
+def lone_tool_z(tool: Mapping[str, np.ndarray], request: Mapping[str, np.ndarray],
+                chat: Mapping[str, np.ndarray]) -> float:
+    """How far a request stands out, for one tool, from requests that need no tool: per text signal present in
+    all three mappings (signal -> the tool's vector, the request's vector, the bundled no-tool requests'
+    vectors in the request's language), z = (cos(request, tool) - mean) / std of the no-tool requests' cosines
+    to the tool (NaN rows skipped; population std); the largest z. NaN when no signal has two such rows and a
+    spread. Example: cosines 0.1, 0.2, 0.3 of the no-tool requests (mean 0.2, std 0.0816) and 0.4 of the
+    request: z = 0.2 / 0.0816 = 2.45."""
+    best = math.nan
+    for signal, vector in tool.items():
+        if signal not in request or signal not in chat:
+            continue
+        null = chat[signal] @ vector
+        null = null[np.isfinite(null)].astype(np.float64)
+        spread = float(null.std()) if len(null) > 1 else 0.0
+        if spread <= 0.0:
+            continue
+        z = (float(request[signal] @ vector) - float(null.mean())) / spread
+        best = z if not math.isfinite(best) else max(best, z)
+    return best
 
 
 def second_best(values: np.ndarray) -> tuple[float, float]:

@@ -369,9 +369,11 @@ class ToolRetriever:
                 cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
         """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
         model = self.decision_model() if candidates else None
-        chat = self.decisions.chat_vectors() if model is not None else {}
+        lone = len(order) == 1  # one permitted tool: judged against the bundled no-tool requests
+        chat = self.decisions.chat_vectors() if model is not None or lone else {}
         step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
-        return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named)
+        return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named,
+                           chat_cjk=self.decisions.chat_cjk() if lone else None)
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
         """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""
