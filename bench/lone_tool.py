@@ -1,0 +1,96 @@
+"""The lone-tool rule of the decision (one permitted tool): how many requests that need a tool pass it, and how
+many that need none are refused, for thresholds of ``toolrag.search.features.lone_tool_z``.
+
+    python -m bench.lone_tool                          # bundled, MetaTool Task1, Seal-Tools in, Gorilla
+    python -m bench.lone_tool --sets bundled --thresholds 1.5,2,2.5
+
+Each labelled request that needs a tool meets its gold tool as the lone tool (passed: it is called); each
+request that needs none (MetaTool Task1's, the bundled ones) meets the tool ranked first for it, the hardest
+lone tool it could meet (refused: NO_TOOL). Query vectors come from the same caches as ``bench.decisions``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from bench.common import machine, open_retriever, say
+from bench.datasets import SETS, prepare
+from bench.decisions import _bundled, _cache, _root
+
+__all__ = ["main"]
+
+
+def _counts(retriever: Any, rows: Any, thresholds: list[float]) -> dict[float, list[int]]:
+    from toolrag.search.features import lone_tool_z
+
+    snap, calibrator = retriever.index.snapshot, retriever.decisions
+    chat, chat_cjk = calibrator.chat_vectors(), calibrator.chat_cjk()
+    out = {t: [0, 0, 0, 0] for t in thresholds}  # passed, needing a tool, refused, needing none
+    for row in rows:
+        if row.image is not None:
+            continue
+        q = retriever.analyzer.analyze(row.query, settings=retriever.settings)
+        if row.gold:
+            tool = snap.row_of.get(next(iter(row.gold)))
+        else:
+            top = retriever.search(row.query, top_k=1, audited=False).candidates
+            tool = snap.row_of[top[0].id] if top else None
+        if tool is None:
+            continue
+        spaces = [s for s in ("dense", "dense_en") if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
+        z = lone_tool_z({s: snap.vectors[s][tool] for s in spaces}, q.vectors,
+                        {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
+        for t, counts in out.items():
+            if row.gold:
+                counts[0] += bool(z >= t) or not np.isfinite(z)
+                counts[1] += 1
+            else:
+                counts[2] += bool(z < t)
+                counts[3] += 1
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="bundled,metatool_task1,seal_in,gorilla")
+    parser.add_argument("--thresholds", default="1.5,2,2.5")
+    parser.add_argument("--benchmarks", default="../shared/benchmarks")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    parser.add_argument("--limit", type=int, default=None)
+    args = parser.parse_args(argv)
+    from toolrag import load_queries
+    from toolrag.encode.models import load_models
+    from toolrag.settings import Settings
+
+    thresholds = [float(t) for t in args.thresholds.split(",")]
+    models = load_models(Settings())
+    results: dict[str, dict[float, list[int]]] = {}
+    for name in args.sets.split(","):
+        if name == "bundled":
+            retriever, rows = _bundled(args, models)
+            cache = _cache(retriever, _root(args), "bundled")
+        else:
+            root = prepare(args.benchmarks, args.bench_dir)
+            spec = SETS[name]
+            retriever = open_retriever(root, spec.source, models=models)
+            cache = _cache(retriever, root, spec.source)
+            rows = load_queries(spec.queries_file(root))
+        rows = rows[: args.limit] if args.limit else rows
+        results[name] = _counts(retriever, rows, thresholds)
+        cache.save()
+        say(f"{name}: {len(rows)} rows")
+    print(f"machine: {machine()}")
+    print("| set | threshold | requests needing a tool: passed | needing none: refused |")
+    print("|---|---|---|---|")
+    for name, by_t in results.items():
+        for t, (passed, tools, refused, none) in by_t.items():
+            refusal = f"{100 * refused / none:.1f} ({none})" if none else "n/a"
+            print(f"| {name} | {t:g} | {100 * passed / max(tools, 1):.1f} ({tools}) | {refusal} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
