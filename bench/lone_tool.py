@@ -3,6 +3,7 @@ many that need none are refused, for thresholds of ``toolrag.search.features.lon
 
     python -m bench.lone_tool                          # bundled, MetaTool Task1, Seal-Tools in, Gorilla
     python -m bench.lone_tool --sets bundled --thresholds 1.5,2,2.5
+    python -m bench.lone_tool --signals dense           # the multilingual model alone
 
 Each labelled request that needs a tool meets its gold tool as the lone tool (passed: it is called); each
 request that needs none (MetaTool Task1's, the bundled ones) meets the tool ranked first for it, the hardest
@@ -23,7 +24,7 @@ from bench.decisions import _bundled, _cache, _root
 __all__ = ["main"]
 
 
-def _counts(retriever: Any, rows: Any, thresholds: list[float]) -> dict[float, list[int]]:
+def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[str]) -> dict[float, list[int]]:
     from toolrag.search.features import lone_tool_z
 
     snap, calibrator = retriever.index.snapshot, retriever.decisions
@@ -40,7 +41,7 @@ def _counts(retriever: Any, rows: Any, thresholds: list[float]) -> dict[float, l
             tool = snap.row_of[top[0].id] if top else None
         if tool is None:
             continue
-        spaces = [s for s in ("dense", "dense_en") if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
+        spaces = [s for s in signals if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
         z = lone_tool_z({s: snap.vectors[s][tool] for s in spaces}, q.vectors,
                         {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
         for t, counts in out.items():
@@ -60,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", default="../shared/benchmarks")
     parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--signals", default="dense,dense_en", help="text signals whose z counts (the larger)")
     args = parser.parse_args(argv)
     from toolrag import load_queries
     from toolrag.encode.models import load_models
@@ -79,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             cache = _cache(retriever, root, spec.source)
             rows = load_queries(spec.queries_file(root))
         rows = rows[: args.limit] if args.limit else rows
-        results[name] = _counts(retriever, rows, thresholds)
+        results[name] = _counts(retriever, rows, thresholds, args.signals.split(","))
         cache.save()
         say(f"{name}: {len(rows)} rows")
     print(f"machine: {machine()}")
