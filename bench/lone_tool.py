@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--benchmarks", default="../shared/benchmarks")
     parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
     parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--signals", default="dense,dense_en", help="text signals whose z counts (the larger)")
+    parser.add_argument("--signals", default="dense_en,dense",
+                        help="text signals in order of preference: the first that reads the request counts")
     args = parser.parse_args(argv)
     from toolrag import load_queries
     from toolrag.encode.models import load_models

@@ -21,8 +21,8 @@ from toolrag.search.decision_model import (
 )
 from toolrag.search.features import (
     FEATURES,
-    SELECTION_FEATURES,
     LONE_Z,
+    SELECTION_FEATURES,
     ResultView,
     SignalArrays,
     candidate_row,
@@ -297,17 +297,22 @@ def test_decide_special_cases() -> None:
 
 def test_lone_tool_z_by_hand() -> None:
     # the no-tool requests' cosines to the tool: 0.1, 0.2, 0.3 (mean 0.2, population std sqrt(0.02 / 3) =
-    # 0.08165); the request's cosine 0.4: z = (0.4 - 0.2) / 0.08165 = 2.449. Two signals: the larger z counts.
+    # 0.08165); the request's cosine 0.4: z = (0.4 - 0.2) / 0.08165 = 2.449
     tool = np.array([1.0, 0.0])
     chat = np.array([[0.1, 0.995], [0.2, 0.98], [0.3, 0.954], [math.nan, math.nan]])  # a NaN row is skipped
     request = np.array([0.4, 0.917])
     assert lone_tool_z({"dense": tool}, {"dense": request}, {"dense": chat}) == pytest.approx(2.449, abs=1e-3)
-    other = np.array([[0.0, 1.0], [0.2, 0.98]])  # cosines 0, 0.2: mean 0.1, std 0.1; request 0.4 -> z 3.0
-    both = lone_tool_z({"dense": tool, "dense_en": tool}, {"dense": request, "dense_en": request},
-                       {"dense": chat, "dense_en": other})
-    assert both == pytest.approx(3.0)
-    # a signal the request lacks (a Chinese request has no English vector) or without spread is skipped
-    assert lone_tool_z({"dense": tool, "dense_en": tool}, {"dense": request}, {"dense": chat, "dense_en": other}) \
+    # the first signal in the tool's order that can be read counts: cosines 0, 0.2 (mean 0.1, std 0.1) and the
+    # request's 0.4 -> z = 3.0, whatever the second signal says
+    other = np.array([[0.0, 1.0], [0.2, 0.98]])
+    first = lone_tool_z({"dense_en": tool, "dense": tool}, {"dense": request, "dense_en": request},
+                        {"dense": chat, "dense_en": other})
+    assert first == pytest.approx(3.0)
+    # a signal the request lacks (a Chinese request has no English vector) or without spread is passed over
+    assert lone_tool_z({"dense_en": tool, "dense": tool}, {"dense": request}, {"dense": chat, "dense_en": other}) \
+        == pytest.approx(2.449, abs=1e-3)
+    flat = {"dense_en": np.array([[0.3, 0.9]] * 3), "dense": chat}
+    assert lone_tool_z({"dense_en": tool, "dense": tool}, {"dense": request, "dense_en": request}, flat) \
         == pytest.approx(2.449, abs=1e-3)
     assert math.isnan(lone_tool_z({"dense": tool}, {"dense": request}, {"dense": np.array([[0.3, 0.9]] * 3)}))
     assert math.isnan(lone_tool_z({"dense": tool}, {}, {"dense": chat}))

@@ -18,8 +18,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
 
 With one permitted tool (or no model) the model cannot read the result (nothing to standardise against): the
 tool is called when the request's cosine to it stands out from the bundled requests that need no tool, in the
-request's language, by at least ``LONE_Z`` standard deviations with one of the text models
-(:func:`toolrag.search.features.lone_tool_z`), else NO_TOOL; a request without text (an image alone) calls it.
+request's language, by at least ``LONE_Z`` standard deviations (the English model's cosines when it reads the
+request and the tool, else the multilingual model's: :func:`toolrag.search.features.lone_tool_z`), else NO_TOOL;
+a request without text (an image alone) calls it.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
 reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.

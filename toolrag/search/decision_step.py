@@ -72,8 +72,8 @@ class DecisionStep:
         lone_z = math.nan
         if len(head) < 2 and chat_cjk is not None:
             row = int(self.rows[head[0]])
-            # the English model reads English tools only (as in scoring)
-            spaces = [s for s in ("dense", "dense_en") if s in self.snap.vectors
+            # the English model first (its cosines spread), for English tools only (as in scoring)
+            spaces = [s for s in ("dense_en", "dense") if s in self.snap.vectors
                       and (s != "dense_en" or bool(self.snap.english[row]))]
             lone_z = lone_tool_z({s: self.snap.vectors[s][row] for s in spaces}, q.vectors,
                                  {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})

@@ -69,10 +69,11 @@ SELECTION_FEATURES: tuple[str, ...] = (
     "novel",       # share of the request's catalog words this candidate has and no candidate above it has
 )
 
-#: A lone permitted tool is called only when the request stands out this far (z units, best text signal) from
-#: the bundled requests that need no tool: with one tool there is nothing to standardise against, so the
-#: decision model cannot read the result (:func:`lone_tool_z`). Measured with the gold tool of each labelled
-#: request as the lone tool (docs/decisions.md): 90-99.9% of requests that need a tool pass at 2.0.
+#: A lone permitted tool is called only when the request stands out this far (z units) from the bundled
+#: requests that need no tool, read with the English model when it reads the request and the tool (its cosines
+#: spread; the multilingual model's are compressed into a narrow band), else the multilingual one: with one tool
+#: there is nothing to standardise against, so the decision model cannot read the result (:func:`lone_tool_z`;
+#: measured with ``python -m bench.lone_tool``, docs/decisions.md).
 LONE_Z = 2.0
 
 #: z-scores are clipped here: a BM25 match on one rare word can reach z = 30 on a large catalog, and an
@@ -195,24 +196,21 @@ def candidate_row(fused: np.ndarray, head: Sequence[int] | np.ndarray, position:
 
 def lone_tool_z(tool: Mapping[str, np.ndarray], request: Mapping[str, np.ndarray],
                 chat: Mapping[str, np.ndarray]) -> float:
-    """How far a request stands out, for one tool, from requests that need no tool: per text signal present in
-    all three mappings (signal -> the tool's vector, the request's vector, the bundled no-tool requests'
-    vectors in the request's language), z = (cos(request, tool) - mean) / std of the no-tool requests' cosines
-    to the tool (NaN rows skipped; population std); the largest z. NaN when no signal has two such rows and a
-    spread. Example: cosines 0.1, 0.2, 0.3 of the no-tool requests (mean 0.2, std 0.0816) and 0.4 of the
-    request: z = 0.2 / 0.0816 = 2.45."""
-    best = math.nan
+    """How far a request stands out, for one tool, from requests that need no tool, read with the first text
+    signal of ``tool`` (signal -> the tool's vector, in order of preference) that ``request`` (its vectors) and
+    ``chat`` (the bundled no-tool requests' vectors in the request's language) also have and whose no-tool
+    cosines spread: z = (cos(request, tool) - mean) / std of the no-tool requests' cosines to the tool (NaN
+    rows skipped; population std). NaN when no signal can be read. Example: cosines 0.1, 0.2, 0.3 of the no-tool
+    requests (mean 0.2, std 0.0816) and 0.4 of the request: z = 0.2 / 0.0816 = 2.45."""
     for signal, vector in tool.items():
         if signal not in request or signal not in chat:
             continue
         null = chat[signal] @ vector
         null = null[np.isfinite(null)].astype(np.float64)
         spread = float(null.std()) if len(null) > 1 else 0.0
-        if spread <= 0.0:
-            continue
-        z = (float(request[signal] @ vector) - float(null.mean())) / spread
-        best = z if not math.isfinite(best) else max(best, z)
-    return best
+        if spread > 0.0:
+            return (float(request[signal] @ vector) - float(null.mean())) / spread
+    return math.nan
 
 
 def second_best(values: np.ndarray) -> tuple[float, float]:
