@@ -328,6 +328,24 @@ def test_decide_with_one_tool_reads_how_far_the_request_stands_out() -> None:
     assert unknown.decision is Decision.EXECUTE and unknown.reason == "calls get_weather: the only candidate"
 
 
+def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -> None:
+    # 3 permitted tools: the model's probabilities are shown but do not decide
+    few = {"names": ("create_event", "send_email", "get_weather"), "summaries": ("", "", ""), "permitted": 3,
+           "relative_gap": 0.5, "select": (0.7, 0.2)}
+    sure = DecisionScores(right=0.95, ambiguous=0.01, no_tool=0.01)
+    refused = decide(_inputs(**few, lone_z=LONE_Z - 0.1), sure, model=POINT)
+    assert refused.decision is Decision.NO_TOOL and "3 tools are permitted" in refused.reason
+    unsure = DecisionScores(right=0.05, ambiguous=0.01, no_tool=0.9)
+    called = decide(_inputs(**few, lone_z=LONE_Z + 1.0), unsure, model=POINT)
+    assert called.decision is Decision.EXECUTE and "create_event ranks first" in called.reason
+    assert called.selected == 2  # the selection still comes from the model (0.7 reaches 0.5, 0.2 does not)
+    tied = decide(_inputs(**{**few, "relative_gap": 0.01}, lone_z=LONE_Z + 1.0), sure, model=POINT, clarify_gap=0.05)
+    assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason
+    # more tools than FEW_TOOLS (permitted 0): the model decides as before
+    assert decide(_inputs(**{**few, "permitted": 0}, lone_z=LONE_Z - 1.0), sure, model=POINT).decision \
+        is Decision.EXECUTE
+
+
 def test_named_tools() -> None:
     lookup = name_lookup([("get_weather_forecast", "travel.weather.forecast"), ("search", "web.search"),
                           ("Now", "Now"), ("CompanyInfoTool", "CompanyInfoTool")])

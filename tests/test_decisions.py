@@ -268,6 +268,39 @@ def test_a_lone_tool_is_called_only_for_requests_about_it(one_tool_retriever: An
     assert list(result.selected) == (["get_weather"] if expected is Decision.EXECUTE else [])
 
 
+@pytest.fixture(scope="module")
+def three_tool_retriever(tmp_path_factory: pytest.TempPathFactory, models: Any) -> Any:
+    from toolrag.search.retriever import ToolRetriever
+
+    folder = tmp_path_factory.mktemp("three-tools")
+    string = {"type": "string"}
+    tools = [("get_weather", "Current weather for a city.", {"city": string}),
+             ("send_email", "Send an email to a recipient.", {"to": string, "body": string}),
+             ("create_calendar_event", "Create an event in the user's calendar.", {"title": string, "start": string})]
+    (folder / "tools.json").write_text(json.dumps({"tools": [
+        {"name": name, "description": text, "inputSchema": {"type": "object", "properties": props}}
+        for name, text, props in tools]}), encoding="utf-8")
+    return ToolRetriever.from_catalog(folder, data_dir=folder / "data", models=models)
+
+
+@pytest.mark.parametrize(("query", "expected", "tool"), [
+    ("is it raining in London right now", Decision.EXECUTE, "get_weather"),
+    ("what's the forecast for Berlin", Decision.EXECUTE, "get_weather"),
+    ("create an event called Sprint review next Thursday", Decision.EXECUTE, "create_calendar_event"),
+    ("tell me a joke", Decision.NO_TOOL, None),
+    ("delete all my files", Decision.NO_TOOL, None),
+])
+def test_a_catalog_of_a_few_tools_is_decided_on_its_top_tool(three_tool_retriever: Any, query: str,
+                                                             expected: Decision, tool: str | None) -> None:
+    # Three tools (like many MCP servers): the decision model fitted on three tools' simulated requests answered
+    # the first two NO_TOOL and asked about the third; the top tool's standing against the bundled no-tool
+    # requests decides instead (python -m bench.small_catalogs).
+    result = three_tool_retriever.search(query)
+    assert result.decision is expected, result.decision_reason
+    assert "3 tools are permitted" in result.decision_reason and "(z " in result.decision_reason
+    assert (result.selected[0] if result.selected else None) == tool
+
+
 _EDIT_THEN_EXIT = """
 import dataclasses, sys
 from toolrag.config import configure_environment

@@ -16,11 +16,12 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    model's execute floor.
 6. EXECUTE otherwise.
 
-With one permitted tool (or no model) the model cannot read the result (nothing to standardise against): the
-tool is called when the request's cosine to it stands out from the bundled requests that need no tool, in the
-request's language, by at least ``LONE_Z`` standard deviations (the English model's cosines when it reads the
-request and the tool, else the multilingual model's: :func:`toolrag.search.features.lone_tool_z`), else NO_TOOL;
-a request without text (an image alone) calls it.
+With at most ``FEW_TOOLS`` (5) permitted tools, or no model, the model does not decide (z-scores over a handful
+of tools say little; a catalog that small gives a handful of simulated cases): the top tool is called when the
+request's cosine to it stands out from the bundled requests that need no tool, in the request's language, by at
+least ``LONE_Z`` standard deviations (the English model's cosines when it reads the request and the tool, else
+the multilingual model's: :func:`toolrag.search.features.lone_tool_z`), else NO_TOOL; the ``clarify_gap`` tie
+rule still asks; a request without text (an image alone) calls it.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
 reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
@@ -74,8 +75,11 @@ class DecisionInputs:
     """P(also a right tool) of candidates 2..k."""
     query: str = ""
     lone_z: float = float("nan")
-    """With one permitted tool: how far the request stands out for it from requests that need no tool
-    (:func:`toolrag.search.features.lone_tool_z`); NaN otherwise or without request text."""
+    """With a few permitted tools (or no model): how far the request stands out for the top tool from
+    requests that need no tool (:func:`toolrag.search.features.lone_tool_z`); NaN otherwise or without request
+    text."""
+    permitted: int = 0
+    """How many tools are permitted when they are :data:`toolrag.search.features.FEW_TOOLS` or fewer, else 0."""
 
 
 @dataclass(frozen=True)
@@ -135,8 +139,8 @@ def decide(
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the confidence {inputs.confidence:.3f} is under the catalog's "
                                f"no_tool_threshold {no_tool_threshold:.3f}", scores)
-    if scores is None:
-        return _lone(inputs, scores)
+    if scores is None or (inputs.permitted and math.isfinite(inputs.lone_z)):
+        return _few(inputs, scores, point, clarify_gap)
     if scores.no_tool >= point.no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
     alike = scores.ambiguous >= point.ambiguous_threshold
@@ -169,20 +173,31 @@ def decide(
     return DecisionOutcome(Decision.EXECUTE, None, reason, scores, selected)
 
 
-def _lone(inputs: DecisionInputs, scores: DecisionScores | None) -> DecisionOutcome:
-    """One permitted tool (or no model): called when the request stands out for it from requests that need no
-    tool (``lone_z`` >= :data:`toolrag.search.features.LONE_Z`), else NO_TOOL; called as before when that
-    cannot be measured (no request text, e.g. an image alone)."""
-    name, z = inputs.names[0], inputs.lone_z
+def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clarify_gap: float
+         ) -> DecisionOutcome:
+    """A few permitted tools (or no model): the top tool is called when the request stands out for it from
+    requests that need no tool (``lone_z`` >= :data:`toolrag.search.features.LONE_Z`), else NO_TOOL; the tie rule
+    (``clarify_gap``) still asks; called as before when that cannot be measured (no request text, e.g. an image
+    alone)."""
+    name, z, n = inputs.names[0], inputs.lone_z, len(inputs.names)
     if not math.isfinite(z):
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: the only candidate", scores, 1)
+    why = ("the only candidate" if inputs.permitted <= 1 else
+           f"{inputs.permitted} tools are permitted, too few for the decision model, and {name} ranks first")
     if z < LONE_Z:
         return DecisionOutcome(Decision.NO_TOOL, None,
-                               f"no tool: {name} is the only candidate, and the request comes no closer to it "
-                               f"than requests that need no tool do (z {z:.2f} < {LONE_Z:.2f})", scores)
+                               f"no tool: {why}; the request comes no closer to {name} than requests that need "
+                               f"no tool do (z {z:.2f} < {LONE_Z:.2f})", scores)
+    if n >= 2 and inputs.relative_gap < clarify_gap:
+        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
+        return DecisionOutcome(Decision.CLARIFY, question,
+                               f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
+                               f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap "
+                               f"{clarify_gap:.2f})", scores, max(2, _selection(inputs, point.select_threshold)))
+    selected = _selection(inputs, point.select_threshold) if scores is not None else 1
     return DecisionOutcome(Decision.EXECUTE, None,
-                           f"calls {name}: the only candidate, and the request is far closer to it than requests "
-                           f"that need no tool are (z {z:.2f} >= {LONE_Z:.2f})", scores, 1)
+                           f"calls {name}: {why}; the request is far closer to it than requests that need no "
+                           f"tool are (z {z:.2f} >= {LONE_Z:.2f})", scores, selected)
 
 
 def _selection(inputs: DecisionInputs, threshold: float) -> int:

@@ -20,6 +20,7 @@ from toolrag.search import adaptive, fusion
 from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
 from toolrag.search.decision_model import DecisionModel
 from toolrag.search.features import (
+    FEW_TOOLS,
     ResultView,
     SignalArrays,
     candidate_row,
@@ -51,7 +52,7 @@ class DecisionStep:
                named: int, chat_cjk: np.ndarray | None = None) -> DecisionOutcome:
         """The decision for the final candidate list (after reranking); see :func:`toolrag.search.decide.decide`.
         ``chat``: the bundled no-tool requests' vectors per text signal; ``chat_cjk``: which of them are
-        Chinese (for a lone permitted tool)."""
+        Chinese (for a few permitted tools, :data:`toolrag.search.features.FEW_TOOLS`)."""
         names = [c.name for c in candidates]
         summaries = [c.description for c in candidates]
         meaningful = meaningful_chars(" ".join((query, *history))) > 0
@@ -70,7 +71,8 @@ class DecisionStep:
                       for k in range(2, len(candidates) + 1)]
         top = next((view.signals[s] for s in ("dense", "ocr", "concepts") if s in view.signals), None)
         lone_z = math.nan
-        if len(head) < 2 and chat_cjk is not None:
+        few = len(self.rows) <= FEW_TOOLS  # the scored rows: every permitted tool of a catalog this small
+        if (few or model is None) and chat_cjk is not None:
             row = int(self.rows[head[0]])
             # the English model first (its cosines spread), for English tools only (as in scoring)
             spaces = [s for s in ("dense_en", "dense") if s in self.snap.vectors
@@ -84,7 +86,8 @@ class DecisionStep:
             relative_gap=gap / abs(first) if first != 0 else 0.0,
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
-            named=named, select=select, query=query, lone_z=lone_z)
+            named=named, select=select, query=query, lone_z=lone_z,
+            permitted=len(self.rows) if few else 0)
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))

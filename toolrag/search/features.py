@@ -75,6 +75,10 @@ SELECTION_FEATURES: tuple[str, ...] = (
 #: there is nothing to standardise against, so the decision model cannot read the result (:func:`lone_tool_z`;
 #: measured with ``python -m bench.lone_tool``, docs/decisions.md).
 LONE_Z = 2.0
+#: Up to this many permitted tools the same test of the top tool decides (EXECUTE or NO_TOOL) instead of the
+#: decision model: z-scores over a handful of tools say little, and a model fitted on a catalog this small has
+#: a handful of simulated cases (``python -m bench.small_catalogs``, docs/decisions.md).
+FEW_TOOLS = 5
 
 #: z-scores are clipped here: a BM25 match on one rare word can reach z = 30 on a large catalog, and an
 #: unclipped extreme would dominate a linear model.

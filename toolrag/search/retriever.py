@@ -33,7 +33,7 @@ from toolrag.search.auditing import search_record
 from toolrag.search.calibration import DecisionCalibrator
 from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
 from toolrag.search.decision_step import DecisionStep
-from toolrag.search.features import FEATURES
+from toolrag.search.features import FEATURES, FEW_TOOLS
 from toolrag.search.fuse_step import fuse_signals, top_positions
 from toolrag.search.model_fit import LabelledCase
 from toolrag.search.prompting import schema_tokens
@@ -369,7 +369,8 @@ class ToolRetriever:
                 cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
         """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
         model = self.decision_model() if candidates else None
-        lone = len(order) == 1  # one permitted tool: judged against the bundled no-tool requests
+        # a few permitted tools (or no model): the top tool is judged against the bundled no-tool requests
+        lone = len(rows) <= FEW_TOOLS or model is None
         chat = self.decisions.chat_vectors() if model is not None or lone else {}
         step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
         return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named,

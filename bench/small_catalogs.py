@@ -1,0 +1,143 @@
+"""Decisions on small catalogs (2-13 tools, like many MCP servers): the shipped rule for a few tools against the
+decision model, on catalogs sampled from MetaTool and from the bundled sample catalog.
+
+    python -m bench.small_catalogs                       # sizes 2,3,5,8,13, 5 catalogs per size and source
+    python -m bench.small_catalogs --sizes 3,5 --catalogs 8
+    python -m bench.small_catalogs --sizes 8,13 --few 13   # the few-tools rule tried on larger catalogs
+
+Each sampled catalog gets its own index and decision model (fitted from the catalog itself, as always). Its
+requests: two labelled requests of each of its tools (EXECUTE: right when the decision is EXECUTE with that tool
+first), one request of each of three tools left out of it and three requests that need no tool (NO_TOOL: right
+when the decision is NO_TOOL). Requests with images, permissions or roles are left out. Reported: accuracy on
+each kind and their mean (balanced), for the shipped decision (up to ``FEW_TOOLS`` permitted tools the top
+tool's z against the bundled no-tool requests decides) and for the decision model alone (``FEW_TOOLS`` set to 0
+for a second pass over the same catalogs and requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO, machine, say
+from bench.datasets import prepare
+
+__all__ = ["main"]
+
+
+def _metatool(root: Path) -> tuple[dict[str, Any], dict[str, list[str]], list[str]]:
+    """MetaTool's tools (OpenAI entries by name), single-tool requests by tool, and Task1's no-tool requests."""
+    folder = root / "sets" / "metatool"
+    tools = {t["function"]["name"]: t for t in json.loads((folder / "catalog" / "tools.json").read_text())}
+    by_tool: dict[str, list[str]] = {}
+    for line in (folder / "single_full.jsonl").read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if len(row["gold"]) == 1 and row["gold"][0] in tools:
+            by_tool.setdefault(row["gold"][0], []).append(row["query"])
+    none = [json.loads(line)["query"] for line in (folder / "task1.jsonl").read_text(encoding="utf-8").splitlines()
+            if not json.loads(line)["gold"]]
+    return tools, by_tool, none
+
+
+def _bundled() -> tuple[Any, dict[str, list[str]], list[str]]:
+    from toolrag import load_catalog, load_queries
+
+    catalog = load_catalog(REPO / "sample_tools")
+    rows = [r for r in load_queries(REPO / "sample_tools" / "queries.yaml")
+            if r.image is None and not r.permissions and not r.role]
+    by_tool: dict[str, list[str]] = {}
+    for r in rows:
+        for gold in r.gold:
+            by_tool.setdefault(gold, []).append(r.query)
+    return catalog, by_tool, [r.query for r in rows if not r.gold]
+
+
+def _catalog(source: str, pick: list[str], data: Any, folder: Path) -> Any:
+    from toolrag.catalog.profile import Catalog
+
+    if source == "metatool":
+        (folder / "tools.json").write_text(json.dumps([data[n] for n in pick]), encoding="utf-8")
+        return folder
+    chosen = set(pick)
+    return Catalog(tools=tuple(t for t in data.tools if t.id in chosen), name=folder.name, root=data.root,
+                   assets_dir=data.assets_dir)
+
+
+def _score(retriever: Any, requests: list[tuple[str, str | None]], tally: dict[str, list[int]]) -> None:
+    for query, gold in requests:
+        result = retriever.search(query, audited=False)
+        top = result.candidates[0] if result.candidates else None
+        decided = result.decision.value
+        key = "exec" if gold else "none"
+        ok = (decided == "EXECUTE" and top is not None and gold in (top.id, top.name)) if gold else decided == "NO_TOOL"
+        tally[key][0] += int(ok)
+        tally[key][1] += 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="2,3,5,8,13")
+    parser.add_argument("--catalogs", type=int, default=5, help="catalogs per size and source")
+    parser.add_argument("--sources", default="metatool,bundled")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--few", type=int, default=None,
+                        help="FEW_TOOLS for the 'shipped' pass (default: the shipped value), to try another boundary")
+    parser.add_argument("--benchmarks", default="../shared/benchmarks")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    args = parser.parse_args(argv)
+    from toolrag.encode.models import load_models
+    from toolrag.search import decision_step
+    from toolrag.search import retriever as retriever_module
+    from toolrag.search.retriever import ToolRetriever
+    from toolrag.settings import Settings
+
+    models = load_models(Settings())
+    shipped = decision_step.FEW_TOOLS
+    trial = shipped if args.few is None else args.few
+    work = Path(tempfile.mkdtemp(prefix="toolrag-small-"))
+    lines = []
+    try:
+        for source in args.sources.split(","):
+            if source == "metatool":
+                data, by_tool, none = _metatool(prepare(args.benchmarks, args.bench_dir))
+            else:
+                data, by_tool, none = _bundled()
+            names = sorted(by_tool)
+            rng = random.Random(args.seed)
+            for size in (int(s) for s in args.sizes.split(",")):
+                tallies = {mode: {"exec": [0, 0], "none": [0, 0]} for mode in ("shipped", "model")}
+                for n in range(args.catalogs):
+                    pick = rng.sample(names, size)
+                    requests = [(q, t) for t in pick for q in rng.sample(by_tool[t], min(2, len(by_tool[t])))]
+                    requests += [(by_tool[t][0], None) for t in rng.sample([t for t in names if t not in pick], 3)]
+                    requests += [(q, None) for q in rng.sample(none, 3)]
+                    folder = work / f"{source}-{size}-{n}"
+                    folder.mkdir()
+                    retriever = ToolRetriever.from_catalog(_catalog(source, pick, data, folder),
+                                                           data_dir=folder / "data", models=models)
+                    for mode in ("shipped", "model"):
+                        few = trial if mode == "shipped" else 0
+                        decision_step.FEW_TOOLS = retriever_module.FEW_TOOLS = few  # type: ignore[misc]
+                        _score(retriever, requests, tallies[mode])
+                    decision_step.FEW_TOOLS = retriever_module.FEW_TOOLS = shipped  # type: ignore[misc]
+                for mode, tally in tallies.items():
+                    ex, no = (tally[k][0] / max(tally[k][1], 1) for k in ("exec", "none"))
+                    lines.append(f"| {source} | {size} | {mode} | {100 * ex:.1f} ({tally['exec'][1]}) | "
+                                 f"{100 * no:.1f} ({tally['none'][1]}) | {50 * (ex + no):.1f} |")
+                say(f"{source}: size {size} done")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"machine: {machine()}; FEW_TOOLS = {trial} (shipped: {shipped})")
+    print("| source | tools | decision | EXECUTE rows right | NO_TOOL rows right | balanced |")
+    print("|---|---|---|---|---|---|")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
