@@ -7,7 +7,9 @@ many that need none are refused, for thresholds of ``toolrag.search.features.lon
 
 Each labelled request that needs a tool meets its gold tool as the lone tool (passed: it is called); each
 request that needs none (MetaTool Task1's, the bundled ones) meets the tool ranked first for it, the hardest
-lone tool it could meet (refused: NO_TOOL). Query vectors come from the same caches as ``bench.decisions``.
+lone tool it could meet (refused: NO_TOOL). Also printed, where a set has both kinds: how well -z of the tool
+ranked first separates the requests that need no tool (AUC). Query vectors come from the same caches as
+``bench.decisions``.
 """
 
 from __future__ import annotations
@@ -19,31 +21,39 @@ import numpy as np
 
 from bench.common import machine, open_retriever, say
 from bench.datasets import SETS, prepare
-from bench.decisions import _bundled, _cache, _root
+from bench.decisions import _bundled, _cache, _root, auc
 
 __all__ = ["main"]
 
 
-def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[str]) -> dict[float, list[int]]:
+def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[str]
+            ) -> tuple[dict[float, list[int]], float]:
+    """Pass/refusal counts per threshold, and the no-tool AUC of -z of the tool ranked first (NaN without
+    both kinds of request)."""
     from toolrag.search.features import lone_tool_z
 
     snap, calibrator = retriever.index.snapshot, retriever.decisions
     chat, chat_cjk = calibrator.chat_vectors(), calibrator.chat_cjk()
     out = {t: [0, 0, 0, 0] for t in thresholds}  # passed, needing a tool, refused, needing none
+    ranked: list[tuple[float, bool]] = []  # (-z of the top tool, needs no tool)
+
+    def z_of(tool: int, q: Any) -> float:
+        spaces = [s for s in signals if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
+        return lone_tool_z({s: snap.vectors[s][tool] for s in spaces}, q.vectors,
+                           {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
+
     for row in rows:
         if row.image is not None:
             continue
         q = retriever.analyzer.analyze(row.query, settings=retriever.settings)
-        if row.gold:
-            tool = snap.row_of.get(next(iter(row.gold)))
-        else:
-            top = retriever.search(row.query, top_k=1, audited=False).candidates
-            tool = snap.row_of[top[0].id] if top else None
+        top = retriever.search(row.query, top_k=1, audited=False).candidates
+        first = snap.row_of[top[0].id] if top else None
+        if first is not None:
+            ranked.append((-z_of(first, q), not row.gold))
+        tool = snap.row_of.get(next(iter(row.gold))) if row.gold else first
         if tool is None:
             continue
-        spaces = [s for s in signals if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
-        z = lone_tool_z({s: snap.vectors[s][tool] for s in spaces}, q.vectors,
-                        {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
+        z = z_of(tool, q)
         for t, counts in out.items():
             if row.gold:
                 counts[0] += bool(z >= t) or not np.isfinite(z)
@@ -51,7 +61,9 @@ def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[st
             else:
                 counts[2] += bool(z < t)
                 counts[3] += 1
-    return out
+    kinds = {none for _, none in ranked}
+    score = auc([v for v, _ in ranked], [none for _, none in ranked]) if len(kinds) == 2 else float("nan")
+    return out, score
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     thresholds = [float(t) for t in args.thresholds.split(",")]
     models = load_models(Settings())
     results: dict[str, dict[float, list[int]]] = {}
+    aucs: dict[str, float] = {}
     for name in args.sets.split(","):
         if name == "bundled":
             retriever, rows = _bundled(args, models)
@@ -82,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             cache = _cache(retriever, root, spec.source)
             rows = load_queries(spec.queries_file(root))
         rows = rows[: args.limit] if args.limit else rows
-        results[name] = _counts(retriever, rows, thresholds, args.signals.split(","))
+        results[name], aucs[name] = _counts(retriever, rows, thresholds, args.signals.split(","))
         cache.save()
         say(f"{name}: {len(rows)} rows")
     print(f"machine: {machine()}")
@@ -92,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         for t, (passed, tools, refused, none) in by_t.items():
             refusal = f"{100 * refused / none:.1f} ({none})" if none else "n/a"
             print(f"| {name} | {t:g} | {100 * passed / max(tools, 1):.1f} ({tools}) | {refusal} |")
+    for name, value in aucs.items():
+        if value == value:
+            print(f"{name}: no-tool AUC of -z of the tool ranked first: {100 * value:.1f}")
     return 0
 
 
