@@ -341,6 +341,9 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     assert called.selected == 2  # the selection still comes from the model (0.7 reaches 0.5, 0.2 does not)
     tied = decide(_inputs(**{**few, "relative_gap": 0.01}, lone_z=LONE_Z + 1.0), sure, model=POINT, clarify_gap=0.05)
     assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason
+    # no request text (an image alone): the model decides; without a model the first is called
+    assert decide(_inputs(**few), unsure, model=POINT).decision is Decision.NO_TOOL
+    assert "ranks first (no decision model" in decide(_inputs(**few), None).reason
     # more tools than FEW_TOOLS (permitted 0): the model decides as before
     assert decide(_inputs(**{**few, "permitted": 0}, lone_z=LONE_Z - 1.0), sure, model=POINT).decision \
         is Decision.EXECUTE

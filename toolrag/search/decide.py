@@ -181,7 +181,8 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     alone)."""
     name, z, n = inputs.names[0], inputs.lone_z, len(inputs.names)
     if not math.isfinite(z):
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: the only candidate", scores, 1)
+        why = "the only candidate" if n == 1 else "it ranks first (no decision model for this catalog)"
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
     why = ("the only candidate" if inputs.permitted <= 1 else
            f"{inputs.permitted} tools are permitted, too few for the decision model, and {name} ranks first")
     if z < LONE_Z:
