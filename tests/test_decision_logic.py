@@ -344,6 +344,11 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     # no request text (an image alone): the model decides; without a model the first is called
     assert decide(_inputs(**few), unsure, model=POINT).decision is Decision.NO_TOOL
     assert "ranks first (no decision model" in decide(_inputs(**few), None).reason
+    # a Chinese request to a catalog without Chinese: the same test, whatever the model says
+    cross = {**few, "permitted": 0, "cross_lingual": True}
+    crossed = decide(_inputs(**cross, lone_z=LONE_Z + 1.0), unsure, model=POINT)
+    assert crossed.decision is Decision.EXECUTE and "a Chinese request to a catalog without Chinese" in crossed.reason
+    assert decide(_inputs(**cross, lone_z=LONE_Z - 1.0), sure, model=POINT).decision is Decision.NO_TOOL
     # more tools than FEW_TOOLS (permitted 0): the model decides as before
     assert decide(_inputs(**{**few, "permitted": 0}, lone_z=LONE_Z - 1.0), sure, model=POINT).decision \
         is Decision.EXECUTE

@@ -49,6 +49,27 @@ def test_requests_that_need_no_tool(published: ToolRetriever, query: str) -> Non
     assert result.decision is Decision.NO_TOOL and result.selected == (), result.decision_reason
 
 
+@pytest.mark.parametrize(("query", "tool"), [
+    ("帮我查一下东京现在几点", "get_current_time"),
+    ("把这个文件夹里的文件列出来", "list_directory"),
+    ("在 Slack 的 general 频道发条消息说我今天请假", "slack_post_message"),
+    ("把纽约时间下午三点换算成北京时间", "convert_time"),
+    ("今天心情不好，陪我聊聊天", None),
+    ("帮我写一首关于秋天的诗", None),
+    ("怎么做红烧肉", None),
+])
+def test_chinese_requests_to_an_english_catalog(published: ToolRetriever, query: str, tool: str | None) -> None:
+    # The catalog has no Chinese, so its simulated requests hold no Chinese request that needs a tool and the
+    # model refused Chinese requests wholesale (the first was NO_TOOL with P(no tool) 0.93); the top tool's
+    # standing against the bundled Chinese no-tool requests decides instead.
+    result = published.search(query)
+    assert "a Chinese request to a catalog without Chinese" in result.decision_reason
+    if tool is None:
+        assert result.decision is Decision.NO_TOOL and result.selected == (), result.decision_reason
+    else:
+        assert result.decision is Decision.EXECUTE and result.selected[0] == tool, result.decision_reason
+
+
 def test_a_one_word_request_asks(published: ToolRetriever) -> None:
     result = published.search("search")
     assert result.decision is Decision.CLARIFY, result.decision_reason

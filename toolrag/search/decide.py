@@ -16,7 +16,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    model's execute floor.
 6. EXECUTE otherwise.
 
-With at most ``FEW_TOOLS`` (5) permitted tools, or no model, the model does not decide (z-scores over a handful
+With at most ``FEW_TOOLS`` (5) permitted tools, for a mostly-Chinese request to a catalog where fewer than
+``CROSS_LINGUAL_SHARE`` (10%) of the tools have Chinese text (its simulated requests hold no Chinese request
+that needs a tool), or without a model, the model does not decide (z-scores over a handful
 of tools say little; a catalog that small gives a handful of simulated cases): the top tool is called when the
 request's cosine to it stands out from the bundled requests that need no tool, in the request's language, by at
 least ``LONE_Z`` standard deviations (the English model's cosines when it reads the request and the tool, else
@@ -80,6 +82,9 @@ class DecisionInputs:
     text."""
     permitted: int = 0
     """How many tools are permitted when they are :data:`toolrag.search.features.FEW_TOOLS` or fewer, else 0."""
+    cross_lingual: bool = False
+    """A mostly-Chinese request to a catalog whose tools are almost all without Chinese
+    (:data:`toolrag.search.features.CROSS_LINGUAL_SHARE`)."""
 
 
 @dataclass(frozen=True)
@@ -139,7 +144,7 @@ def decide(
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the confidence {inputs.confidence:.3f} is under the catalog's "
                                f"no_tool_threshold {no_tool_threshold:.3f}", scores)
-    if scores is None or (inputs.permitted and math.isfinite(inputs.lone_z)):
+    if scores is None or ((inputs.permitted or inputs.cross_lingual) and math.isfinite(inputs.lone_z)):
         return _few(inputs, scores, point, clarify_gap)
     if scores.no_tool >= point.no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
@@ -183,8 +188,15 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     if not math.isfinite(z):
         why = "the only candidate" if n == 1 else "it ranks first (no decision model for this catalog)"
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
-    why = ("the only candidate" if inputs.permitted <= 1 else
-           f"{inputs.permitted} tools are permitted, too few for the decision model, and {name} ranks first")
+    if n == 1 or inputs.permitted == 1:
+        why = "the only candidate"
+    elif inputs.permitted:
+        why = f"{inputs.permitted} tools are permitted, too few for the decision model, and {name} ranks first"
+    elif inputs.cross_lingual:
+        why = (f"a Chinese request to a catalog without Chinese (its decision model saw no such request that "
+               f"needs a tool), and {name} ranks first")
+    else:
+        why = f"{name} ranks first (no decision model for this catalog)"
     if z < LONE_Z:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: {why}; the request comes no closer to {name} than requests that need "

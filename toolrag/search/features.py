@@ -79,6 +79,11 @@ LONE_Z = 2.0
 #: decision model: z-scores over a handful of tools say little, and a model fitted on a catalog this small has
 #: a handful of simulated cases (``python -m bench.small_catalogs``, docs/decisions.md).
 FEW_TOOLS = 5
+#: A mostly-Chinese request to a catalog where fewer than this share of the tools have any Chinese text is also
+#: decided by that test: the catalog's simulated requests hold no Chinese request that needs a tool (its Chinese
+#: cases are all bundled no-tool requests), so the model refuses Chinese requests wholesale, while the test
+#: compares with no-tool requests in the request's own language.
+CROSS_LINGUAL_SHARE = 0.1
 
 #: z-scores are clipped here: a BM25 match on one rare word can reach z = 30 on a large catalog, and an
 #: unclipped extreme would dominate a linear model.

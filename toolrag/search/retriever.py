@@ -369,8 +369,9 @@ class ToolRetriever:
                 cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
         """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
         model = self.decision_model() if candidates else None
-        # a few permitted tools (or no model): the top tool is judged against the bundled no-tool requests
-        lone = len(rows) <= FEW_TOOLS or model is None
+        # a few permitted tools, a Chinese request to a catalog without Chinese, or no model: the top tool is
+        # judged against the bundled no-tool requests (toolrag.search.decision_step)
+        lone = len(rows) <= FEW_TOOLS or model is None or q.cjk
         chat = self.decisions.chat_vectors() if model is not None or lone else {}
         step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
         return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named,
