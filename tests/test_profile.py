@@ -309,3 +309,13 @@ def test_derived_texts_are_computed_once_and_ignored_by_equality() -> None:
     assert tool == fresh and repr(tool) == repr(fresh)  # what is kept is not a field
     changed = dataclasses.replace(tool, description="Rain.")  # a new profile computes its own texts
     assert changed.document_text() == "get weather Forecast: Rain." and changed.text_hash() != tool.text_hash()
+
+
+def test_chinese_share_counts_tools_with_chinese_text() -> None:
+    from toolrag.catalog.profile import Catalog
+
+    english = ToolProfile(id="a.weather", name="get_weather", description="Current weather for a city.")
+    chinese = dataclasses.replace(english, id="b.weather", description="查询城市的当前天气。")
+    mixed = dataclasses.replace(english, id="c.weather", description="Current weather (当前天气).")
+    assert Catalog(tools=(english, chinese, mixed)).chinese_share == pytest.approx(2 / 3)
+    assert Catalog(tools=(english,)).chinese_share == 0.0

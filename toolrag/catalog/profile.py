@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar, overload
 from toolrag.catalog.names import assign_function_names, derive_function_name, humanize
 from toolrag.catalog.report import LoadReport
 from toolrag.errors import CatalogError
+from toolrag.text import has_cjk
 
 __all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
 
@@ -225,6 +226,16 @@ class Catalog:
     def id_order(self) -> tuple[str, ...]:
         """The tool ids in catalog order, computed once per catalog (an index compares them on every sync)."""
         return self._cached("_ids", lambda: tuple(t.id for t in self.tools))
+
+    @property
+    def chinese_share(self) -> float:
+        """Share of the tools with any Chinese in their embedded text (computed once): a catalog with almost
+        none gives its decision model no Chinese request that needs a tool (toolrag.search.decision_step)."""
+        cached: float | None = self.__dict__.get("_chinese_share")
+        if cached is None:
+            cached = sum(has_cjk(t.document_text()) for t in self.tools) / max(len(self.tools), 1)
+            object.__setattr__(self, "_chinese_share", cached)
+        return cached
 
     @property
     def image_rows(self) -> tuple[tuple[int, Path], ...]:

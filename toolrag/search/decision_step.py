@@ -35,7 +35,6 @@ from toolrag.search.features import (
 from toolrag.search.query import QueryFeatures
 from toolrag.search.results import Candidate, DecisionScores
 from toolrag.settings import Fusion, Normalization, Settings
-from toolrag.text import has_cjk
 
 __all__ = ["DecisionStep"]
 
@@ -74,7 +73,7 @@ class DecisionStep:
         top = next((view.signals[s] for s in ("dense", "ocr", "concepts") if s in view.signals), None)
         lone_z = math.nan
         few = len(self.rows) <= FEW_TOOLS  # the scored rows: every permitted tool of a catalog this small
-        cross = q.cjk and self.snap.memo(("cjk-share",), self._cjk_share) < CROSS_LINGUAL_SHARE
+        cross = q.cjk and self.snap.catalog.chinese_share < CROSS_LINGUAL_SHARE
         if (few or cross or model is None) and chat_cjk is not None:
             row = int(self.rows[head[0]])
             # the English model first (its cosines spread), for English tools only (as in scoring)
@@ -94,11 +93,6 @@ class DecisionStep:
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
-
-    def _cjk_share(self) -> float:
-        """Share of the catalog's tools with any Chinese in their text (once per snapshot)."""
-        tools = self.snap.catalog.tools
-        return sum(has_cjk(t.document_text()) for t in tools) / max(len(tools), 1)
 
     def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2
              ) -> tuple[ResultView, list[float]]:
