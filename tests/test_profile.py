@@ -319,3 +319,21 @@ def test_chinese_share_counts_tools_with_chinese_text() -> None:
     mixed = dataclasses.replace(english, id="c.weather", description="Current weather (当前天气).")
     assert Catalog(tools=(english, chinese, mixed)).chinese_share == pytest.approx(2 / 3)
     assert Catalog(tools=(english,)).chinese_share == 0.0
+
+
+def test_a_profile_from_checked_values_equals_the_dataclass_one() -> None:
+    # the loader's fast path (no frozen-dataclass __init__) must build the very same profile
+    values = {"id": "a.weather", "name": "get_weather", "description": "Current weather for a city.",
+              "tags": ("weather",), "priority": 2, "source": Path("tools.yaml"), "line": 3}
+    fast, plain = ToolProfile.from_checked(values), ToolProfile(**values)
+    assert fast == plain and repr(fast) == repr(plain)
+    assert {f.name: getattr(fast, f.name) for f in dataclasses.fields(ToolProfile)} == \
+        {f.name: getattr(plain, f.name) for f in dataclasses.fields(ToolProfile)}
+    assert fast.document_text() == plain.document_text() and fast.text_hash() == plain.text_hash()
+    other = ToolProfile.from_checked({**values, "id": "b.weather"})
+    assert other.parameters == fast.parameters and other.parameters is not fast.parameters  # a fresh default
+    assert dataclasses.replace(fast, priority=5).priority == 5
+    with pytest.raises(TypeError):  # missing or unknown fields: the dataclass's own error
+        ToolProfile.from_checked({"id": "x", "name": "x"})
+    with pytest.raises(TypeError):
+        ToolProfile.from_checked({**values, "colour": "red"})

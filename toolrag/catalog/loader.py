@@ -239,7 +239,7 @@ class _Builder:
             else:
                 self.errors.extend(fatal)
             return None
-        profile = ToolProfile(**values, source=source, line=line)
+        profile = ToolProfile.from_checked({**values, "source": source, "line": line})
         if notes:
             self.warnings.extend(notes)
             self._degraded.add(id(profile))
