@@ -30,7 +30,7 @@ def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[st
             ) -> tuple[dict[float, list[int]], float]:
     """Pass/refusal counts per threshold, and the no-tool AUC of -z of the tool ranked first (NaN without
     both kinds of request)."""
-    from toolrag.search.features import lone_tool_z
+    from toolrag.search.decision_step import top_tool_z
 
     snap, calibrator = retriever.index.snapshot, retriever.decisions
     chat, chat_cjk = calibrator.chat_vectors(), calibrator.chat_cjk()
@@ -38,9 +38,7 @@ def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[st
     ranked: list[tuple[float, bool]] = []  # (-z of the top tool, needs no tool)
 
     def z_of(tool: int, q: Any) -> float:
-        spaces = [s for s in signals if s in snap.vectors and (s != "dense_en" or snap.english[tool])]
-        return lone_tool_z({s: snap.vectors[s][tool] for s in spaces}, q.vectors,
-                           {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
+        return top_tool_z(snap, tool, q, chat, chat_cjk, signals=signals)
 
     for row in rows:
         if row.image is not None:

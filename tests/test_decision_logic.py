@@ -343,7 +343,7 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason
     # no request text (an image alone): the model decides; without a model the first is called
     assert decide(_inputs(**few), unsure, model=POINT).decision is Decision.NO_TOOL
-    assert "ranks first (no decision model" in decide(_inputs(**few), None).reason
+    assert "ranks first (no decision model" in decide(_inputs(**{**few, "permitted": 0}), None).reason
     # a Chinese request to a catalog without Chinese: the same test, whatever the model says
     cross = {**few, "permitted": 0, "cross_lingual": True}
     crossed = decide(_inputs(**cross, lone_z=LONE_Z + 1.0), unsure, model=POINT)

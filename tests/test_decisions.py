@@ -53,6 +53,17 @@ def test_simulated_requests_get_the_vectors_a_search_gets(sample_retriever: Any)
     english = [i for i, t in zip(encoded, texts, strict=True) if not np.isnan(vectors["dense_en"][i]).any()]
     assert english and np.array_equal(vectors["dense_en"][english],
                                       models.english.encode_queries([requests[i].text for i in english]))
+    # the bundled no-tool requests are encoded side by side the same way (a calibrator without a cache folder)
+    from toolrag.search.calibration import DecisionCalibrator
+
+    fresh = DecisionCalibrator(models)
+    fresh_chat, texts = fresh.chat_vectors(), fresh.chat_texts()
+    np.testing.assert_array_equal(fresh_chat["dense"], chat["dense"])
+    np.testing.assert_array_equal(fresh_chat["dense"][:20], models.text.encode_queries(list(texts[:20])))
+    readable = [i for i in range(40) if not fresh.chat_cjk()[i]]
+    assert readable and np.array_equal(fresh_chat["dense_en"][readable],
+                                       models.english.encode_queries([texts[i] for i in readable]))
+    assert np.isnan(fresh_chat["dense_en"][fresh.chat_cjk()]).all()  # the English model reads no Chinese
 
 
 def test_model_key_follows_catalog_and_weights(sample_retriever: Any) -> None:

@@ -335,4 +335,3 @@ def _parse_roles(raw: Any, file: Path) -> dict[str, tuple[str, ...]]:
                                "not contain a comma or a space (list several codes as separate items)")
         roles[str(name)] = tuple(c.strip() for c in codes)
     return roles
-

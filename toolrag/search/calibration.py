@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -214,14 +214,11 @@ class DecisionCalibrator:
         with self._lock:
             if self._chat is None:
                 texts = self.chat_texts()
-                english = self.models.english
-                with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-chat") as pool:
-                    # the two models side by side, as for the simulated requests (toolrag.search.simulate)
-                    other = pool.submit(self._chat_matrix, "dense_en", english, texts) if english else None
-                    out = {"dense": self._chat_matrix("dense", self.models.text, texts)}
-                    if other is not None:
-                        out["dense_en"] = other.result()
-                self._chat = out
+                models = {"dense": self.models.text, "dense_en": self.models.english}
+                jobs = {s: partial(self._chat_matrix, s, m) for s, m in models.items() if m is not None}
+                # the two models side by side, as for the simulated requests
+                self._chat = dict(zip(jobs, simulate.side_by_side([(job, texts) for job in jobs.values()]),
+                                      strict=True))
         return self._chat
 
     def _chat_matrix(self, signal: str, encoder: object, texts: Sequence[str]) -> np.ndarray:

@@ -185,9 +185,6 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     (``clarify_gap``) still asks; called as before when that cannot be measured (no request text, e.g. an image
     alone)."""
     name, z, n = inputs.names[0], inputs.lone_z, len(inputs.names)
-    if not math.isfinite(z):
-        why = "the only candidate" if n == 1 else "it ranks first (no decision model for this catalog)"
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
     if n == 1 or inputs.permitted == 1:
         why = "the only candidate"
     elif inputs.permitted:
@@ -197,6 +194,8 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
                f"needs a tool), and {name} ranks first")
     else:
         why = f"{name} ranks first (no decision model for this catalog)"
+    if not math.isfinite(z):
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
     if z < LONE_Z:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: {why}; the request comes no closer to {name} than requests that need "

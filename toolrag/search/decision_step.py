@@ -36,7 +36,18 @@ from toolrag.search.query import QueryFeatures
 from toolrag.search.results import Candidate, DecisionScores
 from toolrag.settings import Fusion, Normalization, Settings
 
-__all__ = ["DecisionStep"]
+__all__ = ["DecisionStep", "top_tool_z"]
+
+
+def top_tool_z(snap: IndexSnapshot, row: int, q: QueryFeatures, chat: Mapping[str, np.ndarray],
+               chat_cjk: np.ndarray, *, signals: Sequence[str] = ("dense_en", "dense")) -> float:
+    """:func:`toolrag.search.features.lone_tool_z` of the tool at snapshot ``row`` for request ``q``, against the
+    bundled no-tool requests (``chat`` per signal, ``chat_cjk`` which of them are Chinese) in the request's
+    language; ``signals`` in order of preference (the English model first: its cosines spread), the English
+    model for English tools only, as in scoring."""
+    spaces = [s for s in signals if s in snap.vectors and (s != "dense_en" or bool(snap.english[row]))]
+    return lone_tool_z({s: snap.vectors[s][row] for s in spaces}, q.vectors,
+                       {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
 
 
 class DecisionStep:
@@ -75,12 +86,7 @@ class DecisionStep:
         few = len(self.rows) <= FEW_TOOLS  # the scored rows: every permitted tool of a catalog this small
         cross = q.cjk and self.snap.catalog.chinese_share < CROSS_LINGUAL_SHARE
         if (few or cross or model is None) and chat_cjk is not None:
-            row = int(self.rows[head[0]])
-            # the English model first (its cosines spread), for English tools only (as in scoring)
-            spaces = [s for s in ("dense_en", "dense") if s in self.snap.vectors
-                      and (s != "dense_en" or bool(self.snap.english[row]))]
-            lone_z = lone_tool_z({s: self.snap.vectors[s][row] for s in spaces}, q.vectors,
-                                 {s: chat[s][chat_cjk == q.cjk] for s in spaces if s in chat})
+            lone_z = top_tool_z(self.snap, int(self.rows[head[0]]), q, chat, chat_cjk)
         first = float(view.fused[head[0]])
         gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
         inputs = DecisionInputs(

@@ -33,7 +33,7 @@ from toolrag.search.auditing import search_record
 from toolrag.search.calibration import DecisionCalibrator
 from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
 from toolrag.search.decision_step import DecisionStep
-from toolrag.search.features import FEATURES, FEW_TOOLS
+from toolrag.search.features import FEATURES
 from toolrag.search.fuse_step import fuse_signals, top_positions
 from toolrag.search.model_fit import LabelledCase
 from toolrag.search.prompting import schema_tokens
@@ -369,13 +369,12 @@ class ToolRetriever:
                 cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
         """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
         model = self.decision_model() if candidates else None
-        # a few permitted tools, a Chinese request to a catalog without Chinese, or no model: the top tool is
-        # judged against the bundled no-tool requests (toolrag.search.decision_step)
-        lone = len(rows) <= FEW_TOOLS or model is None or q.cjk
-        chat = self.decisions.chat_vectors() if model is not None or lone else {}
+        # the bundled no-tool requests: the model reads how close the request comes to them, and where it cannot
+        # decide the top tool is judged against them (toolrag.search.decision_step)
+        chat = self.decisions.chat_vectors() if candidates else {}
         step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
         return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named,
-                           chat_cjk=self.decisions.chat_cjk() if lone else None)
+                           chat_cjk=self.decisions.chat_cjk() if candidates else None)
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
         """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""

@@ -58,7 +58,8 @@ from toolrag.search.sim_requests import Lexicon, Request, build_requests
 from toolrag.text import is_mostly_cjk
 from toolrag.yamlio import read_yaml
 
-__all__ = ["CHAT_FILE", "CLARIFY", "EXECUTE", "NO_TOOL", "Simulation", "chat_requests", "score_view", "simulate"]
+__all__ = ["CHAT_FILE", "CLARIFY", "EXECUTE", "NO_TOOL", "Simulation", "chat_requests", "score_view", "side_by_side",
+           "simulate"]
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
     todo = {signal: [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")
                      and (signal != "dense_en" or not is_mostly_cjk(r.text))] for signal in encoders}
     jobs = [(encoders[signal], [requests[i].text for i in rows]) for signal, rows in todo.items() if rows]
-    vectors = iter(_side_by_side(jobs))
+    vectors = iter(side_by_side(jobs))
     out: dict[str, np.ndarray] = {}
     for signal in encoders:
         matrix = np.full((len(requests), snap.vectors[signal].shape[1]), np.nan, dtype=np.float32)
@@ -207,7 +208,7 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
     return out
 
 
-def _side_by_side(jobs: Sequence[tuple[Encoder, list[str]]]) -> list[np.ndarray]:
+def side_by_side(jobs: Sequence[tuple[Encoder, Sequence[str]]]) -> list[np.ndarray]:
     """Each job's vectors, the first job run here and the others in one worker thread; one after the other
     when the worker cannot take them: a refit after an edit runs on while the interpreter exits (the process
     waits for it, :meth:`toolrag.search.calibration.DecisionCalibrator.refit_soon`), and by then
