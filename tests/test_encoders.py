@@ -20,6 +20,7 @@ from toolrag.encode import common as enc_common
 from toolrag.encode import models as enc_models
 from toolrag.encode import ocr as enc_ocr
 from toolrag.encode import rerank as enc_rerank
+from toolrag.encode import spread as enc_spread
 from toolrag.encode import text as enc_text
 from toolrag.encode import vision as enc_vision
 from toolrag.errors import ImageError, ModelUnavailable, SettingsError
@@ -194,6 +195,27 @@ def test_onnx_query_vectors_do_not_depend_on_their_batch() -> None:
     together = minilm.encode_queries(PROBES)
     for i, text in enumerate(PROBES):
         np.testing.assert_array_equal(minilm.encode_queries([text])[0], together[i])
+
+
+def test_spread_passage_jobs_give_each_model_exactly_its_own_vectors(e5: enc_text.TextEncoder) -> None:
+    """Indexing runs both models' batches from one queue in two threads (toolrag.encode.spread); every
+    vector must be the one the model's own encode_passages gives, rows in the input order, and a model
+    without a split of its own (a CLIP text tower, torch) runs as one job."""
+    minilm = enc_models.get_text_encoder("minilm")
+    # lengths from 2 to ~120 tokens, so the texts fall into several batches of different widths
+    texts = [" ".join(["word"] * (1 + (n * 37) % 120)) + f" tool {n}" for n in range(70)] + PROBES
+    jobs_e5, jobs_mini = enc_spread.passage_jobs(e5, texts), enc_spread.passage_jobs(minilm, texts)
+    assert len(jobs_e5) > 4 and sorted(r for rows, _ in jobs_e5 for r in rows) == list(range(len(texts)))
+    got_e5, got_mini = enc_spread.spread([(len(texts), jobs_e5), (len(texts), jobs_mini)])
+    np.testing.assert_array_equal(got_e5, e5.encode_passages(texts))
+    np.testing.assert_array_equal(got_mini, minilm.encode_passages(texts))
+
+    class OneTower:
+        def encode_texts(self, items: list[str]) -> np.ndarray:
+            return np.eye(len(items), 3, dtype=np.float32)
+
+    (whole,) = enc_spread.spread([(2, enc_spread.passage_jobs(OneTower(), ["a", "b"]))])
+    np.testing.assert_array_equal(whole, np.eye(2, 3, dtype=np.float32))
 
 
 def test_onnx_build_failure_falls_back_to_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:

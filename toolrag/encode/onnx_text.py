@@ -12,7 +12,8 @@ batches of similar length, so little time goes into padding.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +95,21 @@ class OnnxTextRuntime:
 
     def encode_batched(self, texts: Sequence[str]) -> np.ndarray:
         """Texts sorted by token count and run in batches of similar length; rows in the input order."""
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for rows, run in self.batch_jobs(texts):
+            out[rows] = run()
+        return out
+
+    def batch_jobs(self, texts: Sequence[str]) -> list[tuple[list[int], Callable[[], np.ndarray]]]:
+        """The batches of :meth:`encode_batched` as independent jobs ``(rows, run)``: ``run()`` gives the
+        vectors of those rows. Running every job, in any order or thread, gives exactly ``encode_batched``
+        (same batches), so a caller can spread two models' batches over the cores."""
         items = list(texts)
         if not items:
-            return np.zeros((0, self.dim), dtype=np.float32)
+            return []
         tokens = [e.ids for e in self._tok.encode_batch(items)]
         order = sorted(range(len(items)), key=lambda i: len(tokens[i]))
-        out = np.empty((len(items), self.dim), dtype=np.float32)
+        jobs: list[tuple[list[int], Callable[[], np.ndarray]]] = []
         start = 0
         while start < len(order):
             stop = start + 1
@@ -107,6 +117,6 @@ class OnnxTextRuntime:
                    and (stop - start + 1) * len(tokens[order[stop]]) <= _MAX_BATCH_TOKENS):
                 stop += 1
             rows = order[start:stop]
-            out[rows] = self._run([tokens[i] for i in rows])
+            jobs.append((rows, partial(self._run, [tokens[i] for i in rows])))
             start = stop
-        return out
+        return jobs

@@ -6,7 +6,8 @@ handle)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,3 +113,18 @@ class TextEncoder:
         """Embed documents / tool profiles (with the model's passage prompt, e.g. ``"passage: "``), in
         batches of similar length."""
         return self._encode(texts, self.passage_prompt)
+
+    def passage_jobs(self, texts: Sequence[str]) -> list[tuple[list[int], Callable[[], np.ndarray]]]:
+        """:meth:`encode_passages` as independent jobs ``(rows, run)``, one per batch (one job with torch):
+        running them all gives exactly its vectors; :func:`toolrag.encode.spread.spread` runs two models'
+        jobs in one queue over the cores."""
+        items = check_texts(texts)
+        if self._onnx is None or not items:
+            return [(list(range(len(items))), partial(self.encode_passages, items))]
+        checked = partial(unit_rows, dim=self.dim, what=f"text model {self.model_id}")
+        return [(rows, partial(_then, run, checked))
+                for rows, run in self._onnx.batch_jobs([self.passage_prompt + t for t in items])]
+
+
+def _then(run: Callable[[], np.ndarray], check: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    return check(run())

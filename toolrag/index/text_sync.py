@@ -1,21 +1,22 @@
-"""Syncing the tool-text collections of an index: encode what changed, both text models side by side.
+"""Syncing the tool-text collections of an index: encode what changed, the text models' batches spread over the cores.
 
-The models encode the same batch at once, each in its own thread (ONNX Runtime and torch release the GIL): on
-2 cores two small-batch runs side by side do about 1.5x the work of the same runs one after the other, whose
-intra-op threads mostly wait on each other (docs/benchmarks.md, "Where the time goes"). Chroma writes and
-progress stay in the calling thread, batch by batch, each row with its text hash, so an interrupted build
-leaves at worst an incomplete cache that the next open completes.
+Each block of tool texts is cut into every model's batches, and two worker threads take them from one queue
+(:mod:`toolrag.encode.spread`; ONNX Runtime releases the GIL): on 2 cores this keeps both busy until the block
+is done, where one model per thread left a core idle once the faster model had finished (docs/benchmarks.md,
+"Where the time goes"). Chroma writes and progress stay in the calling thread, block by block, each row with
+its text hash, so an interrupted build leaves at worst an incomplete cache that the next open completes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from toolrag.catalog.profile import ToolProfile
+from toolrag.encode.spread import passage_jobs, spread
 from toolrag.index.mirror import MirroredCollection
 from toolrag.progress import Progress
 
@@ -54,27 +55,17 @@ def sync_texts(
     total = sum(len(plan[0]) for plan in plans.values())
     done = 0
     batches = max((len(plan[0]) for plan in plans.values()), default=0)
-    workers = min(2, sum(1 for plan in plans.values() if plan[0]))
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="toolrag-encode") if workers > 1 else None
-    try:
-        for start in range(0, batches, _BATCH):
-            jobs: dict[str, tuple[list[ToolProfile], Any]] = {}
-            for kind, (_, model) in collections.items():
-                batch = plans[kind][0][start:start + _BATCH]
-                if batch:
-                    # Text models embed documents with their passage prompt; CLIP has one text tower.
-                    encode = getattr(model, "encode_passages", None) or model.encode_texts
-                    docs = [t.document_text() for t in batch]
-                    jobs[kind] = (batch, pool.submit(encode, docs) if pool is not None else encode(docs))
-            for kind, (batch, job) in jobs.items():
-                vecs = job.result() if isinstance(job, Future) else job
-                wanted = plans[kind][1]
-                collections[kind][0].upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
-                done += len(batch)
-                progress(done / max(total, 1), f"encoded {done}/{total} tool texts")
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+    for start in range(0, batches, _BATCH):
+        block = {kind: plans[kind][0][start:start + _BATCH] for kind in collections}
+        block = {kind: batch for kind, batch in block.items() if batch}
+        # Text models embed documents with their passage prompt; CLIP has one text tower.
+        work = [(len(batch), passage_jobs(collections[kind][1], [t.document_text() for t in batch]))
+                for kind, batch in block.items()]
+        for (kind, batch), vecs in zip(block.items(), spread(work), strict=True):
+            wanted = plans[kind][1]
+            collections[kind][0].upsert([t.id for t in batch], vecs, [wanted[t.id] for t in batch])
+            done += len(batch)
+            progress(done / max(total, 1), f"encoded {done}/{total} tool texts")
     changed: dict[str, list[int]] = {}
     vectors: dict[str, np.ndarray]
     ids = ids if ids is not None else [t.id for t in tools]
