@@ -1,0 +1,102 @@
+"""Where a fresh build's time goes: one build of a synthetic catalog with the real models, split into its
+phases (wall and CPU seconds of this process), for a before/after check of an indexing change.
+
+    python -m bench.build_phases --tools 10000            # the latency run's synthetic catalog, a new index
+    python -m bench.build_phases --tools 3000 --image-every 500
+
+Compare two revisions by running this from a worktree of each, alternating (the host's speed drifts). The
+index is built in a temporary folder under the bench folder and deleted afterwards; the models are loaded
+before the clock starts. CPU seconds above the wall seconds mean both cores were busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from bench.common import REPO, machine  # also sets the offline, no-telemetry environment
+from bench.datasets import bench_dir
+from bench.synthetic import make_catalog
+
+__all__ = ["main"]
+
+#: (label, module, attribute): the phases of ToolIndex._sync and the decision model's fit.
+_PHASES = (
+    ("tool texts: both text models, Chroma writes", "toolrag.index.tool_index", "sync_texts"),
+    ("example images: image features", "toolrag.index.image_sync", "ImageSync.sync"),
+    ("example images: OCR and its text vectors", "toolrag.index.image_sync", "ImageSync.sync_text"),
+    ("BM25 keyword index", "toolrag.index.tool_index", "ToolIndex._build_bm25"),
+    ("decision model: simulation and fit", "toolrag.search.calibration", "DecisionCalibrator.fit"),
+)
+
+
+def _timed(spent: dict[str, list[float]], label: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            got = spent.setdefault(label, [0.0, 0.0])
+            got[0] += time.perf_counter() - wall
+            got[1] += time.process_time() - cpu
+
+    return timed
+
+
+def _instrument(spent: dict[str, list[float]]) -> None:
+    import importlib
+
+    for label, module_name, attribute in _PHASES:
+        owner: Any = importlib.import_module(module_name)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        setattr(owner, name, _timed(spent, label, getattr(owner, name)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tools", type=int, default=10_000)
+    parser.add_argument("--image-every", type=int, default=500, help="one example image per this many tools")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    args = parser.parse_args(argv)
+    import chromadb  # noqa: F401  (imported before the clock starts, as in a running app)
+
+    from toolrag import load_catalog
+    from toolrag.encode.models import load_models
+    from toolrag.search.retriever import ToolRetriever
+    from toolrag.settings import Settings
+
+    root = bench_dir(args.bench_dir) / "synthetic" / str(args.tools)
+    folder = make_catalog(root, args.tools, image_every=args.image_every, assets=REPO / "assets")
+    settings = Settings()
+    models = load_models(settings)
+    catalog = load_catalog(folder)
+    spent: dict[str, list[float]] = {}
+    _instrument(spent)
+    data_dir = Path(tempfile.mkdtemp(prefix="build-", dir=root))
+    try:
+        wall, cpu = time.perf_counter(), time.process_time()
+        ToolRetriever.from_catalog(catalog, settings=settings, data_dir=data_dir, models=models)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    print(f"{args.tools:,} tools, one example image per {args.image_every}; {machine()}")
+    print("| phase | wall s | CPU s |")
+    print("|---|---|---|")
+    for label, _, _ in _PHASES:
+        if label in spent:
+            print(f"| {label} | {spent[label][0]:.1f} | {spent[label][1]:.1f} |")
+    rest = wall - sum(w for w, _ in spent.values())
+    print(f"| everything else | {rest:.1f} | {cpu - sum(c for _, c in spent.values()):.1f} |")
+    print(f"| **build** ({args.tools / wall:.1f} tools/s) | {wall:.1f} | {cpu:.1f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
