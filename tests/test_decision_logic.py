@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from toolrag.evaluation.reliability import expected_calibration_error, reliability_bins, reliability_figure
+from toolrag.search.addresses import has_web_address, takes_web_address
 from toolrag.search.decide import DecisionInputs, OperatingPoint, decide, name_lookup, named_tools
 from toolrag.search.decision_model import (
     MODEL_VERSION,
@@ -352,6 +353,51 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     # more tools than FEW_TOOLS (permitted 0): the model decides as before
     assert decide(_inputs(**{**few, "permitted": 0}, lone_z=LONE_Z - 1.0), sure, model=POINT).decision \
         is Decision.EXECUTE
+
+
+@pytest.mark.parametrize(("text", "holds"), [
+    ("what does https://example.com/pricing say", True), ("summarize www.python.org/downloads", True),
+    ("open HTTP://EXAMPLE.COM", True), ("what is https and why is it safer than http", False),
+    ("email bob@example.com", False), ("read notes.txt", False), ("看看 https://example.cn/新闻 写了什么", True),
+])
+def test_has_web_address(text: str, holds: bool) -> None:
+    assert has_web_address(text) is holds
+
+
+@pytest.mark.parametrize(("properties", "takes"), [
+    ({"url": {"type": "string"}}, True), ({"pageUrl": {"type": "string"}}, True),
+    ({"target_uri": {"type": "string"}}, True), ({"links": {"type": "array"}}, True),
+    ({"website-name": {}}, True), ({"page": {"type": "string", "format": "uri"}}, True),
+    ({"path": {"type": "string"}}, False), ({"curl_command": {"type": "string"}}, False),  # "curl" is no "url"
+    ({"hurl": {}}, False), ({}, False),
+])
+def test_takes_web_address(properties: dict[str, object], takes: bool) -> None:
+    assert takes_web_address({"type": "object", "properties": properties}) is takes
+    assert takes_web_address({"type": "object"}) is False and takes_web_address({"properties": 3}) is False
+
+
+def test_a_web_address_for_a_tool_that_takes_one_is_not_turned_away() -> None:
+    """A language model cannot open a web address: when the model (or, for a few tools, the z) would say
+    NO_TOOL, a request holding one is called on a top tool that takes one, or asked about when the second
+    takes one too; nothing changes when the top tool takes none, or when the model calls or asks anyway."""
+    pair = {"names": ("fetch", "brave_web_search"), "summaries": ("Fetch a URL.", "Search the web.")}
+    wordy = DecisionScores(right=0.1, ambiguous=0.05, no_tool=0.95)
+    called = decide(_inputs(**pair, address_takers=(True, False)), wordy, model=POINT)
+    assert called.decision is Decision.EXECUTE and called.selected == 1
+    assert "calls fetch: the request holds a web address" in called.reason and "P(no tool) 0.95" in called.reason
+    both = {"names": ("fetch", "puppeteer_navigate"), "summaries": ("Fetch a URL.", "Open a URL in a browser.")}
+    asked = decide(_inputs(**both, address_takers=(True, True)), wordy, model=POINT)
+    assert asked.decision is Decision.CLARIFY and asked.selected == 2 and "both take one" in asked.reason
+    assert "fetch" in (asked.clarification or "") and "puppeteer_navigate" in (asked.clarification or "")
+    for takers in ((), (False, True)):  # no address, or the top tool takes none: NO_TOOL as before
+        assert decide(_inputs(**pair, address_takers=takers), wordy, model=POINT).decision is Decision.NO_TOOL
+    sure = DecisionScores(right=0.9, ambiguous=0.05, no_tool=0.02)  # the model calls: its reason stays
+    assert decide(_inputs(**pair, address_takers=(True, True)), sure, model=POINT).reason.startswith(
+        "calls fetch: P(right) 0.90")
+    one = {"names": ("fetch",), "summaries": ("Fetch a URL.",), "permitted": 1}
+    lone = decide(_inputs(**one, lone_z=LONE_Z - 1.0, address_takers=(True,)), None)
+    assert lone.decision is Decision.EXECUTE and f"z {LONE_Z - 1.0:.2f} < {LONE_Z:.2f}" in lone.reason
+    assert decide(_inputs(**one, lone_z=LONE_Z - 1.0), None).decision is Decision.NO_TOOL
 
 
 def test_named_tools() -> None:

@@ -80,3 +80,34 @@ def test_the_catalog_loads_as_published(published: ToolRetriever) -> None:
     catalog = published.catalog
     assert len(catalog) == 31 and catalog.report.skipped == 0 and catalog.report.degraded == 0
     assert Path(CATALOG).is_file()
+
+
+@pytest.mark.parametrize(("query", "decisions", "tool"), [
+    # was NO_TOOL (P(no tool) 1.00 with fetch ranked first): neither MiniLM nor BM25 links the bare address to
+    # "Fetch a URL", and the words read like chit-chat
+    ("what does https://example.com/pricing say", (Decision.EXECUTE,), "fetch"),
+    ("is https://example.com a phishing site?", (Decision.EXECUTE, Decision.CLARIFY), "fetch"),
+    ("what is https and why is it safer than http", (Decision.NO_TOOL,), None),  # a word, not an address
+])
+def test_a_request_with_a_web_address(published: ToolRetriever, query: str, decisions: tuple[Decision, ...],
+                                      tool: str | None) -> None:
+    result = published.search(query)
+    assert result.decision in decisions, result.decision_reason
+    if tool is not None:
+        assert result.selected[0] == tool and "holds a web address" in result.decision_reason
+
+
+def test_a_one_tool_fetch_server(tmp_path: Path, models: Any) -> None:
+    """The published fetch server has one tool: a request with an address calls it, a joke does not."""
+    import json
+
+    tools = json.loads(CATALOG.read_text(encoding="utf-8"))["tools"]
+    (tmp_path / "catalog").mkdir()
+    (tmp_path / "catalog" / "tools.json").write_text(
+        json.dumps({"tools": [t for t in tools if t["name"] == "fetch"]}), encoding="utf-8")
+    server = ToolRetriever.from_catalog(tmp_path / "catalog", data_dir=tmp_path / "index", models=models)
+    called = server.search("what does https://example.com/pricing say")
+    assert called.decision is Decision.EXECUTE and called.selected == ("fetch",), called.decision_reason
+    assert "holds a web address" in called.decision_reason or "far closer" in called.decision_reason
+    joke = server.search("tell me a joke")
+    assert joke.decision is Decision.NO_TOOL and joke.selected == (), joke.decision_reason

@@ -7,7 +7,10 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
 2. EXECUTE the tools the request names by their exact name or id (permitted ones only: naming a hidden tool
    reveals nothing); they come first and are all injected.
 3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
-   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5).
+   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5); except for a
+   request that holds a web address when the top tool takes one (:mod:`toolrag.search.addresses`): a language
+   model cannot open it, so the top tool is called (CLARIFY when the second candidate takes one too). The same
+   exception holds where the z below decides.
 4. CLARIFY when P(ambiguous) reaches the model's threshold and the top tool leads the second by no more than
    the widest lead among the catalog's own simulated ambiguous requests (``clarify_max_gap``, relative to the
    top fused score), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
@@ -85,6 +88,9 @@ class DecisionInputs:
     cross_lingual: bool = False
     """A mostly-Chinese request to a catalog whose tools are almost all without Chinese
     (:data:`toolrag.search.features.CROSS_LINGUAL_SHARE`)."""
+    address_takers: tuple[bool, ...] = ()
+    """For a request that holds a web address: whether each of the first two candidates takes one
+    (:mod:`toolrag.search.addresses`); empty for a request without one."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +153,8 @@ def decide(
     if scores is None or ((inputs.permitted or inputs.cross_lingual) and math.isfinite(inputs.lone_z)):
         return _few(inputs, scores, point, clarify_gap)
     if scores.no_tool >= point.no_tool_threshold:
+        if any(inputs.address_takers[:1]):
+            return _address(inputs, scores, point, f"P(no tool) {scores.no_tool:.2f} from its words alone")
         return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
     alike = scores.ambiguous >= point.ambiguous_threshold
     # the model's P(ambiguous) reads how alike the two tools are; a choice needs them close in the ranking too
@@ -196,6 +204,8 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
         why = f"{name} ranks first (no decision model for this catalog)"
     if not math.isfinite(z):
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
+    if z < LONE_Z and any(inputs.address_takers[:1]):
+        return _address(inputs, scores, point, f"z {z:.2f} < {LONE_Z:.2f} from its words alone")
     if z < LONE_Z:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: {why}; the request comes no closer to {name} than requests that need "
@@ -210,6 +220,21 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     return DecisionOutcome(Decision.EXECUTE, None,
                            f"calls {name}: {why}; the request is far closer to it than requests that need no "
                            f"tool are (z {z:.2f} >= {LONE_Z:.2f})", scores, selected)
+
+
+def _address(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, words: str) -> DecisionOutcome:
+    """Rule 3's exception: the request holds a web address and the top tool takes one. A language model cannot
+    open the address, so the request needs a tool even though its words read like one that needs none: the
+    top tool is called, or, when the second candidate takes an address too, the user is asked which."""
+    a = inputs.names[0]
+    why = f"the request holds a web address, which a language model cannot open ({words})"
+    if len(inputs.address_takers) >= 2 and inputs.address_takers[1]:
+        b = inputs.names[1]
+        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
+        selected = max(2, _selection(inputs, point.select_threshold)) if scores is not None else 2
+        return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {a} and {b} both take one", scores,
+                               selected)
+    return DecisionOutcome(Decision.EXECUTE, None, f"calls {a}: {why}, and {a} takes one", scores, 1)
 
 
 def _selection(inputs: DecisionInputs, threshold: float) -> int:

@@ -17,6 +17,7 @@ import numpy as np
 
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
+from toolrag.search.addresses import has_web_address, takes_web_address
 from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
 from toolrag.search.decision_model import DecisionModel
 from toolrag.search.features import (
@@ -89,13 +90,17 @@ class DecisionStep:
             lone_z = top_tool_z(self.snap, int(self.rows[head[0]]), q, chat, chat_cjk)
         first = float(view.fused[head[0]])
         gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
+        takers: tuple[bool, ...] = ()
+        if has_web_address(query):
+            tools = self.snap.catalog.tools
+            takers = tuple(takes_web_address(tools[self.snap.row_of[c.id]].parameters) for c in candidates[:2])
         inputs = DecisionInputs(
             names, summaries, lookalike=view.lookalike,
             relative_gap=gap / abs(first) if first != 0 else 0.0,
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
-            permitted=len(self.rows) if few else 0, cross_lingual=cross)
+            permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers)
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
