@@ -51,6 +51,9 @@ CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
 #: ``text`` (default) keeps each request's text in the audit log, ``hash`` only its SHA-256.
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
+#: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
+#: (:mod:`toolrag.catalog.cache`).
+CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolrag.catalog.cache import cached
 from toolrag.catalog.fields import (
     CONVERTERS,
     FIELDS,
@@ -51,8 +52,11 @@ PROVENANCE_FILE = "provenance.json"
 _MAX_PROBLEMS_SHOWN = 1
 
 
-def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO) -> Catalog:
+def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cache: bool = True) -> Catalog:
     """Load and validate a catalog folder or file; ``catalog.report`` says what was loaded, skipped, degraded.
+
+    A large catalog is kept, validated, in the data folder and read back from there while its files are
+    unchanged (:mod:`toolrag.catalog.cache`; ``cache=False`` reads the files).
 
     Raises ``ProfileError`` listing every problem found in strictly read files, ``CatalogError`` for a missing
     path, a bad ``catalog.yaml`` or a catalog without any tool."""
@@ -62,15 +66,20 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO) -> C
     folder = root if root.is_dir() else root.parent
     meta = _load_meta(folder / META_FILE) if (folder / META_FILE).is_file() else {}
     assets = (folder / str(meta.get("assets_dir", "."))).resolve()
-    builder = _Builder(_mode(mode), assets)
+    chosen = _mode(mode)
     files = catalog_files(root)
-    with paused_gc():  # millions of lasting small objects: see toolrag.gcpause
-        for file in files:
-            builder.add_file(file)
-        roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
-        if not builder.errors and not builder.profiles:
-            raise CatalogError(_empty_message(root, files, builder))
-        return builder.finish(str(meta.get("name", folder.name)), folder, roles)
+
+    def load() -> Catalog:
+        builder = _Builder(chosen, assets)
+        with paused_gc():  # millions of lasting small objects: see toolrag.gcpause
+            for file in files:
+                builder.add_file(file)
+            roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
+            if not builder.errors and not builder.profiles:
+                raise CatalogError(_empty_message(root, files, builder))
+            return builder.finish(str(meta.get("name", folder.name)), folder, roles)
+
+    return cached(root, files, chosen.value, load) if cache else load()
 
 
 def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = LoadMode.LENIENT,

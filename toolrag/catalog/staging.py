@@ -52,7 +52,8 @@ def check_in_copy(path: Path, catalog: Catalog, file: Path, new_text: str, profi
         meta["assets_dir"] = str(catalog.assets_dir or folder)
         (tmp / META_FILE).write_text(yaml.safe_dump(meta, allow_unicode=True), encoding="utf-8")
         try:
-            checked = load_catalog(tmp / path.name if path.is_file() else tmp)
+            # a throw-away copy: never kept in the data folder (toolrag.catalog.cache)
+            checked = load_catalog(tmp / path.name if path.is_file() else tmp, cache=False)
         except (ProfileError, CatalogError) as exc:
             message = str(exc).replace(str(tmp), str(folder))
             if isinstance(exc, ProfileError):
