@@ -6,12 +6,12 @@ restart (docs/benchmarks.md); reading the same profiles back from a pickle takes
 least :data:`CACHE_MIN_TOOLS` tools are kept (smaller ones load in well under a second anyway).
 
 Never trusted when anything it came from changed: the key covers the content (SHA-256) of every file the loader
-reads (the profile files, ``catalog.yaml``), the catalog's path, the load mode, and the source of the code that
-parses and validates (the ``toolrag.catalog`` package and the modules it reads YAML and text with), so a new
-toolrag version or a local change to the loader starts afresh. The example images a profile points to are
-checked again (still files, same size and modification time), because the loader refuses a missing one. A
-cache file is written beside its final name and renamed into place, so a crash leaves no half file in use; one
-that cannot be read is ignored and replaced. ``TOOLRAG_CATALOG_CACHE=off`` turns it off.
+reads (the profile files, ``catalog.yaml``), the catalog's path, the load mode, the Python version and the
+source of the code that parses and validates (the ``toolrag.catalog`` package and the modules it reads YAML and
+text with), so a new toolrag version or a local change to the loader starts afresh. The example images a
+profile points to are checked again (still files, same size and modification time), because the loader refuses
+a missing one. A cache file is written beside its final name and renamed into place, so a crash leaves no half
+file in use; one that cannot be read is ignored and replaced. ``TOOLRAG_CATALOG_CACHE=off`` turns it off.
 
 The cache is a pickle in the data folder (``$TOOLRAG_DATA_DIR``, else ``~/.cache/toolrag``): whoever can write
 there can also replace the models and the index, so it is trusted like them.
@@ -23,6 +23,7 @@ import hashlib
 import logging
 import os
 import pickle
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -75,7 +76,7 @@ def _name(root: Path, mode: str) -> str:
 
 
 def _key(root: Path, files: Sequence[Path], mode: str) -> str:
-    digest = hashlib.sha256(f"{_FORMAT}|{_code()}|{root.resolve()}|{mode}".encode())
+    digest = hashlib.sha256(f"{_FORMAT}|{sys.version_info[:2]}|{_code()}|{root.resolve()}|{mode}".encode())
     meta = (root if root.is_dir() else root.parent) / "catalog.yaml"
     for file in [*files, meta]:
         if file.is_file():

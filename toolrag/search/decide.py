@@ -7,10 +7,10 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
 2. EXECUTE the tools the request names by their exact name or id (permitted ones only: naming a hidden tool
    reveals nothing); they come first and are all injected.
 3. NO_TOOL when the catalog owner set a ``no_tool_threshold`` and the confidence (best multilingual cosine
-   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5); except for a
-   request that holds a web address when the top tool takes one (:mod:`toolrag.search.addresses`): a language
-   model cannot open it, so the top tool is called (CLARIFY when the second candidate takes one too). The same
-   exception holds where the z below decides.
+   among the top tools) is under it, or when P(no tool fits) reaches the model's threshold (0.5). The model's
+   P(no tool) does not turn away a request that holds a web address when the top tool takes one
+   (:mod:`toolrag.search.addresses`): a language model cannot open it, so the top tool is called (CLARIFY when
+   the second candidate takes one too); nor does the z below. The owner's ``no_tool_threshold`` still does.
 4. CLARIFY when P(ambiguous) reaches the model's threshold and the top tool leads the second by no more than
    the widest lead among the catalog's own simulated ambiguous requests (``clarify_max_gap``, relative to the
    top fused score), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
