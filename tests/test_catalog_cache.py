@@ -106,3 +106,14 @@ def test_small_catalogs_are_not_kept(catalog_dir: Path, tmp_path: Path, monkeypa
     monkeypatch.setattr(cache, "CACHE_MIN_TOOLS", 5_000)
     load_catalog(catalog_dir)
     assert _cache_files(tmp_path) == []
+
+
+def test_an_unusable_data_folder_only_turns_the_cache_off(catalog_dir: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch,
+                                                         caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", encoding="utf-8")
+    monkeypatch.setenv("TOOLRAG_DATA_DIR", str(blocker / "data"))  # cannot be created under a file
+    with caplog.at_level("WARNING", logger="toolrag.catalog.cache"):
+        catalog = load_catalog(catalog_dir)
+    assert len(catalog) > 0 and "catalog cache off" in caplog.text and str(blocker) in caplog.text

@@ -31,6 +31,7 @@ from typing import Any
 
 from toolrag.catalog.profile import Catalog
 from toolrag.config import CATALOG_CACHE_ENV, data_dir, is_off
+from toolrag.errors import SettingsError
 from toolrag.gcpause import paused_gc
 
 __all__ = ["CACHE_MIN_TOOLS", "cached"]
@@ -56,6 +57,9 @@ def cached(root: Path, files: Sequence[Path], mode: str, load: Callable[[], Cata
         where = (folder if folder is not None else _default_folder()) / f"catalog-{_name(root, mode)}.pickle"
     except OSError as exc:  # a file vanished between listing and reading: the loader reports it
         log.debug("catalog cache skipped: %s", exc)
+        return load()
+    except SettingsError as exc:  # no usable data folder: the catalog loads as without a cache
+        log.warning("catalog cache off: %s", exc)
         return load()
     catalog = _read(where, key)
     if catalog is not None:

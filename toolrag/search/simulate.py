@@ -34,13 +34,13 @@ import logging
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 
 import numpy as np
 
+from toolrag.encode.spread import spread
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
 from toolrag.search.features import (
@@ -209,18 +209,12 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
 
 
 def side_by_side(jobs: Sequence[tuple[Encoder, Sequence[str]]]) -> list[np.ndarray]:
-    """Each job's vectors, the first job run here and the others in one worker thread; one after the other
-    when the worker cannot take them: a refit after an edit runs on while the interpreter exits (the process
-    waits for it, :meth:`toolrag.search.calibration.DecisionCalibrator.refit_soon`), and by then
-    ``concurrent.futures`` refuses new work."""
-    if not jobs:
-        return []
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="toolrag-simulate") as pool:
-        try:
-            later = [pool.submit(encode, texts) for encode, texts in jobs[1:]]
-        except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
-            return [encode(texts) for encode, texts in jobs]
-        return [jobs[0][0](jobs[0][1]), *(job.result() for job in later)]
+    """Each job's vectors (one encoder and its texts per job), the jobs run in the shared encoding queue of two
+    worker threads (:func:`toolrag.encode.spread.spread`), which runs them in this thread when the pool refuses
+    work: a refit after an edit runs on while the interpreter exits (the process waits for it,
+    :meth:`toolrag.search.calibration.DecisionCalibrator.refit_soon`), and by then ``concurrent.futures``
+    refuses new threads."""
+    return spread([(len(texts), [(range(len(texts)), partial(encode, texts))]) for encode, texts in jobs])
 
 
 def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request], vectors: Mapping[str, np.ndarray],
