@@ -400,6 +400,22 @@ def test_a_web_address_for_a_tool_that_takes_one_is_not_turned_away() -> None:
     assert decide(_inputs(**one, lone_z=LONE_Z - 1.0), None).decision is Decision.NO_TOOL
 
 
+def test_the_reason_says_when_a_request_of_change_meets_a_tool_that_only_reads() -> None:
+    """The model reads the conjunction as a feature; the reason names the verb and the tool, whatever the
+    decision, and says nothing without it."""
+    pair = {"names": ("get_leave_balance", "submit_leave"), "summaries": ("Leave left.", "Ask for leave.")}
+    unlikely = DecisionScores(right=0.05, ambiguous=0.02, no_tool=0.1)  # rule 5: more likely wrong than right
+    refused = decide(_inputs(**pair, change_verb="approve"), unlikely, model=POINT)
+    assert refused.decision is Decision.NO_TOOL
+    assert refused.reason.endswith('the request asks for a change ("approve") and get_leave_balance only reads')
+    none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)
+    assert "only reads" in decide(_inputs(**pair, change_verb="approve"), none, model=POINT).reason
+    sure = DecisionScores(right=0.9, ambiguous=0.02, no_tool=0.02)  # called anyway: the agent is told
+    called = decide(_inputs(**pair, change_verb="approve"), sure, model=POINT)
+    assert called.decision is Decision.EXECUTE and "only reads" in called.reason
+    assert "only reads" not in decide(_inputs(**pair), sure, model=POINT).reason
+
+
 def test_named_tools() -> None:
     lookup = name_lookup([("get_weather_forecast", "travel.weather.forecast"), ("search", "web.search"),
                           ("Now", "Now"), ("CompanyInfoTool", "CompanyInfoTool")])

@@ -127,6 +127,19 @@ def test_best_tool_hidden_by_permissions_gives_no_tool(sample_retriever: Any, qu
     assert result.decision_reason.startswith("no tool") and result.tools == () and result.selected == ()
 
 
+@pytest.mark.parametrize("query", [
+    "approve my team's pending leave requests",
+    "roll back payment-svc in prod to yesterday's build",
+])
+def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retriever: Any, query: str) -> None:
+    """No tool approves leave, and the one that rolls a deploy back is hidden from an employee; the permitted
+    reader on the same topic ranks first and used to be called (docs/decisions.md, ``change_reader``)."""
+    result = sample_retriever.search(query, role="employee")
+    assert not {"dev.deploy.rollback", "hr.payroll.approve", "finance.expense.approve"} & set(result.ids)
+    assert result.decision is Decision.NO_TOOL, (result.ids[:3], result.decision_reason)
+    assert "only reads" in result.decision_reason and result.selected == ()
+
+
 @pytest.mark.xfail(strict=True, reason="known gap of issue 10, still open (docs/decisions.md): the model gives "
                    "'schedule something' P(right) 0.51, P(no tool) 0.42, P(ambiguous) 0.16 and calls "
                    "create_calendar_event; asking (CLARIFY) is what the issue wants")

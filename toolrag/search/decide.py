@@ -91,6 +91,9 @@ class DecisionInputs:
     address_takers: tuple[bool, ...] = ()
     """For a request that holds a web address: whether each of the first two candidates takes one
     (:mod:`toolrag.search.addresses`); empty for a request without one."""
+    change_verb: str = ""
+    """The request's verb of change ("approve", "删除") when the top tool only reads
+    (:mod:`toolrag.search.actions`), else empty: said in the reason."""
 
 
 @dataclass(frozen=True)
@@ -155,7 +158,8 @@ def decide(
     if scores.no_tool >= point.no_tool_threshold:
         if any(inputs.address_takers[:1]):
             return _address(inputs, scores, point, f"P(no tool) {scores.no_tool:.2f} from its words alone")
-        return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref), scores)
+        return DecisionOutcome(Decision.NO_TOOL, None, _no_tool_reason(inputs, scores, ref) + _reads_note(inputs),
+                               scores)
     alike = scores.ambiguous >= point.ambiguous_threshold
     # the model's P(ambiguous) reads how alike the two tools are; a choice needs them close in the ranking too
     ambiguous = alike and inputs.relative_gap <= point.clarify_max_gap
@@ -174,7 +178,7 @@ def decide(
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
                                f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "
-                               f"P(ambiguous) {scores.ambiguous:.2f})", scores)
+                               f"P(ambiguous) {scores.ambiguous:.2f}){_reads_note(inputs)}", scores)
     selected = _selection(inputs, point.select_threshold)
     more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
     reason = (f"calls {inputs.names[0]}: P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, "
@@ -183,7 +187,14 @@ def decide(
         reason += (f"; {inputs.names[0]} and {inputs.names[1]} are alike, but the first leads by "
                    f"{100 * inputs.relative_gap:.0f}%, more than any of this catalog's ambiguous requests "
                    f"({100 * point.clarify_max_gap:.0f}%)")
-    return DecisionOutcome(Decision.EXECUTE, None, reason, scores, selected)
+    return DecisionOutcome(Decision.EXECUTE, None, reason + _reads_note(inputs), scores, selected)
+
+
+def _reads_note(inputs: DecisionInputs) -> str:
+    """The reason's words for a request of change whose top tool only reads (empty otherwise)."""
+    if not inputs.change_verb:
+        return ""
+    return f'; the request asks for a change ("{inputs.change_verb}") and {inputs.names[0]} only reads'
 
 
 def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clarify_gap: float

@@ -17,6 +17,7 @@ import numpy as np
 
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
+from toolrag.search.actions import change_verb, reads_only
 from toolrag.search.addresses import has_web_address, takes_web_address
 from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
 from toolrag.search.decision_model import DecisionModel
@@ -100,7 +101,8 @@ class DecisionStep:
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
-            permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers)
+            permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers,
+            change_verb=(change_verb(q.text) or "") if view.change_reader else "")
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
@@ -133,7 +135,9 @@ class DecisionStep:
         docs = [snap.bm25.term_set(snap.ids[rows[h]]) for h in head[: max(2, candidates)]]
         cover, unknown = coverage(terms, snap.bm25.has_term, docs[:2])
         padded = (*cover, math.nan, math.nan)
+        top_tool = snap.catalog.get(snap.ids[rows[head[0]]]) if len(head) else None
+        change_reader = top_tool is not None and change_verb(q.text) is not None and reads_only(top_tool)
         view = ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),
                           sims.get("dense", math.nan), sims.get("dense_en", math.nan), (padded[0], padded[1]),
-                          unknown)
+                          unknown, change_reader)
         return view, novel_cover(terms, snap.bm25.has_term, docs)

@@ -53,6 +53,7 @@ FEATURES: tuple[str, ...] = (
     "cover",         # share of the request's catalog words (distinct BM25 terms) found in the top tool's text
     "cover2",        # the same for the second tool
     "unknown",       # share of the request's words that no tool of the catalog uses
+    "change_reader",  # 1 when the request asks for a change and the top tool only reads (search.actions)
     "chat_sim",      # how close the request comes to requests that need no tool (multilingual cosine)
     "chat_sim_en",   # the same with the English model (missing for a Chinese request)
     "image",         # an image came with the request
@@ -124,6 +125,8 @@ class ResultView:
     """:func:`coverage` of the request's words by the top two tools' BM25 texts."""
     unknown: float = math.nan
     """Share of the request's words (BM25 terms) in no tool's text."""
+    change_reader: bool = False
+    """The request asks for a change and the top tool only reads (:mod:`toolrag.search.actions`)."""
 
 
 
@@ -262,6 +265,7 @@ def feature_vector(view: ResultView) -> np.ndarray:
     f["chat_sim"], f["chat_sim_en"] = view.chat_sim, view.chat_sim_en
     f["cover"], f["cover2"] = view.cover
     f["unknown"] = view.unknown
+    f["change_reader"] = float(view.change_reader)
     f["image"] = float(view.image)
     f["cjk"] = float(view.cjk)
     f["length"] = math.log1p(max(view.words, 0))

@@ -43,6 +43,7 @@ import numpy as np
 from toolrag.encode.spread import spread
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
+from toolrag.search.actions import change_verb, reads_only
 from toolrag.search.features import (
     FEATURES,
     SELECTION_FEATURES,
@@ -228,6 +229,13 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
     everyone = np.ones(len(allowed), dtype=bool)
     lexicon = Lexicon(snap)
     copy_cache: dict[int, list[int]] = {}
+    reader_cache: dict[int, bool] = {}
+
+    def reads(row: int) -> bool:
+        if row not in reader_cache:
+            tool = snap.catalog.get(snap.ids[row])
+            reader_cache[row] = tool is not None and reads_only(tool)
+        return reader_cache[row]
 
     def copies_of(pos: int) -> list[int]:
         """Positions of the tools whose profile is (nearly) the same as the tool's at ``pos``, itself included."""
@@ -272,6 +280,7 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
                     kw[position[row]] = lexicon.score(terms, counts)
         raw["bm25"], present["bm25"] = kw, everyone
         cjk, words = is_mostly_cjk(req.text), word_count(req.text)
+        changes = change_verb(req.text) is not None
         for kind, label, gold in _variants(req):
             # A copy of a right tool (the same tool published twice, e.g. by two servers of a gateway) is right
             # too, and goes with it when the request's tool is removed (else that case is a perfect match).
@@ -292,7 +301,8 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
             known = partial(_known, lexicon, own)
             cover, unknown = coverage(terms, known, docs[:2])
             padded = (*cover, math.nan, math.nan)
-            rows_x.append(feature_vector(replace(view, cover=(padded[0], padded[1]), unknown=unknown)))
+            rows_x.append(feature_vector(replace(view, cover=(padded[0], padded[1]), unknown=unknown,
+                                                 change_reader=changes and bool(top_rows) and reads(top_rows[0]))))
             labels.append(label)
             right.append(bool(top_rows) and top_rows[0] in gold)
             kinds.append(kind)

@@ -1,0 +1,140 @@
+"""Does the request ask to change something, and does the top tool only read?
+
+A caller whose role hides the tools that change things (approve, pay, delete, book) still sees their read-only
+siblings, and those rank first for such a request: "approve my team's pending leave requests" finds the leave
+balance, "订一张明天北京飞上海的机票" (book a flight) the flight search. The embeddings see the same topic and
+the decision model saw the tool fit; what it did not see is that the request asks for an action the tool cannot
+take. An agent that calls the reader reports a balance where the user asked for an approval.
+
+Two small lexical tests, both explainable in the decision's reason:
+
+* :func:`change_verb`: the request asks for a change. English: the request starts with a verb that changes
+  state (after a polite or modal opening such as "please", "can you", "I need to", "go ahead and", and adverbs
+  in -ly), so "where is my order" or "the train schedule" do not count, only "order a pizza", "schedule a
+  call". Chinese: a two-character verb of change anywhere ("批准", "调高", "删除", "订一张"), since Chinese puts
+  the verb after its object with 把.
+* :func:`reads_only`: the tool only reads or computes: its name holds a read verb (get, list, search, view,
+  extract, ...) and no verb of change, or, when its name has neither, its description starts with one ("Returns
+  ...", "Shows ...", "查询 ..."). A tool flagged ``mutation: true`` (or an MCP tool with ``destructiveHint``)
+  changes things; a tool whose name and first word say nothing (a plugin named after a brand) is not called a
+  reader, so the feature stays 0 for it.
+
+The decision model reads the conjunction as one feature (``change_reader`` in
+:data:`toolrag.search.features.FEATURES`), fitted on the catalog's simulated requests like the others: a tool's
+example request with its tool removed lands on a sibling, and for a request of change that sibling is often a
+reader.
+"""
+
+from __future__ import annotations
+
+import re
+
+from toolrag.catalog.profile import ToolProfile
+from toolrag.text import CJK_RANGES
+
+__all__ = ["CHANGE_VERBS", "READ_VERBS", "change_verb", "reads_only"]
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+
+#: English verbs (base form) that ask a system to change something: create, alter, remove, approve, send, buy.
+CHANGE_VERBS: frozenset[str] = _words("""
+    add allocate append apply approve archive assign authorize authorise ban block book buy cancel change charge
+    clear close commit configure confirm create deactivate decline delete deny deploy disable dismiss edit email
+    enable enroll enrol file fire forward grant hire increase decrease insert install invite issue kill launch
+    lock lower mark merge message modify move notify offboard onboard open order pay place post promote publish
+    purchase push raise reassign refund register reject release remove rename renew reopen replace reply request
+    reschedule reserve reset restart restore revert revoke roll schedule sell send set settle share sign start
+    stop submit subscribe suspend terminate text transfer trigger turn unblock uninstall unlock unsubscribe update
+    upgrade upload void withdraw
+""")
+#: In a tool's name these are as often nouns ("get_issue", "list_messages", "read_file", "order_status"), so
+#: they do not make it a tool of change there.
+_NOUNS_IN_NAMES: frozenset[str] = _words("""
+    block charge clear close email file fire issue lock mark message open order place post release request roll
+    share text turn
+""")
+#: Verbs of a tool that only reads or computes (its name or the first word of its description).
+READ_VERBS: frozenset[str] = _words("""
+    analyse analyze browse calculate check classify compare compute count describe detect download estimate
+    explain export extract fetch find forecast get identify inspect list locate lookup look monitor ocr parse
+    predict preview query read recognise recognize retrieve return scan search show summarise summarize track
+    validate verify view
+""")
+#: The same for Chinese descriptions (their first two characters).
+_READ_ZH = ("查询", "查看", "获取", "检索", "搜索", "列出", "读取", "识别", "统计", "解读", "阅读", "核验", "返回",
+            "显示")
+#: Chinese verbs of change, matched anywhere in the request (two characters or more: a lone 发 or 订 is also part
+#: of 发票 "invoice" and 订单 "order").
+_CHANGE_ZH = (
+    "删除", "删掉", "注销", "停用", "禁用", "冻结", "批准", "审批", "驳回", "撤销", "撤回", "创建", "新建", "建个",
+    "建一个", "添加", "修改", "更改", "改成", "改为", "调整", "调高", "调低", "调到", "提到", "设置", "设为", "设成",
+    "取消", "预订", "预定", "订一", "订个", "订张", "下单", "购买", "买一", "支付", "付款", "转账", "发送", "发给",
+    "发个", "发一", "发条", "发封", "发布", "通知", "提交", "报销", "申请", "回退", "回滚", "部署", "重置", "开通",
+    "授权", "收回", "登记", "预约", "涨工资", "加薪", "叫一辆", "邀请", "分配", "关掉", "关闭", "打开", "播放",
+)
+#: Around a Chinese verb (two characters before it, "|", the character after): a question about how a thing is
+#: done ("怎么设置的"), or the verb as a noun ("报销单" an expense form, "申请的" an application's).
+_ZH_NOT_ASKED = re.compile(r"(?:怎么|如何|怎样)\|?.?$|\|[单的]$")
+#: Openings before an English request's verb: politeness, modals, "I want to", "go ahead and".
+_OPENING = re.compile(
+    r"^(?:(?:please|pls|kindly|just|now|then|ok(?:ay)?|hey|hi|so|and|also|quickly|"
+    r"(?:can|could|would|will) (?:you|u|we|i)|i(?:'d| would) like (?:you )?to|i (?:want|need|have)(?: you)? to|"
+    r"we (?:want|need|have) to|i'm trying to|help me(?: to)?|let's|let us|go ahead and|you should|"
+    r"[a-z]+ly)[\s,!.:;]+)+")
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+#: A verb and its particle ("roll back", "sign off", "set up"), for the reason's words.
+_PHRASE = re.compile(r"([a-z]+)(?:\s+(?:back|off|on|up|down|out|over)\b)?")
+_NAME_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
+_ZH = re.compile(f"[{CJK_RANGES}]")
+
+
+def change_verb(text: str) -> str | None:
+    """The word of ``text`` that asks for a change (see the module docstring), or None.
+
+    >>> change_verb("Please approve my team's pending leave requests")
+    'approve'
+    >>> change_verb("where is my order?") is None
+    True
+    >>> change_verb("把我们部门的预算调高 10 万")
+    '调高'
+    """
+    if _ZH.search(text):
+        for verb in _CHANGE_ZH:
+            for match in re.finditer(verb, text):
+                if not _ZH_NOT_ASKED.search(text[max(match.start() - 2, 0):match.start()] + "|"
+                                            + text[match.end():match.end() + 1]):
+                    return verb
+    lowered = _OPENING.sub("", text.strip().lower())
+    first = _PHRASE.match(lowered)
+    if first is None or first.group(1) not in CHANGE_VERBS:
+        return None
+    return first.group(0)
+
+
+def _name_words(name: str) -> list[str]:
+    return [w.lower() for w in _NAME_SPLIT.split(name) if w]
+
+
+def reads_only(tool: ToolProfile) -> bool:
+    """Whether ``tool`` only reads or computes (see the module docstring); False when it says nothing."""
+    if tool.mutation:
+        return False
+    words = _name_words(tool.id) + _name_words(tool.name)
+    if any(w in CHANGE_VERBS and w not in _NOUNS_IN_NAMES for w in words):
+        return False
+    if any(w in READ_VERBS for w in words):
+        return True
+    description = (tool.description or "").strip()
+    if description[:2] in _READ_ZH:
+        return True
+    first = _WORD.match(description.lower())
+    if first is None:
+        return False
+    word = first.group(0)
+    stem = word[:-2] if word.endswith("es") and word[:-2] in READ_VERBS else word.rstrip("s")
+    return word in READ_VERBS or stem in READ_VERBS
+
