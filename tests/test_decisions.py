@@ -141,7 +141,7 @@ def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retrie
 
 
 @pytest.mark.xfail(strict=True, reason="known gap of issue 10, still open (docs/decisions.md): the model gives "
-                   "'schedule something' P(right) 0.51, P(no tool) 0.42, P(ambiguous) 0.16 and calls "
+                   "'schedule something' P(right) 0.50, P(no tool) 0.41, P(ambiguous) 0.16 and calls "
                    "create_calendar_event; asking (CLARIFY) is what the issue wants")
 def test_vague_request_asks(sample_retriever: Any) -> None:
     result = sample_retriever.search("schedule something", role="employee")
