@@ -414,6 +414,8 @@ def test_the_reason_says_when_a_request_of_change_meets_a_tool_that_only_reads()
     called = decide(_inputs(**pair, change_verb="approve"), sure, model=POINT)
     assert called.decision is Decision.EXECUTE and "only reads" in called.reason
     assert "only reads" not in decide(_inputs(**pair), sure, model=POINT).reason
+    few = decide(_inputs(**pair, permitted=2, lone_z=LONE_Z + 1.0, change_verb="approve"), None)  # no model
+    assert few.decision is Decision.EXECUTE and few.reason.endswith("get_leave_balance only reads")
 
 
 def test_named_tools() -> None:

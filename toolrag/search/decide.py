@@ -214,7 +214,7 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     else:
         why = f"{name} ranks first (no decision model for this catalog)"
     if not math.isfinite(z):
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}", scores, 1)
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}{_reads_note(inputs)}", scores, 1)
     if z < LONE_Z and any(inputs.address_takers[:1]):
         return _address(inputs, scores, point, f"z {z:.2f} < {LONE_Z:.2f} from its words alone")
     if z < LONE_Z:
@@ -230,7 +230,7 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     selected = _selection(inputs, point.select_threshold) if scores is not None else 1
     return DecisionOutcome(Decision.EXECUTE, None,
                            f"calls {name}: {why}; the request is far closer to it than requests that need no "
-                           f"tool are (z {z:.2f} >= {LONE_Z:.2f})", scores, selected)
+                           f"tool are (z {z:.2f} >= {LONE_Z:.2f}){_reads_note(inputs)}", scores, selected)
 
 
 def _address(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, words: str) -> DecisionOutcome:
