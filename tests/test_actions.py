@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolrag.catalog.profile import ToolProfile
-from toolrag.search.actions import change_verb, reads_only
+from toolrag.search.actions import change_verb, reads_only, vague_word
 
 
 @pytest.mark.parametrize(("text", "verb"), [
@@ -60,3 +60,26 @@ def _tool(tool_id: str, description: str, *, name: str | None = None, mutation: 
 ])
 def test_tools_that_only_read(tool: ToolProfile, reads: bool) -> None:
     assert reads_only(tool) is reads
+
+
+@pytest.mark.parametrize(("text", "word"), [
+    ("schedule something", "something"),
+    ("Something about the budget, can you sort it?", "something"),  # at the start of the request
+    ("where's the stuff we ordered from Acme Supply?", "stuff"),
+    ("can you do the expense thing", "the expense thing"),
+    ("处理一下这张发票", "处理一下"),
+    ("报销的事帮我弄一下", "弄一下"),
+    ("这个报错怎么办", "怎么办"),
+])
+def test_placeholders_for_what_a_request_leaves_unsaid(text: str, word: str) -> None:
+    assert vague_word(text) == word
+
+
+@pytest.mark.parametrize("text", [
+    "schedule a 30 minute call with Tom tomorrow at 11",
+    "I'm looking for a chick lit book called 'Something Borrowed'",  # a title, not a placeholder
+    "can you recommend something exciting to play",                  # the user asks the tool to choose
+    "帮我查一下东京现在几点",                                              # 一下 alone only softens the request
+])
+def test_requests_without_a_placeholder(text: str) -> None:
+    assert vague_word(text) is None

@@ -418,6 +418,21 @@ def test_the_reason_says_when_a_request_of_change_meets_a_tool_that_only_reads()
     assert few.decision is Decision.EXECUTE and few.reason.endswith("get_leave_balance only reads")
 
 
+def test_a_request_with_a_placeholder_asks() -> None:
+    """Rule 4: a placeholder for what the request leaves unsaid asks, even when the top tool leads clearly (the
+    call could not be filled in); P(no tool) still turns the request away first, and one candidate is called."""
+    pair = {"names": ("create_calendar_event", "create_task"), "summaries": ("Creates an event.", "Adds a task.")}
+    clear = DecisionScores(right=0.5, ambiguous=0.16, no_tool=0.41)
+    asked = decide(_inputs(**pair, vague="something", relative_gap=0.64), clear, model=POINT)
+    assert asked.decision is Decision.CLARIFY and asked.selected >= 2
+    assert asked.reason.startswith('asks: the request leaves open what it is about ("something")')
+    assert decide(_inputs(**pair, relative_gap=0.64), clear, model=POINT).decision is Decision.EXECUTE
+    none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)
+    assert decide(_inputs(**pair, vague="something"), none, model=POINT).decision is Decision.NO_TOOL
+    one = {"names": ("create_calendar_event",), "summaries": ("Creates an event.",)}
+    assert decide(_inputs(**one, vague="something"), clear, model=POINT).decision is Decision.EXECUTE
+
+
 def test_named_tools() -> None:
     lookup = name_lookup([("get_weather_forecast", "travel.weather.forecast"), ("search", "web.search"),
                           ("Now", "Now"), ("CompanyInfoTool", "CompanyInfoTool")])

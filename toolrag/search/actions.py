@@ -32,7 +32,7 @@ import re
 from toolrag.catalog.profile import ToolProfile
 from toolrag.text import CJK_RANGES
 
-__all__ = ["CHANGE_VERBS", "READ_VERBS", "change_verb", "reads_only"]
+__all__ = ["CHANGE_VERBS", "READ_VERBS", "change_verb", "reads_only", "vague_word"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -88,6 +88,12 @@ _OPENING = re.compile(
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 #: A verb and its particle ("roll back", "sign off", "set up"), for the reason's words.
 _PHRASE = re.compile(r"([a-z]+)(?:\s+(?:back|off|on|up|down|out|over)\b)?")
+#: Words that stand for what the request leaves unsaid: a placeholder object ("schedule something", "where's the
+#: stuff we ordered", "the expense thing"; in lower case, so a title such as "Something Borrowed" is not one, and
+#: not after recommend or suggest, where the user asks the tool to choose) or a verb that names no action
+#: ("处理一下", "弄一下", "怎么办").
+_VAGUE = re.compile(r"(?<!recommend )(?<!suggest )\b(?:something|stuff|whatever)\b|\bthe [a-z]+ thing\b|"
+                    r"处理一下|处理下|弄一下|弄下|搞一下|搞定|办一下|怎么办")
 _NAME_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
 _ZH = re.compile(f"[{CJK_RANGES}]")
 
@@ -137,4 +143,21 @@ def reads_only(tool: ToolProfile) -> bool:
     word = first.group(0)
     stem = word[:-2] if word.endswith("es") and word[:-2] in READ_VERBS else word.rstrip("s")
     return word in READ_VERBS or stem in READ_VERBS
+
+
+def vague_word(text: str) -> str | None:
+    """The word of ``text`` that stands for what it leaves unsaid (see :data:`_VAGUE`), or None.
+
+    The decision asks the user instead of calling the top tool (:func:`toolrag.search.decide.decide`, rule 4): a
+    request that names no object or no action leaves the choice between the best matches open.
+
+    >>> vague_word("schedule something")
+    'something'
+    >>> vague_word("报销的事帮我弄一下")
+    '弄一下'
+    >>> vague_word("schedule a call with Tom at 3pm") is None
+    True
+    """
+    match = _VAGUE.search(text[:1].lower() + text[1:])
+    return match.group(0) if match else None
 

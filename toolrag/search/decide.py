@@ -13,7 +13,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    the second candidate takes one too); nor does the z below. The owner's ``no_tool_threshold`` still does.
 4. CLARIFY when P(ambiguous) reaches the model's threshold and the top tool leads the second by no more than
    the widest lead among the catalog's own simulated ambiguous requests (``clarify_max_gap``, relative to the
-   top fused score), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
+   top fused score), or when the request holds a placeholder for what it leaves unsaid ("schedule something",
+   "处理一下这张发票": :func:`toolrag.search.actions.vague_word`; whichever tool fits, the call cannot be filled
+   in), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
    (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`), or under the
    model's execute floor.
@@ -91,6 +93,9 @@ class DecisionInputs:
     address_takers: tuple[bool, ...] = ()
     """For a request that holds a web address: whether each of the first two candidates takes one
     (:mod:`toolrag.search.addresses`); empty for a request without one."""
+    vague: str = ""
+    """The request's placeholder for what it leaves unsaid ("something", "弄一下":
+    :func:`toolrag.search.actions.vague_word`), else empty: the decision asks instead of calling."""
     change_verb: str = ""
     """The request's verb of change ("approve", "删除") when the top tool only reads
     (:mod:`toolrag.search.actions`), else empty: said in the reason."""
@@ -162,12 +167,20 @@ def decide(
                                scores)
     alike = scores.ambiguous >= point.ambiguous_threshold
     # the model's P(ambiguous) reads how alike the two tools are; a choice needs them close in the ranking too
-    ambiguous = alike and inputs.relative_gap <= point.clarify_max_gap
+    close = inputs.relative_gap <= point.clarify_max_gap
+    ambiguous = alike and close
+    # a placeholder leaves the request's object or action unsaid: whichever tool fits, the agent cannot fill
+    # in the call, so it asks ("schedule something": schedule what, when?)
+    vague = bool(inputs.vague) and not ambiguous
     tie = n >= 2 and inputs.relative_gap < clarify_gap
-    if n >= 2 and (ambiguous or tie):
+    if n >= 2 and (ambiguous or vague or tie):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         if ambiguous:
             reason = _clarify_reason(inputs, scores, point.ambiguous_threshold)
+        elif vague:
+            reason = (f'asks: the request leaves open what it is about ("{inputs.vague}"); its best matches are '
+                      f"{inputs.names[0]} and {inputs.names[1]} (P(right) {scores.right:.2f}, P(ambiguous) "
+                      f"{scores.ambiguous:.2f})")
         else:
             reason = (f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
                       f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap {clarify_gap:.2f})")

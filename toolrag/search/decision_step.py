@@ -17,7 +17,7 @@ import numpy as np
 
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
-from toolrag.search.actions import change_verb, reads_only
+from toolrag.search.actions import change_verb, reads_only, vague_word
 from toolrag.search.addresses import has_web_address, takes_web_address
 from toolrag.search.decide import DecisionInputs, DecisionOutcome, decide
 from toolrag.search.decision_model import DecisionModel
@@ -102,7 +102,7 @@ class DecisionStep:
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
             permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers,
-            change_verb=(change_verb(q.text) or "") if view.change_reader else "")
+            change_verb=(change_verb(q.text) or "") if view.change_reader else "", vague=vague_word(q.text) or "")
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
