@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import math
 import pickle
@@ -214,6 +215,9 @@ class _CachedAnalyzer:
 def _cache(retriever: Any, root: Path, name: str) -> _CachedAnalyzer:
     models = retriever.models
     tag = hashlib.sha256(f"{models.text.fingerprint}|{getattr(models.english, 'fingerprint', '-')}".encode())
+    for module in ("toolrag.search.query", "toolrag.search.addresses", "toolrag.text"):
+        # a change of how a request is read (its cleaning, what stands in for an address) reads it again
+        tag.update(Path(importlib.import_module(module).__file__ or "").read_bytes())
     cached = _CachedAnalyzer(retriever.analyzer, root / f"query-features-{name}-{tag.hexdigest()[:12]}.pkl")
     retriever.analyzer = cached
     return cached

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from toolrag.evaluation.reliability import expected_calibration_error, reliability_bins, reliability_figure
-from toolrag.search.addresses import has_web_address, takes_web_address
+from toolrag.search.addresses import has_web_address, stand_in_addresses, takes_web_address
 from toolrag.search.decide import DecisionInputs, OperatingPoint, decide, name_lookup, named_tools
 from toolrag.search.decision_model import (
     MODEL_VERSION,
@@ -362,6 +362,18 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
 ])
 def test_has_web_address(text: str, holds: bool) -> None:
     assert has_web_address(text) is holds
+
+
+@pytest.mark.parametrize(("text", "read_as"), [
+    ("summarize www.python.org/downloads", "summarize the web page URL"),
+    ("what does https://example.com/pricing say?", "what does the web page URL say?"),
+    ("summarize https://example.com/files/whitepaper.pdf", "summarize the web page URL whitepaper.pdf"),
+    ("read https://docs.python.org/3/whatsnew/3.13.html, then reply", "read the web page URL, then reply"),
+    ("这篇文章讲了什么 https://news.example.cn/2024/05/ev-market", "这篇文章讲了什么 网页链接"),
+    ("what is https and why is it safer than http", "what is https and why is it safer than http"),
+])
+def test_what_the_text_models_read_for_an_address(text: str, read_as: str) -> None:
+    assert stand_in_addresses(text) == read_as
 
 
 @pytest.mark.parametrize(("properties", "takes"), [

@@ -4,7 +4,13 @@ A language model cannot open a web address by itself, so a request that holds on
 https://example.com/pricing say") needs a tool that takes it, even when its words read like chit-chat and no
 tool description shares them: small text models barely link a bare URL to "Fetch a URL", and the catalog's own
 simulated requests (built from descriptions and examples, :mod:`toolrag.search.simulate`) rarely hold one, so
-the decision model cannot learn it. :func:`toolrag.search.decide.decide` reads these two facts. Pure code.
+the decision model cannot learn it. :func:`toolrag.search.decide.decide` reads these two facts.
+
+The text models read the request with each address replaced by words that say what it is
+(:func:`stand_in_addresses`): "summarize www.python.org/downloads" is read as "summarize the web page URL". The
+address's own pieces (python, org, downloads) otherwise pull the request towards tools that share them (a code
+search for "python") and away from the one that opens addresses. A file name at the end of the address is kept
+("the web page URL whitepaper.pdf"): it says what kind of document is behind it. Pure code.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["has_web_address", "takes_web_address"]
+__all__ = ["ADDRESS_STAND_IN", "ADDRESS_STAND_IN_ZH", "has_web_address", "stand_in_addresses", "takes_web_address"]
 
 #: An http(s) address, or one starting with "www.".
 _ADDRESS = re.compile(r"\bhttps?://[^\s<>\"'`]+|\bwww\.[a-z0-9-]+\.[^\s<>\"'`]+", re.IGNORECASE)
@@ -22,6 +28,13 @@ _ADDRESS_WORDS = frozenset({"url", "urls", "uri", "uris", "link", "links", "href
 #: JSON Schema string formats of an address.
 _ADDRESS_FORMATS = frozenset({"uri", "url", "iri", "uri-reference", "iri-reference"})
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+#: What the text models read in place of an address, in an English and in a Chinese request.
+ADDRESS_STAND_IN = "the web page URL"
+ADDRESS_STAND_IN_ZH = "网页链接"
+#: A file name ending an address's path ("whitepaper.pdf"); page extensions (html, php, ...) say nothing more.
+_FILE_NAME = re.compile(r"/([^/?#]+\.([A-Za-z0-9]{2,5}))(?:[?#].*)?$")
+_PAGE_EXTENSIONS = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cgi"})
+_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def has_web_address(text: str) -> bool:
@@ -45,3 +58,25 @@ def takes_web_address(parameters: Mapping[str, Any]) -> bool:
         if isinstance(schema, Mapping) and str(schema.get("format", "")).lower() in _ADDRESS_FORMATS:
             return True
     return False
+
+
+def stand_in_addresses(text: str) -> str:
+    """``text`` with each web address replaced by :data:`ADDRESS_STAND_IN` (:data:`ADDRESS_STAND_IN_ZH` when the
+    rest of the request is Chinese), followed by the file name the address ends in, if any. Example:
+    "summarize https://example.com/files/whitepaper.pdf" -> "summarize the web page URL whitepaper.pdf";
+    "这篇文章讲了什么 https://news.example.cn/ev" -> "这篇文章讲了什么 网页链接"; text without an address is
+    returned as it is."""
+    if _ADDRESS.search(text) is None:
+        return text
+    words = ADDRESS_STAND_IN_ZH if _CJK.search(_ADDRESS.sub(" ", text)) else ADDRESS_STAND_IN
+
+    def stand_in(match: re.Match[str]) -> str:
+        address = match.group(0).rstrip(".,;:!?)]}，。")
+        tail = match.group(0)[len(address):]
+        name = _FILE_NAME.search(address)
+        if name is not None and name.group(2).lower() not in _PAGE_EXTENSIONS:
+            return f"{words} {name.group(1)}{tail}"
+        return words + tail
+
+    return _ADDRESS.sub(stand_in, text)
+

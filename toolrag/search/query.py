@@ -18,6 +18,7 @@ import numpy as np
 
 from toolrag.encode.models import ModelSet
 from toolrag.images import load_image
+from toolrag.search.addresses import stand_in_addresses
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
 from toolrag.text import is_mostly_cjk
@@ -40,6 +41,13 @@ QUERY_OCR_SIDE = 480
 
 
 _WS = re.compile(r"\s+")
+
+
+def _clean(text: str) -> str:
+    """A request's text as every signal reads it: whitespace collapsed, web addresses replaced by words that say
+    what they are (:func:`toolrag.search.addresses.stand_in_addresses`), cut to ``MAX_QUERY_CHARS``. The
+    decision's address rule and the named-tool match read the request as given."""
+    return stand_in_addresses(_WS.sub(" ", text).strip())[:MAX_QUERY_CHARS]
 
 
 @dataclass(frozen=True)
@@ -93,8 +101,8 @@ class QueryAnalyzer:
     def analyze(self, query: str, *, image: Any = None, history: Sequence[str] = (),
                 settings: Settings) -> QueryFeatures:
         timing: dict[str, float] = {}
-        text = _WS.sub(" ", query).strip()[:MAX_QUERY_CHARS]
-        turns = tuple(_WS.sub(" ", h).strip()[:MAX_QUERY_CHARS] for h in history if h and h.strip())[-3:]
+        text = _clean(query)
+        turns = tuple(_clean(h) for h in history if h and h.strip())[-3:]
         absent: dict[str, str] = {}
         vectors: dict[str, np.ndarray] = {}
         cjk = is_mostly_cjk(" ".join((text, *turns)))
@@ -142,9 +150,8 @@ class QueryAnalyzer:
             raise ValueError(f"got {len(histories)} histories for {len(texts)} texts; give one per text")
         wanted: dict[str, bool] = {}  # cleaned text -> whether the English model reads its request
         for n, query in enumerate(texts):
-            text = _WS.sub(" ", query).strip()[:MAX_QUERY_CHARS]
-            turns = tuple(_WS.sub(" ", h).strip()[:MAX_QUERY_CHARS]
-                          for h in (histories[n] if histories is not None else ()) if h and h.strip())[-3:]
+            text = _clean(query)
+            turns = tuple(_clean(h) for h in (histories[n] if histories is not None else ()) if h and h.strip())[-3:]
             english = not is_mostly_cjk(" ".join((text, *turns)))
             for item in (text, " ".join(turns)):
                 if item:
@@ -184,7 +191,7 @@ class QueryAnalyzer:
         for kind, model in models:
             todo: dict[str, list[str]] = {}
             for text in dict.fromkeys(texts):
-                clean = _WS.sub(" ", text).strip()[:MAX_QUERY_CHARS]
+                clean = _clean(text)
                 if not clean or (kind == "dense_en" and is_mostly_cjk(clean)):
                     continue
                 vec = self._texts.get((kind, clean))
