@@ -369,7 +369,7 @@ def test_has_web_address(text: str, holds: bool) -> None:
     ("what does https://example.com/pricing say?", "what does the web page URL say?"),
     ("summarize https://example.com/files/whitepaper.pdf", "summarize the web page URL whitepaper.pdf"),
     ("read https://docs.python.org/3/whatsnew/3.13.html, then reply", "read the web page URL, then reply"),
-    ("这篇文章讲了什么 https://news.example.cn/2024/05/ev-market", "这篇文章讲了什么 网页链接"),
+    ("这篇文章讲了什么 https://news.example.cn/2024/05/ev-market", "这篇文章讲了什么 the web page URL"),
     ("what is https and why is it safer than http", "what is https and why is it safer than http"),
 ])
 def test_what_the_text_models_read_for_an_address(text: str, read_as: str) -> None:

@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ADDRESS_STAND_IN", "ADDRESS_STAND_IN_ZH", "has_web_address", "stand_in_addresses", "takes_web_address"]
+__all__ = ["ADDRESS_STAND_IN", "has_web_address", "stand_in_addresses", "takes_web_address"]
 
 #: An http(s) address, or one starting with "www.".
 _ADDRESS = re.compile(r"\bhttps?://[^\s<>\"'`]+|\bwww\.[a-z0-9-]+\.[^\s<>\"'`]+", re.IGNORECASE)
@@ -28,13 +28,13 @@ _ADDRESS_WORDS = frozenset({"url", "urls", "uri", "uris", "link", "links", "href
 #: JSON Schema string formats of an address.
 _ADDRESS_FORMATS = frozenset({"uri", "url", "iri", "uri-reference", "iri-reference"})
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-#: What the text models read in place of an address, in an English and in a Chinese request.
+#: What the text models read in place of an address, in a Chinese request too: "URL" is what tool descriptions
+#: in any language say, while a Chinese stand-in (网页链接) also matched a document tool whose description says
+#: "网页链接请用..." (for web links use ...), and the address's own letters were no Chinese either.
 ADDRESS_STAND_IN = "the web page URL"
-ADDRESS_STAND_IN_ZH = "网页链接"
 #: A file name ending an address's path ("whitepaper.pdf"); page extensions (html, php, ...) say nothing more.
 _FILE_NAME = re.compile(r"/([^/?#]+\.([A-Za-z0-9]{2,5}))(?:[?#].*)?$")
 _PAGE_EXTENSIONS = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cgi"})
-_CJK = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
 def has_web_address(text: str) -> bool:
@@ -61,22 +61,19 @@ def takes_web_address(parameters: Mapping[str, Any]) -> bool:
 
 
 def stand_in_addresses(text: str) -> str:
-    """``text`` with each web address replaced by :data:`ADDRESS_STAND_IN` (:data:`ADDRESS_STAND_IN_ZH` when the
-    rest of the request is Chinese), followed by the file name the address ends in, if any. Example:
-    "summarize https://example.com/files/whitepaper.pdf" -> "summarize the web page URL whitepaper.pdf";
-    "这篇文章讲了什么 https://news.example.cn/ev" -> "这篇文章讲了什么 网页链接"; text without an address is
-    returned as it is."""
+    """``text`` with each web address replaced by :data:`ADDRESS_STAND_IN`, followed by the file name the
+    address ends in, if any. Example: "summarize https://example.com/files/whitepaper.pdf" -> "summarize the web
+    page URL whitepaper.pdf"; text without an address is returned as it is."""
     if _ADDRESS.search(text) is None:
         return text
-    words = ADDRESS_STAND_IN_ZH if _CJK.search(_ADDRESS.sub(" ", text)) else ADDRESS_STAND_IN
 
     def stand_in(match: re.Match[str]) -> str:
         address = match.group(0).rstrip(".,;:!?)]}，。")
         tail = match.group(0)[len(address):]
         name = _FILE_NAME.search(address)
         if name is not None and name.group(2).lower() not in _PAGE_EXTENSIONS:
-            return f"{words} {name.group(1)}{tail}"
-        return words + tail
+            return f"{ADDRESS_STAND_IN} {name.group(1)}{tail}"
+        return ADDRESS_STAND_IN + tail
 
     return _ADDRESS.sub(stand_in, text)
 
