@@ -1,4 +1,4 @@
-"""Does the request ask to change something, and does the top tool only read?
+"""What a request asks for, read from its words: a change (and does the top tool only read?), or nothing said.
 
 A caller whose role hides the tools that change things (approve, pay, delete, book) still sees their read-only
 siblings, and those rank first for such a request: "approve my team's pending leave requests" finds the leave
@@ -23,6 +23,10 @@ The decision model reads the conjunction as one feature (``change_reader`` in
 :data:`toolrag.search.features.FEATURES`), fitted on the catalog's simulated requests like the others: a tool's
 example request with its tool removed lands on a sibling, and for a request of change that sibling is often a
 reader.
+
+A third test, :func:`vague_word`, finds a placeholder for what a request leaves unsaid ("schedule something",
+"处理一下这张发票"): whichever tool fits, such a call cannot be filled in, so the decision asks (rule 4 of
+:mod:`toolrag.search.decide`).
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ _VAGUE = re.compile(r"(?<!recommend )(?<!suggest )\b(?:something|stuff|whatever)
                     r"处理一下|处理下|弄一下|弄下|搞一下|搞定|办一下|怎么办")
 _NAME_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
 _ZH = re.compile(f"[{CJK_RANGES}]")
+#: Any of the Chinese verbs of change, longest first at one position ("建一个" before "建个").
+_CHANGE_ZH_ANY = re.compile("|".join(re.escape(v) for v in sorted(_CHANGE_ZH, key=len, reverse=True)))
 
 
 def change_verb(text: str) -> str | None:
@@ -109,11 +115,10 @@ def change_verb(text: str) -> str | None:
     '调高'
     """
     if _ZH.search(text):
-        for verb in _CHANGE_ZH:
-            for match in re.finditer(verb, text):
-                if not _ZH_NOT_ASKED.search(text[max(match.start() - 2, 0):match.start()] + "|"
-                                            + text[match.end():match.end() + 1]):
-                    return verb
+        for match in _CHANGE_ZH_ANY.finditer(text):
+            if not _ZH_NOT_ASKED.search(text[max(match.start() - 2, 0):match.start()] + "|"
+                                        + text[match.end():match.end() + 1]):
+                return match.group(0)
     lowered = _OPENING.sub("", text.strip().lower())
     first = _PHRASE.match(lowered)
     if first is None or first.group(1) not in CHANGE_VERBS:
@@ -141,8 +146,9 @@ def reads_only(tool: ToolProfile) -> bool:
     if first is None:
         return False
     word = first.group(0)
-    stem = word[:-2] if word.endswith("es") and word[:-2] in READ_VERBS else word.rstrip("s")
-    return word in READ_VERBS or stem in READ_VERBS
+    # "Returns", "Searches", "Classifies": the third person of a read verb
+    stems = {word, word.removesuffix("s"), word.removesuffix("es"), word.removesuffix("ies") + "y"}
+    return bool(stems & READ_VERBS)
 
 
 def vague_word(text: str) -> str | None:
