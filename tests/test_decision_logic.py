@@ -422,6 +422,9 @@ def test_the_reason_says_when_a_request_of_change_meets_a_tool_that_only_reads()
     assert refused.reason.endswith('the request asks for a change ("approve") and get_leave_balance only reads')
     none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)
     assert "only reads" in decide(_inputs(**pair, change_verb="approve"), none, model=POINT).reason
+    middling = DecisionScores(right=0.45, ambiguous=0.02, no_tool=0.0)  # 0.45 >= 0.2 x 1.0, but < 0.5 x 1.0
+    assert decide(_inputs(**pair), middling, model=POINT).decision is Decision.EXECUTE
+    assert decide(_inputs(**pair, change_verb="approve"), middling, model=POINT).decision is Decision.NO_TOOL
     sure = DecisionScores(right=0.9, ambiguous=0.02, no_tool=0.02)  # called anyway: the agent is told
     called = decide(_inputs(**pair, change_verb="approve"), sure, model=POINT)
     assert called.decision is Decision.EXECUTE and "only reads" in called.reason

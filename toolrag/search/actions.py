@@ -92,12 +92,15 @@ _OPENING = re.compile(
 _WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
 #: A verb and its particle ("roll back", "sign off", "set up"), for the reason's words.
 _PHRASE = re.compile(r"([a-z]+)(?:\s+(?:back|off|on|up|down|out|over)\b)?")
+#: Verbs after a placeholder that make it the subject of a described problem ("something is wrong with my
+#: laptop", "stuff keeps crashing"): the request then says what it is about.
+_SUBJECT_VERBS = r"is|'s|was|went|seems|keeps|kept|happened|broke|feels|looks|goes|isn't|doesn't|won't"
 #: Words that stand for what the request leaves unsaid: a placeholder object ("schedule something", "where's the
 #: stuff we ordered", "the expense thing"; in lower case, so a title such as "Something Borrowed" is not one, and
 #: not after recommend or suggest, where the user asks the tool to choose) or a verb that names no action
 #: ("处理一下", "弄一下", "怎么办").
-_VAGUE = re.compile(r"(?<!recommend )(?<!suggest )\b(?:something|stuff|whatever)\b|\bthe [a-z]+ thing\b|"
-                    r"处理一下|处理下|弄一下|弄下|搞一下|搞定|办一下|怎么办")
+_VAGUE = re.compile(r"(?<!recommend )(?<!suggest )\b(?:something|stuff|whatever)\b(?!\s*(?:" + _SUBJECT_VERBS + r")\b)"
+                    r"|\bthe [a-z]+ thing\b|处理一下|处理下|弄一下|弄下|搞一下|搞定|办一下|怎么办")
 _NAME_SPLIT = re.compile(r"[^A-Za-z]+|(?<=[a-z])(?=[A-Z])")
 _ZH = re.compile(f"[{CJK_RANGES}]")
 #: Any of the Chinese verbs of change, longest first at one position ("建一个" before "建个").

@@ -17,7 +17,8 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    "处理一下这张发票": :func:`toolrag.search.actions.vague_word`; whichever tool fits, the call cannot be filled
    in), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
-   (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`), or under the
+   (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`; at least
+   :data:`CHANGE_READER_SHARE` when the request asks for a change and the top tool only reads), or under the
    model's execute floor.
 6. EXECUTE otherwise.
 
@@ -48,10 +49,16 @@ from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
 
 __all__ = [
-    "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint", "clarification_question", "decide",
+    "CHANGE_READER_SHARE", "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint",
+    "clarification_question", "decide",
     "name_lookup", "named_tools",
 ]
 
+#: Rule 5's share for a request of change whose top tool only reads (:mod:`toolrag.search.actions`): such a call
+#: is made only when P(right) >= this x P(a tool fits), i.e. when the model finds the reader more likely right than
+#: wrong (``python -m bench.decisions``: no set's decision accuracy moves, bundled EXECUTE precision rises;
+#: docs/decisions.md).
+CHANGE_READER_SHARE = 0.5
 #: Words of the reason of a call the request asked for by name (rule 2).
 NAMED_REASON = "the request names"
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
@@ -187,7 +194,9 @@ def decide(
         selected = max(2, _selection(inputs, point.select_threshold))
         return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
     fits = 1.0 - scores.no_tool
-    if scores.right < max(point.execute_floor, execute_share * fits):
+    # a request of change whose top tool only reads: called only when that tool is more likely right than wrong
+    share = max(execute_share, CHANGE_READER_SHARE) if inputs.change_verb else execute_share
+    if scores.right < max(point.execute_floor, share * fits):
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
                                f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "

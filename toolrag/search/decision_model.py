@@ -26,7 +26,7 @@ from toolrag.search.features import FEATURES
 __all__ = ["MODEL_VERSION", "DecisionModel", "fit_logistic", "predict_logistic"]
 
 #: Version of the stored format, the features and the simulation; a stored model of another version is refitted.
-MODEL_VERSION = 17
+MODEL_VERSION = 18
 
 
 def predict_logistic(coef: np.ndarray, intercept: np.ndarray, x: np.ndarray) -> np.ndarray:
