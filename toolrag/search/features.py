@@ -243,7 +243,7 @@ def _signal_stats(sig: SignalArrays | None, top: int) -> tuple[float, float, flo
     best), or None when the signal is absent for every tool or does not tell tools apart."""
     if sig is None or not sig.present.any():
         return None
-    z = sig.z[sig.present]
+    z = sig.z if sig.present.all() else sig.z[sig.present]
     first, second = second_best(z)
     if first == second == 0.0 and not np.any(z):
         return None  # no spread: standardisation gave every tool 0
@@ -272,9 +272,17 @@ def feature_vector(view: ResultView) -> np.ndarray:
     if len(view.head) == 0:
         return _clipped(f)
     top = int(view.head[0])
+    memo: dict[str, tuple[float, float, float, bool] | None] = {}
+
+    def stats(name: str) -> tuple[float, float, float, bool] | None:
+        # each signal's statistics once: the agreement vote reads them again (a pass over every scored tool)
+        if name not in memo:
+            memo[name] = _signal_stats(view.signals.get(name), top)
+        return memo[name]
+
     sem = None
     for name in _SEM:
-        sem = _signal_stats(view.signals.get(name), top)
+        sem = stats(name)
         if sem is not None:
             break
     if sem is not None:
@@ -282,11 +290,11 @@ def feature_vector(view: ResultView) -> np.ndarray:
         f["sem_top_raw"] = raw_top if math.isfinite(raw_top) else 0.0
         f["sem_max_z"], f["sem_gap_z"] = max_z, gap
     en_sig = view.signals.get("dense_en")
-    en = _signal_stats(en_sig, top)
+    en = stats("dense_en")
     if en is not None and en_sig is not None:
         f["en_top_raw"] = float(np.max(en_sig.raw[en_sig.present]))
         f["en_max_z"], f["en_gap_z"] = en[1], en[2]
-    kw = _signal_stats(view.signals.get("bm25"), top)
+    kw = stats("bm25")
     if kw is not None:
         raw_top = kw[0] if math.isfinite(kw[0]) else 0.0
         f["kw_top_log"] = math.log1p(max(raw_top, 0.0))
@@ -297,7 +305,7 @@ def feature_vector(view: ResultView) -> np.ndarray:
     f["fused_gap3"] = float(fused[0] - fused[2]) if len(fused) > 2 else f["fused_gap"]
     voters = [s for s, w in view.weights.items() if w > 0 and s in view.signals]
     if voters:
-        votes = [st[3] for s in voters if (st := _signal_stats(view.signals[s], top)) is not None]
+        votes = [st[3] for s in voters if (st := stats(s)) is not None]
         f["agree"] = sum(votes) / len(voters)
     f["lookalike"] = float(view.lookalike) if len(view.head) > 1 else 0.0
     if view.image:
