@@ -213,6 +213,25 @@ def test_model_probabilities_and_storage() -> None:
     assert DecisionModel.from_json(model.to_json().replace(f'"version": {MODEL_VERSION}', '"version": 1')) is None
 
 
+def test_one_search_gets_the_probabilities_of_the_matrix_path() -> None:
+    """probabilities() of one vector (the per-search path: the three rows stacked, sigmoids) equals the matrix
+    path (predict_logistic per model) row by row, with missing values and extreme logits."""
+    rng = np.random.default_rng(7)
+    d = len(FEATURES)
+    model = _model(mean=rng.normal(size=d), scale=rng.uniform(0.5, 2.0, size=d),
+                   tool_coef=rng.normal(size=(1, d)), ambiguous_coef=rng.normal(size=(1, d)) * 30,
+                   right_coef=rng.normal(size=(1, d)))
+    x = rng.normal(size=(20, d)) * 3
+    x[x > 4] = math.nan
+    matrix = np.column_stack(model.probabilities(x))
+    for row, expected in zip(x, matrix, strict=True):
+        assert model.probabilities(row) == pytest.approx(tuple(expected), rel=1e-9, abs=1e-12)
+    for gap in (-400.0, -1.0, 0.0, 3.0, 400.0):  # no overflow at either end
+        candidate = np.array([gap, 1.0, 2.0])
+        assert model.select_probability(candidate) == pytest.approx(
+            float(predict_logistic(model.select_coef, model.select_intercept, candidate)[0]), abs=1e-12)
+
+
 # ----------------------------------------------------------------------------------------------- the rules
 
 NAMES = ("get_current_weather", "get_weather_forecast", "book_room")
