@@ -50,6 +50,7 @@ from toolrag.evaluation.vector_cache import VectorCache
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tokenize import tokenize
 from toolrag.progress import Progress
+from toolrag.search.query import TEXT_READING
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS
@@ -162,13 +163,14 @@ class RetrievabilityChecker:
         """Every request's text vectors, from this checker's cache or one batched encoding; the retriever's
         query cache is primed with them, so the searches that follow encode nothing."""
         kinds = {"dense": retriever.models.text, "dense_en": retriever.models.english}
-        known = {(kind, q): v for kind, model in kinds.items() if model is not None
-                 for q, v in self._cache.lookup("query|" + model.fingerprint, queries).items()}
+        space = {kind: f"query|{model.fingerprint}|reading {TEXT_READING}" for kind, model in kinds.items()
+                 if model is not None}
+        known = {(kind, q): v for kind, name in space.items() for q, v in self._cache.lookup(name, queries).items()}
         vectors = retriever.analyzer.prime(queries, known=known)
-        for kind, model in kinds.items():
+        for kind, name in space.items():
             fresh = {q: v for (k, q), v in vectors.items() if k == kind and (k, q) not in known}
-            if model is not None and fresh:
-                self._cache.store("query|" + model.fingerprint, fresh)
+            if fresh:
+                self._cache.store(name, fresh)
         return vectors
 
     def _search(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, items: Sequence[_Item],

@@ -23,7 +23,7 @@ from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
 from toolrag.text import is_mostly_cjk
 
-__all__ = ["MAX_QUERY_CHARS", "QueryAnalyzer", "QueryFeatures"]
+__all__ = ["MAX_QUERY_CHARS", "TEXT_READING", "QueryAnalyzer", "QueryFeatures"]
 
 log = logging.getLogger(__name__)
 _IMAGE_ONLY = tuple(s.name for s in SIGNAL_SPECS if s.needs_image)
@@ -41,6 +41,11 @@ QUERY_OCR_SIDE = 480
 
 
 _WS = re.compile(r"\s+")
+
+
+#: What the encoders read for a request (:func:`_clean`); bumped whenever that changes, so a cache of query vectors
+#: kept by the request as given (the retrievability report's) does not serve a vector of the old reading.
+TEXT_READING = 2
 
 
 def _clean(text: str) -> str:
