@@ -18,6 +18,7 @@ import numpy as np
 
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tokenize import EN_STOPWORDS, ZH_STOPWORDS, tokenize
+from toolrag.search.addresses import stand_in_addresses
 from toolrag.text import has_cjk, is_mostly_cjk
 
 __all__ = ["Lexicon", "Request", "build_requests", "lookalikes", "pseudo_request"]
@@ -75,7 +76,9 @@ def build_requests(snap: IndexSnapshot, allowed: np.ndarray, token_count: Callab
         doc_tokens = max(token_count(tool.document_text()), 1)
         for ex in [e for e in tool.examples if e.query.strip()][:per_tool]:
             beta = LOO_SCALE * token_count(ex.query) / doc_tokens
-            out.append(Request(ex.query.strip(), "example", (row,), ((row, min(beta, 0.5)),),
+            # read as a search reads it (a web address as "the web page URL"); the tool's texts lose the
+            # example as written
+            out.append(Request(stand_in_addresses(ex.query.strip()), "example", (row,), ((row, min(beta, 0.5)),),
                                 ((row, ex.query.strip()),)))
     taken = set(with_examples)
     bare = [int(r) for r in allowed if int(r) not in taken]
