@@ -127,20 +127,19 @@ def test_best_tool_hidden_by_permissions_gives_no_tool(sample_retriever: Any, qu
     assert result.decision_reason.startswith("no tool") and result.tools == () and result.selected == ()
 
 
-@pytest.mark.parametrize(("query", "role"), [
-    ("approve my team's pending leave requests", "employee"),
-    ("roll back payment-svc in prod to yesterday's build", "employee"),
-    # a caller without permissions: P(right) 0.47 for the status tool, called before CHANGE_READER_SHARE (for an
-    # employee the model gives it 0.69 and it is still called, with the warning: docs/decisions.md)
-    ("approve expense claim EXP-2088", None),
+@pytest.mark.parametrize("query", [
+    "approve my team's pending leave requests",
+    "roll back payment-svc in prod to yesterday's build",
+    # book a flight: P(right) 0.36 of P(a tool fits) 0.94 for the flight search, above rule 5's usual 0.2 x 0.94:
+    # called before CHANGE_READER_SHARE (0.5 x 0.94)
+    "订一张明天北京飞上海的机票",
 ])
-def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retriever: Any, query: str,
-                                                                    role: str | None) -> None:
-    """No tool approves leave, and the tools that roll a deploy back or approve an expense claim are hidden from
-    these callers; the permitted reader on the same topic ranks first and used to be called (docs/decisions.md,
+def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retriever: Any, query: str) -> None:
+    """No tool approves leave, and the tools that roll a deploy back or book a flight are hidden from an employee;
+    the permitted reader on the same topic ranks first and used to be called (docs/decisions.md,
     ``change_reader``)."""
-    result = sample_retriever.search(query, role=role) if role else sample_retriever.search(query)
-    assert not {"dev.deploy.rollback", "hr.payroll.approve", "finance.expense.approve"} & set(result.ids)
+    result = sample_retriever.search(query, role="employee")
+    assert not {"dev.deploy.rollback", "hr.payroll.approve", "travel.flight.book"} & set(result.ids)
     assert result.decision is Decision.NO_TOOL, (result.ids[:3], result.decision_reason)
     assert "only reads" in result.decision_reason and result.selected == ()
 
