@@ -460,6 +460,10 @@ def test_a_request_with_a_placeholder_asks() -> None:
     asked = decide(_inputs(**pair, vague="something", relative_gap=0.64), clear, model=POINT)
     assert asked.decision is Decision.CLARIFY and asked.selected >= 2
     assert asked.reason.startswith('asks: the request leaves open what it is about ("something")')
+    assert asked.clarification == ('Could you say more about what you need ("something")? The closest tools are '
+                                   "create_calendar_event (Creates an event.) and create_task (Adds a task.).")
+    chinese = decide(_inputs(**pair, vague="弄一下", query="报销的事帮我弄一下"), clear, model=POINT)
+    assert chinese.clarification is not None and chinese.clarification.startswith("能具体说说您想做什么吗")
     assert decide(_inputs(**pair, relative_gap=0.64), clear, model=POINT).decision is Decision.EXECUTE
     none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)
     assert decide(_inputs(**pair, vague="something"), none, model=POINT).decision is Decision.NO_TOOL

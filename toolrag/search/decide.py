@@ -181,7 +181,8 @@ def decide(
     vague = bool(inputs.vague) and not ambiguous
     tie = n >= 2 and inputs.relative_gap < clarify_gap
     if n >= 2 and (ambiguous or vague or tie):
-        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
+        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query,
+                                          vague=inputs.vague if vague else "")
         if ambiguous:
             reason = _clarify_reason(inputs, scores, point.ambiguous_threshold)
         elif vague:
@@ -339,9 +340,15 @@ def name_lookup(names_and_ids: Sequence[Sequence[str]]) -> dict[str, int]:
     return out
 
 
-def clarification_question(names: Sequence[str], summaries: Sequence[str], *, query: str = "") -> str:
-    """A question naming both look-alike tools, in Chinese when the query is Chinese."""
+def clarification_question(names: Sequence[str], summaries: Sequence[str], *, query: str = "",
+                           vague: str = "") -> str:
+    """A question naming both look-alike tools, in Chinese when the query is Chinese; for a request with a
+    placeholder (``vague``, e.g. "something") it asks what the request leaves unsaid and names the two tools."""
     a, b = (f"{n} ({_short(s)})" if s else n for n, s in zip(names, summaries, strict=True))
+    if vague and has_cjk(query):
+        return f"能具体说说您想做什么吗？最接近的工具是 {a} 和 {b}。"
+    if vague:
+        return f'Could you say more about what you need ("{vague}")? The closest tools are {a} and {b}.'
     if has_cjk(query):
         return f"您是想用 {a}，还是 {b}？"
     return f"Do you want {a} or {b}?"
