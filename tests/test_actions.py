@@ -30,6 +30,8 @@ def test_requests_that_ask_for_a_change(text: str, verb: str) -> None:
     "how many days of leave do I have left",
     "check the status of my expense claim",   # a read verb
     "the train schedule to Shanghai",
+    "open notes.txt and tell me what it says",  # open to read
+    "confirm whether the branch exists",
     "报销单 EXP-2024-0877 打款了没",            # 报销 as a noun (an expense form)
     "安全库存是怎么设置的",                      # a question how something is set, not a request to set it
     "发票的金额是多少",                          # 发 of 发票 (invoice) is not 发送 (send)

@@ -43,13 +43,13 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-
 #: English verbs (base form) that ask a system to change something: create, alter, remove, approve, send, buy.
+#: Not "open" ("open notes.txt" reads it) nor "confirm" ("confirm whether the branch exists" checks).
 CHANGE_VERBS: frozenset[str] = _words("""
     add allocate append apply approve archive assign authorize authorise ban block book buy cancel change charge
-    clear close commit configure confirm create deactivate decline delete deny deploy disable dismiss edit email
+    clear close commit configure create deactivate decline delete deny deploy disable dismiss edit email
     enable enroll enrol file fire forward grant hire increase decrease insert install invite issue kill launch
-    lock lower mark merge message modify move notify offboard onboard open order pay place post promote publish
+    lock lower mark merge message modify move notify offboard onboard order pay place post promote publish
     purchase push raise reassign refund register reject release remove rename renew reopen replace reply request
     reschedule reserve reset restart restore revert revoke roll schedule sell send set settle share sign start
     stop submit subscribe suspend terminate text transfer trigger turn unblock uninstall unlock unsubscribe update
