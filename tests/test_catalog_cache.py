@@ -62,6 +62,16 @@ def test_an_unchanged_catalog_is_read_back(catalog_dir: Path, tmp_path: Path, mo
             load_catalog(catalog_dir)
 
 
+def test_an_unknown_cache_setting_is_named_and_ignored(catalog_dir: Path, monkeypatch: pytest.MonkeyPatch,
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    load_catalog(catalog_dir)
+    monkeypatch.setenv(CATALOG_CACHE_ENV, "sometimes")
+    _refuse_parsing(monkeypatch)
+    with caplog.at_level("WARNING", logger="toolrag.catalog.cache"):
+        load_catalog(catalog_dir)  # read back: the cache stays on
+    assert "ignoring TOOLRAG_CATALOG_CACHE='sometimes'" in caplog.text and "use off" in caplog.text
+
+
 def test_any_change_to_what_it_came_from_reads_the_files(catalog_dir: Path, tmp_path: Path,
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     first = load_catalog(catalog_dir)

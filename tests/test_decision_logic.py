@@ -469,6 +469,11 @@ def test_a_request_with_a_placeholder_asks() -> None:
     assert decide(_inputs(**pair, vague="something"), none, model=POINT).decision is Decision.NO_TOOL
     one = {"names": ("create_calendar_event",), "summaries": ("Creates an event.",)}
     assert decide(_inputs(**one, vague="something"), clear, model=POINT).decision is Decision.EXECUTE
+    # a few permitted tools (no model reads the result): the placeholder still asks once the request is about them
+    few = {**pair, "permitted": 2, "vague": "something"}
+    asked_few = decide(_inputs(**few, lone_z=LONE_Z + 1.0), None)
+    assert asked_few.decision is Decision.CLARIFY and asked_few.reason.startswith("asks: the request leaves open")
+    assert decide(_inputs(**few, lone_z=LONE_Z - 1.0), None).decision is Decision.NO_TOOL
 
 
 def test_named_tools() -> None:

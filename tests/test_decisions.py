@@ -66,6 +66,22 @@ def test_simulated_requests_get_the_vectors_a_search_gets(sample_retriever: Any)
     assert np.isnan(fresh_chat["dense_en"][fresh.chat_cjk()]).all()  # the English model reads no Chinese
 
 
+def test_simulated_requests_read_a_web_address_as_a_search_does(sample_retriever: Any) -> None:
+    # The bundled catalog has example requests with an address ("summarize https://blog.example.com/..."): the
+    # simulation reads them as a search does ("the web page URL"), and the tool's texts lose the example as written.
+    from toolrag.search import simulate
+    from toolrag.search.addresses import ADDRESS_STAND_IN, has_web_address
+
+    snap = sample_retriever.index.snapshot
+    requests = simulate.build_requests(snap, np.flatnonzero(~snap.deprecated), lambda t: len(t.split()), ())
+    with_address = [r for r in requests if r.kind == "example" and has_web_address(r.left_out[0][1])]
+    assert len(with_address) >= 2
+    for request in with_address:
+        assert ADDRESS_STAND_IN in request.text and not has_web_address(request.text)
+        read = sample_retriever.analyzer.analyze(request.left_out[0][1], settings=sample_retriever.settings)
+        assert read.text == request.text
+
+
 def test_model_key_follows_catalog_and_weights(sample_retriever: Any) -> None:
     snap = sample_retriever.index.snapshot
     base = sample_retriever.decisions.key(snap, sample_retriever.settings)

@@ -40,6 +40,8 @@ log = logging.getLogger(__name__)
 
 #: Catalogs with at least this many tools are kept.
 CACHE_MIN_TOOLS = 5_000
+#: Values of ``TOOLRAG_CATALOG_CACHE`` that keep the cache on (the default); off words turn it off.
+_ON = frozenset({"on", "1", "true", "yes"})
 #: Bumped when what the cache file holds changes shape.
 _FORMAT = 1
 _code_digest: str | None = None
@@ -52,6 +54,9 @@ def cached(root: Path, files: Sequence[Path], mode: str, load: Callable[[], Cata
     setting = os.environ.get(CATALOG_CACHE_ENV)
     if setting is not None and is_off(setting):
         return load()
+    if setting is not None and setting.strip() and setting.strip().lower() not in _ON:
+        log.warning("ignoring %s=%r: use off to read the catalog's files at every start, or on", CATALOG_CACHE_ENV,
+                    setting)
     try:
         key = _key(root, files, mode)
         where = (folder if folder is not None else _default_folder()) / f"catalog-{_name(root, mode)}.pickle"

@@ -29,7 +29,7 @@ of tools say little; a catalog that small gives a handful of simulated cases): t
 request's cosine to it stands out from the bundled requests that need no tool, in the request's language, by at
 least ``LONE_Z`` standard deviations (the English model's cosines when it reads the request and the tool, else
 the multilingual model's: :func:`toolrag.search.features.lone_tool_z`), else NO_TOOL; the ``clarify_gap`` tie
-rule still asks; a request without text (an image alone) calls it.
+rule and the placeholder rule still ask; a request without text (an image alone) calls it.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
 reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
@@ -223,9 +223,9 @@ def _reads_note(inputs: DecisionInputs) -> str:
 def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clarify_gap: float
          ) -> DecisionOutcome:
     """A few permitted tools (or no model): the top tool is called when the request stands out for it from
-    requests that need no tool (``lone_z`` >= :data:`toolrag.search.features.LONE_Z`), else NO_TOOL; the tie rule
-    (``clarify_gap``) still asks; called as before when that cannot be measured (no request text, e.g. an image
-    alone)."""
+    requests that need no tool (``lone_z`` >= :data:`toolrag.search.features.LONE_Z`), else NO_TOOL; a placeholder
+    (rule 4) and the tie rule (``clarify_gap``) still ask; called as before when that cannot be measured (no
+    request text, e.g. an image alone)."""
     name, z, n = inputs.names[0], inputs.lone_z, len(inputs.names)
     if n == 1 or inputs.permitted == 1:
         why = "the only candidate"
@@ -244,6 +244,13 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: {why}; the request comes no closer to {name} than requests that need "
                                f"no tool do (z {z:.2f} < {LONE_Z:.2f})", scores)
+    if n >= 2 and inputs.vague:  # rule 4's placeholder: the call could not be filled in whoever decides
+        question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query,
+                                          vague=inputs.vague)
+        return DecisionOutcome(Decision.CLARIFY, question,
+                               f'asks: the request leaves open what it is about ("{inputs.vague}"); its best matches '
+                               f"are {inputs.names[0]} and {inputs.names[1]} ({why})", scores,
+                               max(2, _selection(inputs, point.select_threshold)))
     if n >= 2 and inputs.relative_gap < clarify_gap:
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         return DecisionOutcome(Decision.CLARIFY, question,

@@ -75,7 +75,9 @@ class DecisionStep:
         position = {int(self.rows[i]): int(i) for i in self.order}
         head = [position[self.snap.row_of[c.id]] for c in candidates]
         head += [int(i) for i in self.order if int(i) not in head][: max(0, 3 - len(head))]
-        view, novel = self.view(q, np.asarray(head, dtype=np.int64), chat, candidates=len(candidates))
+        verb = change_verb(q.text)
+        view, novel = self.view(q, np.asarray(head, dtype=np.int64), chat, candidates=len(candidates),
+                                change=verb is not None)
         scores, select = None, []
         x = feature_vector(view)
         if model is not None and len(head) >= 2:
@@ -102,15 +104,16 @@ class DecisionStep:
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
             permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers,
-            change_verb=(change_verb(q.text) or "") if view.change_reader else "", vague=vague_word(q.text) or "")
+            change_verb=(verb or "") if view.change_reader else "", vague=vague_word(q.text) or "")
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
 
-    def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2
-             ) -> tuple[ResultView, list[float]]:
+    def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2,
+             change: bool = False) -> tuple[ResultView, list[float]]:
         """The :class:`toolrag.search.features.ResultView` of this search, and the
-        :func:`toolrag.search.features.novel_cover` of the first ``candidates`` tools. The model is fitted on
+        :func:`toolrag.search.features.novel_cover` of the first ``candidates`` tools (``change``: the request
+        asks for a change, :func:`toolrag.search.actions.change_verb`). The model is fitted on
         z-scores and late fusion (the shipped defaults); under another fusion or normalisation both are
         recomputed here, so the features mean the same whatever the ranking settings."""
         cfg, snap, rows = self.cfg, self.snap, self.rows
@@ -135,8 +138,8 @@ class DecisionStep:
         docs = [snap.bm25.term_set(snap.ids[rows[h]]) for h in head[: max(2, candidates)]]
         cover, unknown = coverage(terms, snap.bm25.has_term, docs[:2])
         padded = (*cover, math.nan, math.nan)
-        top_tool = snap.catalog.get(snap.ids[rows[head[0]]]) if len(head) else None
-        change_reader = top_tool is not None and change_verb(q.text) is not None and reads_only(top_tool)
+        top_tool = snap.catalog.get(snap.ids[rows[head[0]]]) if change and len(head) else None
+        change_reader = top_tool is not None and reads_only(top_tool)
         view = ResultView(signals, fused, head, look, weights, q.image_given, q.cjk, word_count(q.text),
                           sims.get("dense", math.nan), sims.get("dense_en", math.nan), (padded[0], padded[1]),
                           unknown, change_reader)
