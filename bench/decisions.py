@@ -12,7 +12,9 @@ Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision
 need-a-tool + 520 need-no-tool requests: a row needs no tool when its gold is empty), the single-tool test
 splits of MetaTool, Seal-Tools (in and out of domain) and Gorilla HF (every row needs a tool), and MetaTool
 two-tool (the selection against the top five). ``bundled_refined`` also reports the bundled catalog's model
-refined with the labelled even rows (``ToolRetriever.refine_decisions``), on the odd rows.
+refined with the labelled even rows (``ToolRetriever.refine_decisions``), on the odd rows. ``mcp_zh`` and ``mcp_en``:
+50 requests written for this project, in Chinese and the same in English, to the 31 English tools of
+tests/data/published_mcp (35 need a tool, 15 none): a Chinese request to a catalog without Chinese.
 """
 
 from __future__ import annotations
@@ -37,8 +39,13 @@ from bench.common import REPO, SETS, engine_description, git_rev, index_dir, mac
 __all__ = ["DECISION_SETS", "main", "reliability", "risk_coverage"]
 
 #: set name -> (catalog source, query split or the bundled file)
-DECISION_SETS = ("bundled", "bundled_refined", "metatool_task1", "metatool_single", "metatool_multi", "seal_in",
-                 "seal_out", "gorilla")
+DECISION_SETS = ("bundled", "bundled_refined", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
+                 "metatool_multi", "seal_in", "seal_out", "gorilla")
+#: Sets kept in this repository: set name -> (catalog, labelled queries), relative to the repository.
+REPO_SETS = {
+    "mcp_zh": ("tests/data/published_mcp/tools.json", "tests/data/published_mcp/queries_zh.yaml"),
+    "mcp_en": ("tests/data/published_mcp/tools.json", "tests/data/published_mcp/queries_en.yaml"),
+}
 COVERAGES = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 DOC = REPO / "docs" / "decisions.md"
 
@@ -215,7 +222,7 @@ class _CachedAnalyzer:
 def _cache(retriever: Any, root: Path, name: str) -> _CachedAnalyzer:
     models = retriever.models
     tag = hashlib.sha256(f"{models.text.fingerprint}|{getattr(models.english, 'fingerprint', '-')}".encode())
-    for module in ("toolrag.search.query", "toolrag.search.addresses", "toolrag.text"):
+    for module in ("toolrag.search.query", "toolrag.search.addresses", "toolrag.search.gloss", "toolrag.text"):
         # a change of how a request is read (its cleaning, what stands in for an address) reads it again
         tag.update(Path(importlib.import_module(module).__file__ or "").read_bytes())
     cached = _CachedAnalyzer(retriever.analyzer, root / f"query-features-{name}-{tag.hexdigest()[:12]}.pkl")
@@ -250,6 +257,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             outcome = run_rows(retriever, _limit(rows, args.limit), execute_share=args.execute_share)
             if name == "bundled_refined":  # back to the catalog-only model for later sets
                 retriever.decisions.fit(retriever.index.snapshot, retriever.settings)
+        elif name in REPO_SETS:
+            catalog, queries = REPO_SETS[name]
+            if catalog not in retrievers:
+                from toolrag.search.retriever import ToolRetriever
+
+                folder = index_dir(Path(args.bench_dir) if args.bench_dir else _root(args)) / "repo" / Path(catalog).stem
+                retrievers[catalog] = ToolRetriever.from_catalog(REPO / catalog, data_dir=folder, models=models)
+                caches.append(_cache(retrievers[catalog], _root(args), "published_mcp"))
+            retriever = retrievers[catalog]
+            model = retriever.decision_model()
+            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
+            outcome = run_rows(retriever, _limit(load_queries(REPO / queries), args.limit),
+                               execute_share=args.execute_share)
         else:
             root = root or prepare(args.benchmarks, args.bench_dir)
             spec = SETS[name]

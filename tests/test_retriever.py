@@ -52,11 +52,19 @@ def test_every_signal_is_explained_and_absent_ones_are_named(small_retriever: An
     assert set(payload["candidates"][0]["signals"]["bm25"]) == {"raw", "norm", "rank", "weight", "contribution"}
 
 
-def test_chinese_query_skips_english_model(small_retriever: Any) -> None:
-    result = small_retriever.search("下周上海的天气预报")
-    assert "dense_en" in result.absent_signals
+def test_chinese_query_reaches_the_english_model_through_its_gloss(small_retriever: Any) -> None:
+    from toolrag.search.gloss import english_gloss
+
+    query = "下周上海的天气预报"
+    result = small_retriever.search(query)
+    assert "dense_en" not in result.absent_signals
     assert result.candidates[0].id == "weather.forecast"
-    assert "dense_en" not in result.candidates[0].signals
+    # the English model read the gloss ("next week Shanghai weather forecast"), never the Chinese text itself
+    read = small_retriever.analyzer.analyze(query, settings=small_retriever.settings)
+    assert read.gloss == english_gloss(query) and "weather" in read.gloss.split()
+    expected = small_retriever.models.english.encode_queries([read.gloss])[0]
+    assert np.array_equal(read.vectors["dense_en"], expected)
+    assert read.lexical == f"{query} {read.gloss}"  # BM25 reads both
 
 
 def test_image_query_uses_ocr_and_visual_signals(small_retriever: Any) -> None:
@@ -387,12 +395,15 @@ def test_the_two_text_models_encode_side_by_side_each_giving_its_own_vector(smal
         mixed = (1.0 - cfg.history_weight) * own + cfg.history_weight * past
         np.testing.assert_allclose(with_turn.vectors[kind], mixed / np.linalg.norm(mixed), atol=1e-6)
     chinese = QueryAnalyzer(models).analyze("北京明天天气怎么样", settings=cfg)
-    assert "dense_en" not in chinese.vectors and "dense_en" in chinese.absent
+    # the English model reads a Chinese request's English gloss (toolrag.search.gloss), never its Chinese text
+    assert chinese.gloss and "dense_en" not in chinese.absent
+    np.testing.assert_array_equal(chinese.vectors["dense_en"], models.english.encode_queries([chinese.gloss])[0])
     prepared = QueryAnalyzer(models)
-    assert prepared.prepare([text, "北京明天天气怎么样"]) == 3  # two multilingual vectors, one English
-    again = prepared.analyze(text, settings=cfg)
-    for kind in ("dense", "dense_en"):
-        np.testing.assert_array_equal(again.vectors[kind], analyzed.vectors[kind])
+    assert prepared.prepare([text, "北京明天天气怎么样"]) == 4  # two multilingual vectors, two English
+    for query, alone in ((text, analyzed), ("北京明天天气怎么样", chinese)):
+        again = prepared.analyze(query, settings=cfg)
+        for kind in ("dense", "dense_en"):
+            np.testing.assert_array_equal(again.vectors[kind], alone.vectors[kind])
 
 
 def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_catalog_dir: Path, tmp_path: Path,

@@ -14,7 +14,7 @@ from toolrag.search.warmup import warm_up
 def test_warm_up_loads_ocr_and_runs_every_model(models: Any) -> None:
     fresh = dataclasses.replace(models, ocr_factory=OcrEngine)  # a new OCR engine, not the shared one
     warmed = warm_up(fresh)
-    assert warmed == ["ocr", "image", "text", "english", "tokenizer"]
+    assert warmed == ["ocr", "image", "text", "english", "tokenizer", "dictionary"]
     engine = fresh.get_ocr()._engine
     assert engine.text_det is not None and engine.text_rec is not None  # loaded before any request
 

@@ -34,7 +34,7 @@ from typing import Any
 from toolrag.errors import ModelUnavailable
 from toolrag.text import CJK_RANGES
 
-__all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "tokenize"]
+__all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "segment", "tokenize"]
 
 #: Bumped whenever :func:`tokenize` changes what it returns: saved serving states (their BM25 arrays) and
 #: decision models are keyed by it, so an index built with other tokens is rebuilt, never mixed.
@@ -111,6 +111,12 @@ def _jieba() -> Any:
 def load_segmenter() -> None:
     """Load jieba's dictionary now (the first Chinese text otherwise pays it: about a second on this CPU)."""
     _jieba()
+
+
+def segment(text: str) -> list[str]:
+    """``text`` cut into words by jieba's precise mode (each word once, in order; Latin runs and punctuation come
+    out as they are): for reading a Chinese text word by word, not for BM25 (which uses the search mode)."""
+    return list(_jieba().lcut(text))
 
 
 #: Words ending in "s" that are not plurals, or whose stripped form is another common word ("news" is not

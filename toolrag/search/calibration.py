@@ -32,6 +32,7 @@ from toolrag.search.decision_model import (
     MODEL_VERSION,
     DecisionModel,
 )
+from toolrag.search.gloss import english_reading, gloss_key
 from toolrag.search.model_fit import LabelledCase, fit_model
 from toolrag.settings import Settings
 from toolrag.text import is_mostly_cjk
@@ -87,7 +88,7 @@ class DecisionCalibrator:
         digest = hashlib.sha256(catalog_key.encode())
         english = self.models.english.fingerprint if self.models.english is not None else "-"
         digest.update(f"|{MODEL_VERSION}|{LEXICAL_VERSION}|{self.models.text.fingerprint}|{english}|{weights}|"
-                      f"{self._chat_key()}".encode())
+                      f"{self._chat_key()}|{gloss_key()}".encode())
         key = digest.hexdigest()[:32]
         self._last_key = (snap, weights, key)
         return key
@@ -223,6 +224,8 @@ class DecisionCalibrator:
 
     def _chat_matrix(self, signal: str, encoder: object, texts: Sequence[str]) -> np.ndarray:
         fingerprint = str(getattr(encoder, "fingerprint", signal))
+        if signal == "dense_en":  # its Chinese rows are glosses
+            fingerprint += f"|{gloss_key()}"
         file = self.folder / f"chat-{simulate.chat_key(texts, fingerprint)}.npy" if self.folder else None
         if file is not None and file.is_file():
             try:
@@ -231,8 +234,9 @@ class DecisionCalibrator:
                     return matrix
             except (OSError, ValueError):
                 log.warning("ignoring unreadable cache %s", file)
-        readable = [i for i, t in enumerate(texts) if signal != "dense_en" or not is_mostly_cjk(t)]
-        vectors = np.asarray(encoder.encode_queries([texts[i] for i in readable]), dtype=np.float32)  # type: ignore[attr-defined]
+        read = [english_reading(t) if signal == "dense_en" else t for t in texts]  # a gloss, as in a search
+        readable = [i for i, t in enumerate(read) if t]
+        vectors = np.asarray(encoder.encode_queries([read[i] for i in readable]), dtype=np.float32)  # type: ignore[attr-defined]
         matrix = np.full((len(texts), vectors.shape[1]), np.nan, dtype=np.float32)
         matrix[readable] = vectors
         if file is not None:

@@ -97,6 +97,9 @@ class DecisionInputs:
     cross_lingual: bool = False
     """A mostly-Chinese request to a catalog whose tools are almost all without Chinese
     (:data:`toolrag.search.features.CROSS_LINGUAL_SHARE`)."""
+    glossed: bool = False
+    """The request was also read through its English gloss (:mod:`toolrag.search.gloss`): its z is the lower of
+    the two readings."""
     address_takers: tuple[bool, ...] = ()
     """For a request that holds a web address: whether each of the first two candidates takes one
     (:mod:`toolrag.search.addresses`); empty for a request without one."""
@@ -233,7 +236,8 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
         why = f"{inputs.permitted} tools are permitted, too few for the decision model, and {name} ranks first"
     elif inputs.cross_lingual:
         why = (f"a Chinese request to a catalog without Chinese (its decision model saw no such request that "
-               f"needs a tool), and {name} ranks first")
+               f"needs a tool), and {name} ranks first" + (" (z: the lower of the request as typed and its English "
+                                                           "gloss)" if inputs.glossed else ""))
     else:
         why = f"{name} ranks first (no decision model for this catalog)"
     if not math.isfinite(z):

