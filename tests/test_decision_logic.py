@@ -35,7 +35,7 @@ from toolrag.search.features import (
     second_best,
     word_count,
 )
-from toolrag.search.model_fit import widest_lead
+from toolrag.search.model_fit import ambiguous_lead
 from toolrag.search.results import Decision, DecisionScores
 from toolrag.search.sim_requests import pseudo_request
 from toolrag.search.simulate import score_view
@@ -290,17 +290,24 @@ def test_decide_asks_only_when_the_two_are_close_in_the_ranking() -> None:
     assert decide(_inputs(relative_gap=0.3), scores, model=point).decision is Decision.CLARIFY
     far = decide(_inputs(relative_gap=0.8), scores, model=point)
     assert far.decision is Decision.EXECUTE and far.selected >= 1
-    assert "alike, but the first leads by 80%, more than any of this catalog's ambiguous requests (45%)" in far.reason
+    assert ("alike, but the first leads by 80%, more than three in four of this catalog's ambiguous requests (45%)"
+            in far.reason)
     assert decide(_inputs(relative_gap=0.8), scores, model=POINT).decision is Decision.CLARIFY  # no limit: as before
 
 
-def test_widest_lead_by_hand() -> None:
-    rows = np.full((3, len(FEATURES)), math.nan)
-    # fused (2.0, 1.5): lead 0.5 / 2 = 0.25; fused (4.0, 1.0): 3 / 4 = 0.75; fused (-2.0, -2.5): 0.5 / 2 = 0.25
-    for row, (top, gap) in enumerate(((2.0, 0.5), (4.0, 3.0), (-2.0, 0.5))):
-        rows[row, FEATURES.index("fused_top")], rows[row, FEATURES.index("fused_gap")] = top, gap
-    assert widest_lead(rows) == pytest.approx(0.75)
-    assert widest_lead(rows[:0]) == math.inf  # no ambiguous request simulated: no limit
+def test_ambiguous_lead_by_hand() -> None:
+    leads = (0.1, 0.2, 0.3, 0.5, 0.9)
+    rows = np.full((len(leads), len(FEATURES)), math.nan)
+    # fused_top 2.0 (or -2.0: the lead is relative to |top|) and gap 2 x lead: (2.0, 1.8) leads by 0.2 / 2 = 0.1
+    for row, lead in enumerate(leads):
+        top = 2.0 if row % 2 else -2.0
+        rows[row, FEATURES.index("fused_top")], rows[row, FEATURES.index("fused_gap")] = top, 2.0 * lead
+    # the upper quartile: position 0.75 x (5 - 1) = 3 of the sorted leads, 0.5 (not the largest, 0.9)
+    assert ambiguous_lead(rows) == pytest.approx(0.5)
+    assert ambiguous_lead(rows, 1.0) == pytest.approx(0.9)
+    # between two sorted leads, linear: 0.6 x 4 = 2.4 -> 0.3 + 0.4 x (0.5 - 0.3) = 0.38
+    assert ambiguous_lead(rows, 0.6) == pytest.approx(0.38)
+    assert ambiguous_lead(rows[:0]) == math.inf  # no ambiguous request simulated: no limit
 
 
 def test_decide_special_cases() -> None:

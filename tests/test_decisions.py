@@ -27,7 +27,7 @@ def test_model_is_fitted_from_the_catalog_and_stored(sample_retriever: Any, data
     assert cases["example"] >= 100 and cases["removed"] == cases["example"] and cases["no_tool"] >= 300
     assert cases.get("vague", 0) >= 5 and cases.get("pair", 0) >= 20
     assert 0.0 <= model.execute_floor <= 1.0 and 0.7 < model.reference["example_cosine"] < 1.0
-    assert 0.0 < model.clarify_max_gap < 1.0  # the widest lead among its simulated ambiguous requests
+    assert 0.0 < model.clarify_max_gap < 1.0  # the upper quartile of the leads among its simulated ambiguous requests
     stored = data_dir / "decisions" / f"{model.key}.json"
     assert stored.is_file()
     again = DecisionModel.from_json(stored.read_text(encoding="utf-8"))

@@ -12,10 +12,10 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    (:mod:`toolrag.search.addresses`): a language model cannot open it, so the top tool is called (CLARIFY when
    the second candidate takes one too); nor does the z below. The owner's ``no_tool_threshold`` still does.
 4. CLARIFY when P(ambiguous) reaches the model's threshold and the top tool leads the second by no more than
-   the widest lead among the catalog's own simulated ambiguous requests (``clarify_max_gap``, relative to the
-   top fused score), or when the request holds a placeholder for what it leaves unsaid ("schedule something",
-   "处理一下这张发票": :func:`toolrag.search.actions.vague_word`; whichever tool fits, the call cannot be filled
-   in), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
+   the upper quartile of the leads among the catalog's own simulated ambiguous requests (``clarify_max_gap``,
+   relative to the top fused score), or when the request holds a placeholder for what it leaves unsaid
+   ("schedule something", "处理一下这张发票": :func:`toolrag.search.actions.vague_word`; whichever tool fits, the
+   call cannot be filled in), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
    (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`; at least
    :data:`CHANGE_READER_SHARE` when the request asks for a change and the top tool only reads), or under the
@@ -211,7 +211,7 @@ def decide(
               f"P(no tool) {scores.no_tool:.2f}{more}")
     if alike and n >= 2:
         reason += (f"; {inputs.names[0]} and {inputs.names[1]} are alike, but the first leads by "
-                   f"{100 * inputs.relative_gap:.0f}%, more than any of this catalog's ambiguous requests "
+                   f"{100 * inputs.relative_gap:.0f}%, more than three in four of this catalog's ambiguous requests "
                    f"({100 * point.clarify_max_gap:.0f}%)")
     return DecisionOutcome(Decision.EXECUTE, None, reason + _reads_note(inputs), scores, selected)
 

@@ -27,7 +27,7 @@ from toolrag.search.features import FEATURES
 __all__ = ["MODEL_VERSION", "DecisionModel", "fit_logistic", "predict_logistic"]
 
 #: Version of the stored format, the features and the simulation; a stored model of another version is refitted.
-MODEL_VERSION = 21
+MODEL_VERSION = 22
 
 
 def _sigmoid(logit: float) -> float:
@@ -144,8 +144,9 @@ class DecisionModel:
     """EXECUTE needs P(top tool right) at least this (else the agent is asked to clarify)."""
     clarify_max_gap: float = math.inf
     """CLARIFY (from P(ambiguous)) only when the top tool leads the second by at most this share of its fused
-    score: the widest lead among the catalog's own simulated ambiguous requests. A request whose top tool is
-    far ahead is not a choice between the two, however alike the two tools are."""
+    score: the upper quartile of the leads among the catalog's own simulated ambiguous requests
+    (:data:`toolrag.search.model_fit.LEAD_QUANTILE`). A request whose top tool is far ahead is not a choice
+    between the two, however alike the two tools are."""
     reference: Mapping[str, float] = field(default_factory=dict)
     """Typical values of the simulated cases, for the reasons in words (e.g. the examples' top cosine)."""
     summary: Mapping[str, Any] = field(default_factory=dict)

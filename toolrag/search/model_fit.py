@@ -23,7 +23,7 @@ from toolrag.search.decision_model import (
 )
 from toolrag.search.features import FEATURES
 
-__all__ = ["LabelledCase", "fit_model", "widest_lead"]
+__all__ = ["LabelledCase", "ambiguous_lead", "fit_model"]
 
 #: Weight of a "tool removed" case relative to the other NO_TOOL cases: the nearest remaining tool is often
 #: a sibling that a real request for the removed tool would reasonably be asked about.
@@ -36,6 +36,12 @@ LABEL_WEIGHT = 4.0
 #: ambiguous, and not called for a low P(right) (the execute floor).
 CLARIFY_SHARE = 0.04
 FLOOR_SHARE = 0.02
+#: A request is asked about only when its top tool leads the second by no more than this quantile of the leads
+#: among the catalog's simulated ambiguous requests (``clarify_max_gap``). Their largest lead (1.0) is set by one
+#: request; the upper quartile was measured better on every set (`python -m bench.decisions`: bundled 82.1 ->
+#: 83.0, MetaTool single 86.6 -> 88.5, Seal-Tools in 90.0 -> 92.3, none lower), the median cost bundled CLARIFY
+#: recall 47.8 -> 34.8 (docs/decisions.md).
+LEAD_QUANTILE = 0.75
 #: Share of the simulated two-tool requests completed by the top five that the selection must complete too.
 SELECTION_KEEP = 0.92
 #: Features the "a tool fits" model does not read, because in the simulation their link to the class comes from
@@ -93,7 +99,7 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
                                              z[test]), axis=1)
     clear = (y == simulate.EXECUTE) & (held[:, 2] < 0.5)
     ambiguous_threshold = float(np.quantile(held[clear, 1], 1 - CLARIFY_SHARE)) if clear.any() else 0.5
-    clarify_max_gap = widest_lead(x[y == simulate.CLARIFY])
+    clarify_max_gap = ambiguous_lead(x[y == simulate.CLARIFY])
     called = clear & (held[:, 1] < ambiguous_threshold)
     floor = float(np.quantile(held[called, 0], FLOOR_SHARE)) if called.any() else 0.0
     wants = y != simulate.NO_TOOL
@@ -122,17 +128,18 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
         reference={k: v for k, v in reference.items() if math.isfinite(v)}, summary=summary)
 
 
-def widest_lead(features: np.ndarray) -> float:
-    """The largest relative lead of the top tool over the second, (fused_top - fused_second) / |fused_top|,
-    among feature rows (:data:`FEATURES` order); infinity without rows (no limit). Example: fused scores
-    (2.0, 1.5) and (4.0, 1.0) lead by 0.5 / 2 = 0.25 and 3 / 4 = 0.75: 0.75."""
+def ambiguous_lead(features: np.ndarray, quantile: float = LEAD_QUANTILE) -> float:
+    """The ``quantile`` of the relative lead of the top tool over the second, (fused_top - fused_second) /
+    |fused_top|, among feature rows (:data:`FEATURES` order; numpy's linear interpolation between sorted leads);
+    infinity without rows (no limit). Example: leads 0.1, 0.2, 0.3, 0.5, 0.9 (fused (2.0, 1.8), ...) at 0.75:
+    position 0.75 x (5 - 1) = 3 of the sorted leads, 0.5."""
     if not len(features):
         return math.inf
     top = features[:, FEATURES.index("fused_top")]
     gap = features[:, FEATURES.index("fused_gap")]
     lead = gap / np.maximum(np.abs(top), 1e-9)
     lead = lead[np.isfinite(lead)]
-    return float(lead.max()) if len(lead) else math.inf
+    return float(np.quantile(lead, quantile)) if len(lead) else math.inf
 
 
 Pair = tuple[np.ndarray, np.ndarray]
