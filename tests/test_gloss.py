@@ -77,6 +77,7 @@ def test_a_chinese_request_finds_its_english_tool(published: ToolRetriever, quer
     top = result.candidates[0]
     assert "dense_en" in top.signals and "dense_en" not in result.absent_signals  # the English model read it
     assert top.signals["bm25"].raw > 0  # and BM25 found English words of the tool in it
+    assert f"English gloss: {english_gloss(query)}" in result.notes  # the caller sees how it was read
 
 
 def test_a_glossed_request_is_decided_on_both_readings(published: ToolRetriever) -> None:

@@ -69,6 +69,8 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
     permitted = snap.memo(("tokens", parts.key), lambda: int(per_tool[mask].sum()))
     tokens = TokenReport(int(sum(per_tool[snap.row_of[c.id]] for c in chosen)), permitted,
                          tokenizer_name(), int(sum(per_tool[snap.row_of[c.id]] for c in candidates)))
+    if q.gloss:  # how the English model and BM25 read a Chinese request (toolrag.search.gloss)
+        notes.append(f"English gloss: {q.gloss[:200]}")
     if q.ocr_text:
         notes.append(f"OCR read: {q.ocr_text[:200]}")
     if q.concepts:
