@@ -45,7 +45,8 @@ __all__ = ["SavedState", "ServingStore", "rows_signature", "state_fingerprint"]
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1
+#: The saved state's layout; 2: the IVF lists keep their projection basis (toolrag.index.ann).
+FORMAT = 2
 _POINTER = "current.json"
 
 
