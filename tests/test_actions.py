@@ -20,6 +20,8 @@ from toolrag.search.actions import change_verb, reads_only, vague_word
     ("把我们部门的预算调高 10 万", "调高"),                        # with 把 the verb comes after its object
     ("订一张明天北京飞上海的机票", "订一"),
     ("帮我报销这张出租车票", "报销"),
+    ("把这些记录提交给财务", "提交"),               # a noun after the verb's object, not the verb's own
+    ("提交一下我的报销单", "提交"),
 ])
 def test_requests_that_ask_for_a_change(text: str, verb: str) -> None:
     assert change_verb(text) == verb
@@ -35,6 +37,9 @@ def test_requests_that_ask_for_a_change(text: str, verb: str) -> None:
     "报销单 EXP-2024-0877 打款了没",            # 报销 as a noun (an expense form)
     "安全库存是怎么设置的",                      # a question how something is set, not a request to set it
     "发票的金额是多少",                          # 发 of 发票 (invoice) is not 发送 (send)
+    "看看 octo/app 最近的提交记录",              # 提交记录: commit history, a noun
+    "帮我查一下最新的 Python 3.13 发布说明",      # 发布说明: release notes
+    "我的报销进度怎么样了",                        # 报销进度: how far a claim has got
     "",
 ])
 def test_requests_that_do_not(text: str) -> None:

@@ -80,9 +80,11 @@ _CHANGE_ZH = (
     "发个", "发一", "发条", "发封", "发布", "通知", "提交", "报销", "申请", "回退", "回滚", "部署", "重置", "开通",
     "授权", "收回", "登记", "预约", "涨工资", "加薪", "叫一辆", "邀请", "分配", "关掉", "关闭", "打开", "播放",
 )
-#: Around a Chinese verb (two characters before it, "|", the character after): a question about how a thing is
-#: done ("怎么设置的"), or the verb as a noun ("报销单" an expense form, "申请的" an application's).
-_ZH_NOT_ASKED = re.compile(r"(?:怎么|如何|怎样)\|?.?$|\|[单的]$")
+#: Around a Chinese verb (two characters before it, "|", two characters after): a question about how a thing is
+#: done ("怎么设置的"), or the verb as a noun ("报销单" an expense form, "申请的" an application's) or as the
+#: first half of one ("提交记录" commit history, "发布说明" release notes, "审批进度" approval progress: the request
+#: is about the record of an action, not asking for it).
+_ZH_NOT_ASKED = re.compile(r"(?:怎么|如何|怎样)\|?.?.?$|\|(?:[单的]|记录|说明|历史|日志|状态|列表|进度|流程|情况)")
 #: Openings before an English request's verb: politeness, modals, "I want to", "go ahead and".
 _OPENING = re.compile(
     r"^(?:(?:please|pls|kindly|just|now|then|ok(?:ay)?|hey|hi|so|and|also|quickly|"
@@ -120,7 +122,7 @@ def change_verb(text: str) -> str | None:
     if _ZH.search(text):
         for match in _CHANGE_ZH_ANY.finditer(text):
             if not _ZH_NOT_ASKED.search(text[max(match.start() - 2, 0):match.start()] + "|"
-                                        + text[match.end():match.end() + 1]):
+                                        + text[match.end():match.end() + 2]):
                 return match.group(0)
     lowered = _OPENING.sub("", text.strip().lower())
     first = _PHRASE.match(lowered)
