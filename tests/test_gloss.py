@@ -86,6 +86,25 @@ def test_a_glossed_request_is_decided_on_both_readings(published: ToolRetriever)
     assert "the lower of the request as typed and its English gloss" in result.decision_reason
 
 
+def test_a_gloss_alone_does_not_call_a_tool(published: ToolRetriever) -> None:
+    """"一加一等于几" (arithmetic) glosses to "add equal", which the English model finds close to a tool that adds
+    comments; read as typed it stands out for no tool. The lower of the two z decides: no tool."""
+    from toolrag.search.decision_step import top_tool_z
+    from toolrag.search.features import LONE_Z
+
+    query = "一加一等于几"
+    result = published.search(query)
+    assert result.decision.value == "NO_TOOL", result.decision_reason
+    snap, calibrator = published.index.snapshot, published.decisions
+    read = published.analyzer.analyze(query, settings=published.settings)
+    row = snap.row_of[result.ids[0]]
+    chat, chinese = calibrator.chat_vectors(), calibrator.chat_cjk()
+    english = top_tool_z(snap, row, read, chat, chinese, signals=("dense_en",))
+    typed = top_tool_z(snap, row, read, chat, chinese, signals=("dense",))
+    assert english >= LONE_Z > typed  # the gloss alone would have called it
+    assert f"z {typed:.2f} < {LONE_Z:.2f}" in result.decision_reason
+
+
 def test_prepared_chinese_requests_search_as_one_at_a_time(tmp_path: Path, published: ToolRetriever,
                                                            models: Any) -> None:
     # Evaluation encodes requests in batches (prepare): a Chinese request's English vector must be its gloss's,

@@ -91,12 +91,13 @@ class DecisionStep:
         cross = q.cjk and self.snap.catalog.chinese_share < CROSS_LINGUAL_SHARE
         if (few or cross or model is None) and chat_cjk is not None:
             row = int(self.rows[head[0]])
-            lone_z = top_tool_z(self.snap, row, q, chat, chat_cjk)
             if cross and q.gloss:
                 # Read both ways, as typed (multilingual model) and through its English gloss (English model):
                 # the gloss is word by word, so it must not carry the request alone; the lower z counts.
                 both = [top_tool_z(self.snap, row, q, chat, chat_cjk, signals=(s,)) for s in ("dense_en", "dense")]
-                lone_z = min((z for z in both if math.isfinite(z)), default=lone_z)
+                lone_z = min((z for z in both if math.isfinite(z)), default=math.nan)
+            else:
+                lone_z = top_tool_z(self.snap, row, q, chat, chat_cjk)
         first = float(view.fused[head[0]])
         gap = first - float(view.fused[head[1]]) if len(head) > 1 else math.inf
         takers: tuple[bool, ...] = ()

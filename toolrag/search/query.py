@@ -180,7 +180,7 @@ class QueryAnalyzer:
         for n, query in enumerate(texts):
             text = _clean(query)
             turns = tuple(_clean(h) for h in (histories[n] if histories is not None else ()) if h and h.strip())[-3:]
-            en_text, en_turns = _english_parts(text, turns)
+            en_text, en_turns = _english_parts(text, turns) if self.models.english is not None else ("", ())
             dense.update(dict.fromkeys(t for t in (text, " ".join(turns)) if t))
             english.update(dict.fromkeys(t for t in (en_text, " ".join(en_turns)) if t))
         jobs = [("dense", self.models.text, list(dense))]
