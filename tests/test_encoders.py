@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -343,6 +344,38 @@ def test_ocr_max_lines_reads_the_most_prominent_lines_in_reading_order() -> None
     assert [line.replace(" ", "") for line in two.lines] == ["INVOICE2024", "TOTAL256.00"], two.lines
     with pytest.raises(ValueError, match="max_lines"):
         ocr.read(img, max_lines=0)
+
+
+def test_ocr_lines_read_in_two_threads_equal_one_thread_reading_each_line_alone() -> None:
+    """Lines are shared with a helper thread; each keeps its own text, score and place in reading order, the
+    same as one thread recognising line after line (RapidOCR alone, batch of one)."""
+    ocr = enc_models.get_ocr()
+    image = _render(["增值税发票 Invoice No. 12345", "short", "金额 ¥256.00 报销 and a much longer line of text",
+                     "TOTAL 256.00", "发票代码 011002300111"])
+    seen: list[str] = []
+    helper = ocr._engine.helper
+    original = type(ocr._engine).__mro__[1].recognize_txt
+
+    def spy(self: Any, img: list[Any]) -> Any:
+        seen.append(threading.current_thread().name)
+        return original(self, img)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(type(ocr._engine).__mro__[1], "recognize_txt", spy)
+        both = ocr.read(image)
+        assert len(seen) == 2 and any(name.startswith("toolrag-ocr") for name in seen), seen
+        mp.setattr(ocr._engine, "helper", None)
+        alone = ocr.read(image)
+    assert ocr._engine.helper is helper
+    assert len(both.lines) == 5 and both == alone, (both, alone)
+
+
+def test_ocr_halves_share_the_work_and_keep_reading_order() -> None:
+    # widths 20, 7, 7, 3 (3 counts as the minimum 320/48 = 6.67): 20 -> group 0 (load 20); 7 -> group 1 (7);
+    # 7 -> group 1 (14); 6.67 -> group 1 (20.67); each group sorted back into reading order
+    assert enc_ocr._halves([7.0, 20.0, 3.0, 7.0]) == ([1], [0, 2, 3])
+    assert enc_ocr._halves([5.0]) == ([0], [])
+    assert enc_ocr._halves([]) == ([], [])
 
 
 # --- CLIP -----------------------------------------------------------------------------------------------
