@@ -228,18 +228,28 @@ def test_large_catalog_path_uses_the_ann_lists(models: Any, small_catalog_dir: P
     via_chroma = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "chroma", models=models)
     assert not via_chroma.index.snapshot.ann
     settings = via_chroma.settings.with_overrides(**cfg_candidates)
-    expected = [via_chroma.search(q, role="hr_manager", settings=settings).ids for q in QUERIES]
+    # hr_manager with deprecated tools sees every tool (no filter pass), employee not (the rows are filtered)
+    roles = (("hr_manager", True), ("employee", False))
+    expected = [via_chroma.search(q, role=r, include_deprecated=d, settings=settings).ids
+                for r, d in roles for q in QUERIES]
     monkeypatch.setattr(restore, "ANN_MIN_ROWS", 4)
     big = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "ann", models=models)
     assert set(big.index.snapshot.ann) == {"dense", "dense_en"}
     calls: list[str] = []
     for mirror in big.index._collections.values():
         monkeypatch.setattr(mirror, "query", lambda *a, **k: calls.append("chroma") or [])
-    assert [big.search(q, role="hr_manager", settings=settings).ids for q in QUERIES] == expected
+    masks: list[bool] = []
+    scan = IvfIndex.search
+    monkeypatch.setattr(IvfIndex, "search",
+                        lambda self, *a, **k: masks.append(k["mask"] is None) or scan(self, *a, **k))
+    assert [big.search(q, role=r, include_deprecated=d, settings=settings).ids
+            for r, d in roles for q in QUERIES] == expected
     assert not calls
+    assert set(masks) == {True, False}, masks  # both paths ran: every tool permitted, and some hidden
     restarted = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "ann", models=models)
     assert restarted.index.restored and set(restarted.index.snapshot.ann) == {"dense", "dense_en"}
-    assert [restarted.search(q, role="hr_manager", settings=settings).ids for q in QUERIES] == expected
+    assert [restarted.search(q, role=r, include_deprecated=d, settings=settings).ids
+            for r, d in roles for q in QUERIES] == expected
     tool = restarted.catalog.get("calendar.book")
     assert tool is not None and restarted.reload(restarted.catalog.with_tool(_with_description(tool, " Big.")))
     assert restarted.index.snapshot.ann["dense"] is not big.index.snapshot.ann["dense"]

@@ -117,7 +117,9 @@ class ServingStore:
     @staticmethod
     def _read(folder: Path, meta: dict[str, Any]) -> SavedState:
         def arr(name: str) -> np.ndarray:
-            return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            # A plain read-only ndarray over the mapped file: np.memmap's indexing adds a few microseconds a
+            # call in Python (gathering 150 rows: 22.7 against 19.4 us), several calls per search.
+            return np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False).view(np.ndarray)
 
         n = int(meta["n_tools"])
         ids = tuple(meta["ids"])

@@ -116,8 +116,9 @@ class ToolIndex:
         ann = snap.ann.get(kind)
         if ann is not None:  # in-process lists: no store round trip; more lists when the filter is selective
             probes, permitted = ANN_PROBES, int(np.count_nonzero(mask))
+            every = None if permitted == len(mask) else mask  # nothing to filter: skip a pass over the rows
             while True:
-                rows = ann.search(vector, k=k, probes=probes, mask=mask)
+                rows = ann.search(vector, k=k, probes=probes, mask=every)
                 if len(rows) >= min(k, permitted) or probes >= len(ann.lists):
                     return rows
                 probes *= 4

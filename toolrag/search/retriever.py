@@ -314,7 +314,8 @@ class ToolRetriever:
         start = time.perf_counter()
         lexical = " ".join(t for t in (q.lexical, *q.history) if t)
         if lexical:
-            found.append(np.array([snap.row_of[i] for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=mask)],
+            every = None if len(allowed) == len(mask) else mask
+            found.append(np.array([snap.row_of[i] for i, _ in snap.bm25.top(lexical, k=cfg.candidates, mask=every)],
                                   dtype=np.int64))
         timing["bm25"] = (time.perf_counter() - start) * 1000
         rows = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
