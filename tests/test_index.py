@@ -158,6 +158,34 @@ def test_a_picture_shared_by_several_tools_is_read_once(models: Any, tmp_path: P
     assert all(len(texts[f"expense.{n}"]) > len(f"expense.{n}") + 40 for n in ("a", "b", "c"))
 
 
+def test_another_ocr_reading_reads_the_example_images_again(models: Any, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Text read in example images is kept per OCR reading (``OcrEngine.model_id``): after a change of how lines
+    are read, the images are read again instead of mixing old text with new requests' text; the tools' own
+    vectors are reused."""
+    from conftest import ASSETS
+
+    from toolrag.encode.ocr import OcrEngine
+
+    folder = tmp_path / "cat"
+    (folder / "assets").mkdir(parents=True)
+    shutil.copy(ASSETS / "receipt_zh.png", folder / "assets" / "receipt_zh.png")
+    (folder / "tools.yaml").write_text(
+        "- id: expense.a\n  name: expense_a\n  description: Submit a receipt for reimbursement.\n"
+        "  images: [{path: receipt_zh.png}]\n", encoding="utf-8")
+    (folder / "catalog.yaml").write_text("name: reading\nassets_dir: assets\n", encoding="utf-8")
+    counter = CountingOcr(models.get_ocr())
+    m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter)
+    ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
+    ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
+    assert counter.reads == 1  # same reading: read once
+    monkeypatch.setattr(OcrEngine, "model_id", OcrEngine.model_id + "/another")
+    again = ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
+    assert counter.reads == 2
+    assert again.index.encoded_last_sync == 1  # the text read, encoded; the tool's own text reused
+    assert len(again.index.snapshot.image_text_owner) == 1
+
+
 def test_another_model_rebuilds_never_mixes(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
     e5, _ = counted_models(models)
     ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path / "d", models=e5)

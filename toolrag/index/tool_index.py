@@ -29,6 +29,7 @@ import numpy as np
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
+from toolrag.encode.ocr import OcrEngine
 from toolrag.gcpause import paused_gc
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
@@ -41,7 +42,7 @@ from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
 from toolrag.index.text_sync import AllBut, sync_texts, text_meta
 from toolrag.progress import Progress, no_progress
-from toolrag.signals import COLLECTIONS
+from toolrag.signals import COLLECTIONS, ModelRole
 from toolrag.text import is_mostly_cjk
 
 __all__ = ["ToolIndex"]
@@ -167,6 +168,8 @@ class ToolIndex:
                 continue
             model = getattr(self.models, spec.model.value)
             fp = f"{catalog_key}|{spec.kind}|{model.fingerprint}"
+            if ModelRole.OCR in spec.requires:  # text read by another OCR reading is read again, not mixed
+                fp += f"|{OcrEngine.model_id}"
             name = collection_name(spec.kind.replace("_", "-"), fp)
             out[spec.kind] = MirroredCollection(
                 VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint))
