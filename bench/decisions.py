@@ -362,7 +362,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="rule 5's operating point (Settings.execute_share; shipped 0.2; 0 turns it off) to "
                              "measure the trade-off of EXECUTE precision against coverage")
     args = parser.parse_args(raw)
-    args.command_line = "python -m bench.decisions " + " ".join(raw)
+    # the command as written into docs/: where this machine put the JSON (--out) is no part of it
+    shown = [a for i, a in enumerate(raw) if a != "--out" and not a.startswith("--out=")
+             and not (i and raw[i - 1] == "--out")]
+    args.command_line = " ".join(["python -m bench.decisions", *shown])
     results = run(args)
     out = Path(args.out) if args.out else _root(args) / "decisions.json"
     out.write_text(json.dumps(results, indent=1), encoding="utf-8")
