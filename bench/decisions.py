@@ -67,6 +67,7 @@ class Row:
     decision_ms: float
     query: str = ""
     reason: str = ""
+    decided_by: str = "model"
 
     @property
     def right(self) -> bool:
@@ -127,7 +128,8 @@ def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5, execute_sha
         out.append(Row(expect, tuple(row.gold), result.decision.value, tuple(result.ids), tuple(result.selected),
                        scores.right if scores else 0.0, scores.ambiguous if scores else 0.0,
                        scores.no_tool if scores else 1.0, result.tokens.selected, result.tokens.candidates,
-                       float(result.timing_ms.get("decision", math.nan)), row.query[:120], result.decision_reason))
+                       float(result.timing_ms.get("decision", math.nan)), row.query[:120], result.decision_reason,
+                       result.decided_by.value))
     return out
 
 

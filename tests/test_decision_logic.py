@@ -36,7 +36,7 @@ from toolrag.search.features import (
     word_count,
 )
 from toolrag.search.model_fit import ambiguous_lead
-from toolrag.search.results import Decision, DecisionScores
+from toolrag.search.results import Decision, DecisionScores, DecisionSource
 from toolrag.search.sim_requests import pseudo_request
 from toolrag.search.simulate import score_view
 
@@ -253,14 +253,21 @@ def test_decide_follows_the_operating_point() -> None:
     execute = decide(_inputs(), DecisionScores(right=0.8, ambiguous=0.1, no_tool=0.05), model=POINT)
     assert execute.decision is Decision.EXECUTE and execute.selected == 2  # 0.7 >= 0.5, then 0.2 stops it
     assert "calls get_current_weather" in execute.reason and "P(right) 0.80" in execute.reason
+    assert execute.source is DecisionSource.MODEL
     ask = decide(_inputs(), DecisionScores(right=0.3, ambiguous=0.45, no_tool=0.1), model=POINT)
     assert ask.decision is Decision.CLARIFY and ask.selected == 2
     assert "look-alikes (0.92)" in ask.reason and "within 30%" in ask.reason and ">= 0.40" in ask.reason
+    assert ask.source is DecisionSource.MODEL
     question = ask.clarification or ""
     assert "get_current_weather" in question and "get_weather_forecast" in question
     none = decide(_inputs(), DecisionScores(right=0.1, ambiguous=0.1, no_tool=0.5), model=POINT)
     assert none.decision is Decision.NO_TOOL and none.selected == 0
     assert "below what this catalog's own example requests reach (0.860)" in none.reason
+
+
+def none_source(point: OperatingPoint) -> DecisionSource:
+    """The source of a NO_TOOL the model's P(no tool) decides."""
+    return decide(_inputs(), DecisionScores(right=0.1, ambiguous=0.1, no_tool=0.9), model=point).source
 
 
 def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> None:
@@ -279,7 +286,8 @@ def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> No
     assert sure.decision is Decision.EXECUTE
     tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
                  clarify_gap=0.01)
-    assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason
+    assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason and tie.source is DecisionSource.TIE
+    assert unsure.source is DecisionSource.MODEL and none_source(POINT) is DecisionSource.MODEL
 
 
 def test_decide_asks_only_when_the_two_are_close_in_the_ranking() -> None:
@@ -312,14 +320,18 @@ def test_ambiguous_lead_by_hand() -> None:
 
 def test_decide_special_cases() -> None:
     scores = DecisionScores(right=0.9, ambiguous=0.05, no_tool=0.05)
-    assert decide(_inputs(names=(), summaries=()), None).decision is Decision.NO_TOOL
+    nothing = decide(_inputs(names=(), summaries=()), None)
+    assert nothing.decision is Decision.NO_TOOL and nothing.source is DecisionSource.NO_PERMITTED_TOOL
     empty = decide(_inputs(meaningful=False), scores)
     assert empty.decision is Decision.NO_TOOL and "no letters or digits" in empty.reason
+    assert empty.source is DecisionSource.NO_MEANINGFUL_TEXT
     assert decide(_inputs(meaningful=False, image=True), scores).decision is Decision.EXECUTE  # the image speaks
     named = decide(_inputs(named=1), DecisionScores(right=0.1, ambiguous=0.1, no_tool=0.8))
     assert named.decision is Decision.EXECUTE and "names it exactly" in named.reason and named.selected == 1
+    assert named.source is DecisionSource.NAMED_TOOL  # called although P(no tool) 0.8: the rule decided
     floor = decide(_inputs(confidence=0.5), scores, no_tool_threshold=0.6)
     assert floor.decision is Decision.NO_TOOL and "no_tool_threshold" in floor.reason
+    assert floor.source is DecisionSource.OWNER_THRESHOLD
 
 
 def test_lone_tool_z_by_hand() -> None:
@@ -362,19 +374,23 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     sure = DecisionScores(right=0.95, ambiguous=0.01, no_tool=0.01)
     refused = decide(_inputs(**few, lone_z=LONE_Z - 0.1), sure, model=POINT)
     assert refused.decision is Decision.NO_TOOL and "3 tools are permitted" in refused.reason
+    assert refused.source is DecisionSource.STANDOUT  # P(right) 0.95 was shown, the rule refused
     unsure = DecisionScores(right=0.05, ambiguous=0.01, no_tool=0.9)
     called = decide(_inputs(**few, lone_z=LONE_Z + 1.0), unsure, model=POINT)
     assert called.decision is Decision.EXECUTE and "create_event ranks first" in called.reason
     assert called.selected == 2  # the selection still comes from the model (0.7 reaches 0.5, 0.2 does not)
+    assert called.source is DecisionSource.STANDOUT
     tied = decide(_inputs(**{**few, "relative_gap": 0.01}, lone_z=LONE_Z + 1.0), sure, model=POINT, clarify_gap=0.05)
-    assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason
+    assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason and tied.source is DecisionSource.TIE
     # no request text (an image alone): the model decides; without a model the first is called
-    assert decide(_inputs(**few), unsure, model=POINT).decision is Decision.NO_TOOL
+    imaged = decide(_inputs(**few), unsure, model=POINT)
+    assert imaged.decision is Decision.NO_TOOL and imaged.source is DecisionSource.MODEL
     assert "ranks first (no decision model" in decide(_inputs(**{**few, "permitted": 0}), None).reason
     # a Chinese request to a catalog without Chinese: the same test, whatever the model says
     cross = {**few, "permitted": 0, "cross_lingual": True}
     crossed = decide(_inputs(**cross, lone_z=LONE_Z + 1.0), unsure, model=POINT)
     assert crossed.decision is Decision.EXECUTE and "a Chinese request to a catalog without Chinese" in crossed.reason
+    assert crossed.source is DecisionSource.STANDOUT  # P(no tool) 0.9 is the model's view only
     assert decide(_inputs(**cross, lone_z=LONE_Z - 1.0), sure, model=POINT).decision is Decision.NO_TOOL
     # more tools than FEW_TOOLS (permitted 0): the model decides as before
     assert decide(_inputs(**{**few, "permitted": 0}, lone_z=LONE_Z - 1.0), sure, model=POINT).decision \
@@ -423,6 +439,7 @@ def test_a_web_address_for_a_tool_that_takes_one_is_not_turned_away() -> None:
     called = decide(_inputs(**pair, address_takers=(True, False)), wordy, model=POINT)
     assert called.decision is Decision.EXECUTE and called.selected == 1
     assert "calls fetch: the request holds a web address" in called.reason and "P(no tool) 0.95" in called.reason
+    assert called.source is DecisionSource.WEB_ADDRESS
     both = {"names": ("fetch", "puppeteer_navigate"), "summaries": ("Fetch a URL.", "Open a URL in a browser.")}
     asked = decide(_inputs(**both, address_takers=(True, True)), wordy, model=POINT)
     assert asked.decision is Decision.CLARIFY and asked.selected == 2 and "both take one" in asked.reason
@@ -467,6 +484,7 @@ def test_a_request_with_a_placeholder_asks() -> None:
     asked = decide(_inputs(**pair, vague="something", relative_gap=0.64), clear, model=POINT)
     assert asked.decision is Decision.CLARIFY and asked.selected >= 2
     assert asked.reason.startswith('asks: the request leaves open what it is about ("something")')
+    assert asked.source is DecisionSource.PLACEHOLDER
     assert asked.clarification == ('Could you say more about what you need ("something")? The closest tools are '
                                    "create_calendar_event (Creates an event.) and create_task (Adds a task.).")
     chinese = decide(_inputs(**pair, vague="弄一下", query="报销的事帮我弄一下"), clear, model=POINT)

@@ -14,7 +14,7 @@ import pytest
 from toolrag.errors import QueryError
 from toolrag.search.decision_model import DecisionModel
 from toolrag.search.features import FEATURES
-from toolrag.search.results import Decision
+from toolrag.search.results import Decision, DecisionSource
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
@@ -225,6 +225,7 @@ def test_a_named_tool_comes_first(sample_retriever: Any) -> None:
     result = sample_retriever.search("use get_weather_forecast for Paris")
     assert result.ids[0] == "travel.weather.forecast" and result.decision is Decision.EXECUTE
     assert "names it" in result.decision_reason and result.selected == ("travel.weather.forecast",)
+    assert result.decided_by is DecisionSource.NAMED_TOOL and result.to_json()["decided_by"] == "named_tool"
     by_id = sample_retriever.search("please run travel.weather.forecast for Paris")
     assert by_id.ids[0] == "travel.weather.forecast"
 
@@ -240,6 +241,7 @@ def test_naming_a_hidden_tool_reveals_nothing(sample_retriever: Any) -> None:
 def test_result_says_why_and_what_to_inject(sample_retriever: Any) -> None:
     result = sample_retriever.search("set up a 30-minute meeting with Tom tomorrow at 10am and invite him")
     assert result.scores is not None and result.decision_reason
+    assert result.decided_by is DecisionSource.MODEL and result.to_json()["decided_by"] == "model"
     total = result.scores.ambiguous + result.scores.no_tool
     assert 0.0 <= result.scores.right <= 1.0 - result.scores.no_tool + 1e-9 and total <= 1.0 + 1e-9
     assert 1 <= len(result.selected) <= len(result.candidates)

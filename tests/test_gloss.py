@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
+from toolrag.cli.search import format_result
 from toolrag.search import gloss
 from toolrag.search.gloss import english_gloss, english_reading, lexical_reading
+from toolrag.search.results import DecisionSource
 from toolrag.search.retriever import ToolRetriever
 
 CATALOG = ROOT / "tests" / "data" / "published_mcp" / "tools.json"
@@ -84,6 +86,9 @@ def test_a_glossed_request_is_decided_on_both_readings(published: ToolRetriever)
     result = published.search("列出 src 目录下的文件")
     assert result.decision.value == "EXECUTE" and result.selected[0] == "list_directory", result.decision_reason
     assert "the lower of the request as typed and its English gloss" in result.decision_reason
+    # the rule decided, not the model's probabilities (which the result still carries, as the model's view)
+    assert result.decided_by is DecisionSource.STANDOUT and result.scores is not None
+    assert "the model's view only: decided by the standout rule" in format_result(result)
 
 
 def test_a_gloss_alone_does_not_call_a_tool(published: ToolRetriever) -> None:

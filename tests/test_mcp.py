@@ -27,6 +27,7 @@ from conftest import ASSETS, ROOT
 from toolrag.catalog.loader import PROVENANCE_FILE, load_catalog
 from toolrag.catalog.names import FUNCTION_NAME
 from toolrag.cli import main
+from toolrag.search.results import DecisionSource
 from toolrag.serve.importer import fetch_listing, import_server
 from toolrag.serve.upstream import ServerSpec, UpstreamError
 
@@ -198,6 +199,7 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
     assert seen["tools"] == ["call_tool", "search_tools"]  # nothing else: the catalog is searched, not listed
     answer = seen["search"]
     assert answer["decision"] in ("EXECUTE", "CLARIFY") and "reason" in answer and "confidence" in answer
+    assert answer["decided_by"] in {s.value for s in DecisionSource}  # whether the probabilities decided
     top = answer["tools"][0]
     assert top["id"] == "files/weather.current" and top["name"] == "weather.current" and top["server"] == "files"
     assert top["input_schema"]["required"] == ["city"] and FUNCTION_NAME.match(top["function_name"])

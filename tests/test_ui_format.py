@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -13,7 +14,15 @@ from conftest import SMALL_CATALOG
 from toolrag.catalog.loader import load_catalog
 from toolrag.encode.models import ModelSet
 from toolrag.errors import SettingsError
-from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore, TokenReport
+from toolrag.search.results import (
+    Candidate,
+    Decision,
+    DecisionScores,
+    DecisionSource,
+    SearchResult,
+    SignalScore,
+    TokenReport,
+)
 from toolrag.settings import SIGNALS, Fusion, Settings
 from toolrag.ui import format as fmt
 
@@ -75,6 +84,16 @@ def test_decision_banner(decision: Decision, clarification: str | None, expected
     assert "confidence 0.912" in banner and "3 filtered out" in banner
     if decision is Decision.EXECUTE:
         assert "irreversible" in banner  # the top tool is a mutation
+
+
+def test_banner_says_when_a_rule_decided_and_the_probabilities_are_the_models_view() -> None:
+    scores = DecisionScores(right=0.05, ambiguous=0.01, no_tool=0.93)
+    by_model = fmt.decision_banner(dataclasses.replace(make_result(), scores=scores))
+    assert "P(no tool) <b>0.93</b>" in by_model and "model's view" not in by_model
+    by_rule = fmt.decision_banner(dataclasses.replace(make_result(), scores=scores,
+                                                      decided_by=DecisionSource.STANDOUT))
+    assert "P(no tool) <b>0.93</b>" in by_rule
+    assert "the model's view only: decided by the standout rule" in by_rule
 
 
 def test_prompt_tools_tokens_timings_and_notes() -> None:

@@ -33,7 +33,15 @@ from toolrag.evaluation.queries import QueryRow, load_queries
 from toolrag.evaluation.report import CatalogReport, build_report
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.index.client import StoreConfig
-from toolrag.search.results import Candidate, Decision, DecisionScores, SearchResult, SignalScore, TokenReport
+from toolrag.search.results import (
+    Candidate,
+    Decision,
+    DecisionScores,
+    DecisionSource,
+    SearchResult,
+    SignalScore,
+    TokenReport,
+)
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
@@ -48,6 +56,7 @@ __all__ = [
     "CatalogReport",
     "Decision",
     "DecisionScores",
+    "DecisionSource",
     "EvalReport",
     "Evaluator",
     "Fusion",

@@ -80,6 +80,7 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
         candidates=tuple(candidates), filtered_out=parts.filtered_out, absent_signals=parts.absent, tokens=tokens,
         timing_ms=timing, confidence=parts.confidence, tools=tuple(openai_tools(profiles, names=names)),
         prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
-        decision_reason=outcome.reason, scores=outcome.scores, selected=tuple(c.id for c in chosen),
+        decision_reason=outcome.reason, scores=outcome.scores, decided_by=outcome.source,
+        selected=tuple(c.id for c in chosen),
         decision_features=dict(zip(FEATURES, outcome.features, strict=False)),
     )

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolrag.search.features import LONE_Z
-from toolrag.search.results import Decision, DecisionScores
+from toolrag.search.results import Decision, DecisionScores, DecisionSource
 from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
 
@@ -121,6 +121,8 @@ class DecisionOutcome:
     """How many of the first candidates to inject."""
     features: tuple[float, ...] = ()
     """The feature vector the model read (empty without a model)."""
+    source: DecisionSource = DecisionSource.MODEL
+    """The model, or the rule that decided."""
 
 
 @dataclass(frozen=True)
@@ -155,19 +157,22 @@ def decide(
     ref = dict(point.reference)
     n = len(inputs.names)
     if n == 0:
-        return DecisionOutcome(Decision.NO_TOOL, None, "no tool: no tool is available to this caller", scores)
+        return DecisionOutcome(Decision.NO_TOOL, None, "no tool: no tool is available to this caller", scores,
+                               source=DecisionSource.NO_PERMITTED_TOOL)
     if not inputs.meaningful and not inputs.image:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                "no tool: the request holds no letters or digits (only symbols, emoji or "
-                               "invisible characters)", scores)
+                               "invisible characters)", scores, source=DecisionSource.NO_MEANINGFUL_TEXT)
     if inputs.named:
         named = ", ".join(inputs.names[: inputs.named])
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {named}: {NAMED_REASON} "
-                               f"{'it' if inputs.named == 1 else 'them'} exactly", scores, inputs.named)
+                               f"{'it' if inputs.named == 1 else 'them'} exactly", scores, inputs.named,
+                               source=DecisionSource.NAMED_TOOL)
     if no_tool_threshold is not None and inputs.confidence < no_tool_threshold:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the confidence {inputs.confidence:.3f} is under the catalog's "
-                               f"no_tool_threshold {no_tool_threshold:.3f}", scores)
+                               f"no_tool_threshold {no_tool_threshold:.3f}", scores,
+                               source=DecisionSource.OWNER_THRESHOLD)
     if scores is None or ((inputs.permitted or inputs.cross_lingual) and math.isfinite(inputs.lone_z)):
         return _few(inputs, scores, point, clarify_gap)
     if scores.no_tool >= point.no_tool_threshold:
@@ -196,7 +201,8 @@ def decide(
             reason = (f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
                       f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap {clarify_gap:.2f})")
         selected = max(2, _selection(inputs, point.select_threshold))
-        return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected)
+        source = DecisionSource.MODEL if ambiguous else DecisionSource.PLACEHOLDER if vague else DecisionSource.TIE
+        return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected, source=source)
     fits = 1.0 - scores.no_tool
     # a request of change whose top tool only reads: called only when that tool is more likely right than wrong
     share = max(execute_share, CHANGE_READER_SHARE) if inputs.change_verb else execute_share
@@ -241,30 +247,33 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
     else:
         why = f"{name} ranks first (no decision model for this catalog)"
     if not math.isfinite(z):
-        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}{_reads_note(inputs)}", scores, 1)
+        return DecisionOutcome(Decision.EXECUTE, None, f"calls {name}: {why}{_reads_note(inputs)}", scores, 1,
+                               source=DecisionSource.STANDOUT)
     if z < LONE_Z and any(inputs.address_takers[:1]):
         return _address(inputs, scores, point, f"z {z:.2f} < {LONE_Z:.2f} from its words alone")
     if z < LONE_Z:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: {why}; the request comes no closer to {name} than requests that need "
-                               f"no tool do (z {z:.2f} < {LONE_Z:.2f})", scores)
+                               f"no tool do (z {z:.2f} < {LONE_Z:.2f})", scores, source=DecisionSource.STANDOUT)
     if n >= 2 and inputs.vague:  # rule 4's placeholder: the call could not be filled in whoever decides
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query,
                                           vague=inputs.vague)
         return DecisionOutcome(Decision.CLARIFY, question,
                                f'asks: the request leaves open what it is about ("{inputs.vague}"); its best matches '
                                f"are {inputs.names[0]} and {inputs.names[1]} ({why})", scores,
-                               max(2, _selection(inputs, point.select_threshold)))
+                               max(2, _selection(inputs, point.select_threshold)), source=DecisionSource.PLACEHOLDER)
     if n >= 2 and inputs.relative_gap < clarify_gap:
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         return DecisionOutcome(Decision.CLARIFY, question,
                                f"asks: {inputs.names[0]} and {inputs.names[1]} are within "
                                f"{100 * max(inputs.relative_gap, 0.0):.0f}% of each other (clarify_gap "
-                               f"{clarify_gap:.2f})", scores, max(2, _selection(inputs, point.select_threshold)))
+                               f"{clarify_gap:.2f})", scores, max(2, _selection(inputs, point.select_threshold)),
+                               source=DecisionSource.TIE)
     selected = _selection(inputs, point.select_threshold) if scores is not None else 1
     return DecisionOutcome(Decision.EXECUTE, None,
                            f"calls {name}: {why}; the request is far closer to it than requests that need no "
-                           f"tool are (z {z:.2f} >= {LONE_Z:.2f}){_reads_note(inputs)}", scores, selected)
+                           f"tool are (z {z:.2f} >= {LONE_Z:.2f}){_reads_note(inputs)}", scores, selected,
+                           source=DecisionSource.STANDOUT)
 
 
 def _address(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, words: str) -> DecisionOutcome:
@@ -278,8 +287,9 @@ def _address(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, 
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         selected = max(2, _selection(inputs, point.select_threshold)) if scores is not None else 2
         return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {a} and {b} both take one", scores,
-                               selected)
-    return DecisionOutcome(Decision.EXECUTE, None, f"calls {a}: {why}, and {a} takes one", scores, 1)
+                               selected, source=DecisionSource.WEB_ADDRESS)
+    return DecisionOutcome(Decision.EXECUTE, None, f"calls {a}: {why}, and {a} takes one", scores, 1,
+                           source=DecisionSource.WEB_ADDRESS)
 
 
 def _selection(inputs: DecisionInputs, threshold: float) -> int:

@@ -22,6 +22,23 @@ class Decision(str, Enum):
     NO_TOOL = "NO_TOOL"  # no tool fits: answer directly
 
 
+class DecisionSource(str, Enum):
+    """What made the decision: the catalog's decision model (its probabilities against its thresholds), or a
+    rule that does not read them. When a rule decided, the probabilities a result carries are the model's view
+    only and may disagree with the decision (a tool the request names is called whatever P(no tool) says)."""
+
+    MODEL = "model"
+    NAMED_TOOL = "named_tool"  # the request names a permitted tool exactly
+    NO_PERMITTED_TOOL = "no_permitted_tool"  # no tool is available to this caller
+    NO_MEANINGFUL_TEXT = "no_meaningful_text"  # only symbols, emoji or invisible characters, and no image
+    OWNER_THRESHOLD = "owner_threshold"  # the catalog owner's no_tool_threshold on the confidence
+    WEB_ADDRESS = "web_address"  # the request holds a web address and the top tool takes one
+    PLACEHOLDER = "placeholder"  # the request leaves its object unsaid ("schedule something"): ask
+    TIE = "tie"  # the top two within clarify_gap of each other: ask
+    STANDOUT = "standout"  # few permitted tools, a Chinese request to a catalog without Chinese, or no model:
+    # the top tool's standing against requests that need no tool (lone_z) decides
+
+
 @dataclass(frozen=True)
 class DecisionScores:
     """The decision model's calibrated probabilities for one result (fitted per catalog, see
@@ -139,6 +156,8 @@ class SearchResult:
     """Why this decision, in words and numbers (the probabilities, the look-alikes, the named tool...)."""
     scores: DecisionScores | None = None
     """The decision model's probabilities (``None`` when no tool is permitted)."""
+    decided_by: DecisionSource = DecisionSource.MODEL
+    """The model, or the rule that decided without reading ``scores`` (see :class:`DecisionSource`)."""
     decision_features: Mapping[str, float] = field(default_factory=dict)
     """The features the decision model read (``toolrag.search.features.FEATURES``; NaN = missing)."""
     selected: tuple[str, ...] = ()
@@ -163,6 +182,7 @@ class SearchResult:
             "query": self.query,
             "decision": self.decision.value,
             "decision_reason": self.decision_reason,
+            "decided_by": self.decided_by.value,
             "probabilities": self.scores.to_json() if self.scores is not None else None,
             "clarification": self.clarification,
             "confidence": round(self.confidence, 6),

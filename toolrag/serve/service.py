@@ -80,6 +80,7 @@ class ToolService:
         answer: dict[str, Any] = {
             "decision": result.decision.value,
             "reason": _plain_reason(getattr(result, "decision_reason", None)),
+            "decided_by": result.decided_by.value,
             "clarification": result.clarification,
             "confidence": round(float(result.confidence), 4),
             "tools": tools,

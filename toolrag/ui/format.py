@@ -19,7 +19,7 @@ import pandas as pd
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
-from toolrag.search.results import Decision, SearchResult
+from toolrag.search.results import Decision, DecisionSource, SearchResult
 from toolrag.settings import Fusion, Settings
 from toolrag.signals import SIGNALS, signal
 
@@ -143,8 +143,10 @@ def decision_banner(result: SearchResult) -> str:
         text = "No tool fits: answer directly without calling a tool"
     scores = result.scores
     probs = (f'<span class="toolrag-probs">P(right) <b>{scores.right:.2f}</b> · P(ambiguous) '
-             f"<b>{scores.ambiguous:.2f}</b> · P(no tool) <b>{scores.no_tool:.2f}</b></span><br>"
-             if scores is not None else "")
+             f"<b>{scores.ambiguous:.2f}</b> · P(no tool) <b>{scores.no_tool:.2f}</b>"
+             + ("" if result.decided_by is DecisionSource.MODEL else
+                f" · <i>the model's view only: decided by the {result.decided_by.value.replace('_', ' ')} rule</i>")
+             + "</span><br>" if scores is not None else "")
     reason = (f'<span class="toolrag-reason">{html.escape(result.decision_reason)}</span><br>'
               if result.decision_reason else "")
     injected = len(result.selected)
