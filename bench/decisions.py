@@ -27,6 +27,7 @@ import math
 import pickle
 import sys
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +144,7 @@ def summarise(name: str, rows: Sequence[Row], *, fit: dict[str, Any] | None = No
     out["accuracy"] = float((decisions == expect).mean())
     out["confusion"] = {e: {d: int(((expect == e) & (decisions == d)).sum()) for d in ("EXECUTE", "CLARIFY", "NO_TOOL")}
                         for e in ("EXECUTE", "CLARIFY", "NO_TOOL") if (expect == e).any()}
+    out["decided_by"] = dict(sorted(Counter(r.decided_by for r in rows).items(), key=lambda kv: (-kv[1], kv[0])))
     out["execute_coverage"] = float(execute.mean())
     out["execute_precision"] = float(np.mean([r.right for r, e in zip(rows, execute, strict=True) if e])) \
         if execute.any() else math.nan
@@ -318,6 +320,9 @@ def format_tables(results: dict[str, Any]) -> str:
     for name, s in sets.items():
         cells = "; ".join(f"{e}: " + ", ".join(f"{d} {n}" for d, n in row.items()) for e, row in s["confusion"].items())
         lines.append(f"- {name}: {cells}")
+    lines += ["", "What decided (`decided_by`: the model's probabilities, or a rule that does not read them):", ""]
+    for name, s in sets.items():
+        lines.append(f"- {name}: " + ", ".join(f"{k} {n}" for k, n in s.get("decided_by", {}).items()))
     lines += ["", "Risk-coverage: EXECUTE precision when only the requests with the highest P(right) are called "
               "(rows that need a tool):", "",
               "| set | " + " | ".join(f"{int(100 * c)}%" for c in COVERAGES) + " |",
