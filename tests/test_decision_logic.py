@@ -287,6 +287,11 @@ def test_decide_asks_when_tied_and_abstains_when_the_top_is_likely_wrong() -> No
     tie = decide(_inputs(relative_gap=0.005), DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT,
                  clarify_gap=0.01)
     assert tie.decision is Decision.CLARIFY and "clarify_gap" in tie.reason and tie.source is DecisionSource.TIE
+    # the same tie between two tools that are not look-alikes (profiles 0.80 < LOOKALIKE 0.91; e.g. the two
+    # tools of a two-tool request): nothing to choose between, the model decides and both are injected
+    both = decide(_inputs(relative_gap=0.005, lookalike=0.80, select=(0.7, 0.2)),
+                  DecisionScores(right=0.9, ambiguous=0.0, no_tool=0.0), model=POINT, clarify_gap=0.01)
+    assert both.decision is Decision.EXECUTE and both.source is DecisionSource.MODEL and both.selected == 2
     assert unsure.source is DecisionSource.MODEL and none_source(POINT) is DecisionSource.MODEL
 
 
@@ -382,6 +387,9 @@ def test_decide_with_a_few_tools_reads_the_top_tool_against_no_tool_requests() -
     assert called.source is DecisionSource.STANDOUT
     tied = decide(_inputs(**{**few, "relative_gap": 0.01}, lone_z=LONE_Z + 1.0), sure, model=POINT, clarify_gap=0.05)
     assert tied.decision is Decision.CLARIFY and "clarify_gap" in tied.reason and tied.source is DecisionSource.TIE
+    unlike = decide(_inputs(**{**few, "relative_gap": 0.01, "lookalike": 0.80}, lone_z=LONE_Z + 1.0), sure,
+                    model=POINT, clarify_gap=0.05)
+    assert unlike.decision is Decision.EXECUTE and unlike.source is DecisionSource.STANDOUT
     # no request text (an image alone): the model decides; without a model the first is called
     imaged = decide(_inputs(**few), unsure, model=POINT)
     assert imaged.decision is Decision.NO_TOOL and imaged.source is DecisionSource.MODEL

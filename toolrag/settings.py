@@ -107,7 +107,8 @@ class Settings:
     rerank: bool = False
     rerank_top_n: int = 20
     clarify_gap: float = 0.01
-    """CLARIFY when the top two fused scores differ by less than this (and both are plausible)."""
+    """CLARIFY when the top two fused scores differ by less than this (relative) and the two tools are look-alikes
+    (``toolrag.search.features.LOOKALIKE``); a tie between unrelated tools is left to the decision model."""
     no_tool_threshold: float | None = None
     """NO_TOOL when the confidence (calibrated raw similarity) is under this; ``None`` = per-model default."""
     execute_share: float = DEFAULT_EXECUTE_SHARE

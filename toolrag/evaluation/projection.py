@@ -30,6 +30,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from toolrag.search.features import LOOKALIKE
+
 __all__ = [
     "UMAP_MIN_POINTS",
     "Projection",
@@ -46,8 +48,8 @@ log = logging.getLogger(__name__)
 
 #: Below this many tools UMAP's neighbourhood graph is too thin to mean anything: PCA is used instead.
 UMAP_MIN_POINTS = 20
-#: Default cosine threshold for look-alike pairs (multilingual e5: unrelated tools still score 0.71-0.80).
-LOOKALIKE_THRESHOLD = 0.91
+#: Default cosine threshold for look-alike pairs (the decision's, :data:`toolrag.search.features.LOOKALIKE`).
+LOOKALIKE_THRESHOLD = LOOKALIKE
 _CACHE_SIZE = 8
 #: Category colours (no pure red: red lines mark look-alike pairs).
 _PALETTE = ("#2E91E5", "#E15F99", "#1CA71C", "#DA16FF", "#B68100", "#750D86", "#EB663B", "#511CFB",

@@ -15,7 +15,9 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    the upper quartile of the leads among the catalog's own simulated ambiguous requests (``clarify_max_gap``,
    relative to the top fused score), or when the request holds a placeholder for what it leaves unsaid
    ("schedule something", "处理一下这张发票": :func:`toolrag.search.actions.vague_word`; whichever tool fits, the
-   call cannot be filled in), or when the top two fused scores are within ``clarify_gap`` of each other (relative).
+   call cannot be filled in), or when the top two fused scores are within ``clarify_gap`` of each other (relative)
+   and the two are look-alikes (profiles at least :data:`toolrag.search.features.LOOKALIKE` alike: a tie between
+   unrelated tools is most often a request that needs both, not a choice between them).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
    (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`; at least
    :data:`CHANGE_READER_SHARE` when the request asks for a change and the top tool only reads), or under the
@@ -43,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrag.search.features import LONE_Z
+from toolrag.search.features import LONE_Z, LOOKALIKE
 from toolrag.search.results import Decision, DecisionScores, DecisionSource
 from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
@@ -187,7 +189,7 @@ def decide(
     # a placeholder leaves the request's object or action unsaid: whichever tool fits, the agent cannot fill
     # in the call, so it asks ("schedule something": schedule what, when?)
     vague = bool(inputs.vague) and not ambiguous
-    tie = n >= 2 and inputs.relative_gap < clarify_gap
+    tie = n >= 2 and inputs.relative_gap < clarify_gap and inputs.lookalike >= LOOKALIKE
     if n >= 2 and (ambiguous or vague or tie):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query,
                                           vague=inputs.vague if vague else "")
@@ -262,7 +264,7 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
                                f'asks: the request leaves open what it is about ("{inputs.vague}"); its best matches '
                                f"are {inputs.names[0]} and {inputs.names[1]} ({why})", scores,
                                max(2, _selection(inputs, point.select_threshold)), source=DecisionSource.PLACEHOLDER)
-    if n >= 2 and inputs.relative_gap < clarify_gap:
+    if n >= 2 and inputs.relative_gap < clarify_gap and inputs.lookalike >= LOOKALIKE:
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         return DecisionOutcome(Decision.CLARIFY, question,
                                f"asks: {inputs.names[0]} and {inputs.names[1]} are within "

@@ -22,6 +22,7 @@ import numpy as np
 
 __all__ = [
     "FEATURES",
+    "LOOKALIKE",
     "SELECTION_FEATURES",
     "ResultView",
     "SignalArrays",
@@ -70,6 +71,9 @@ SELECTION_FEATURES: tuple[str, ...] = (
     "novel",       # share of the request's catalog words this candidate has and no candidate above it has
 )
 
+#: Two tools whose profiles (multilingual vectors) are at least this close are look-alikes: the catalog map's
+#: pairs and the tie rule of :func:`toolrag.search.decide.decide` (unrelated tools still score 0.71-0.80).
+LOOKALIKE = 0.91
 #: A lone permitted tool is called only when the request stands out this far (z units) from the bundled
 #: requests that need no tool, read with the English model when it reads the request and the tool (its cosines
 #: spread; the multilingual model's are compressed into a narrow band), else the multilingual one: with one tool
