@@ -93,7 +93,7 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                         info="standard: z-scores against the whole catalog (shipped)")
                 with gr.Row():
                     clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
-                                        elem_id="clarify-gap")
+                                        info="ask when the top two look-alikes are this close", elem_id="clarify-gap")
                     no_tool = gr.Slider(-1, 1, value=base.no_tool_threshold if base.no_tool_threshold is not None
                                         else -1.0, step=0.01, label="No-tool threshold (-1: the model decides)",
                                         elem_id="no-tool")
