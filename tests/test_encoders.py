@@ -7,6 +7,7 @@ import io
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -366,6 +367,10 @@ def test_ocr_lines_read_in_two_threads_equal_one_thread_reading_each_line_alone(
         assert len(seen) == 2 and any(name.startswith("toolrag-ocr") for name in seen), seen
         mp.setattr(ocr._engine, "helper", None)
         alone = ocr.read(image)
+        closed = ThreadPoolExecutor(max_workers=1)
+        closed.shutdown()  # as at interpreter exit: submit raises RuntimeError, the lines are read here
+        mp.setattr(ocr._engine, "helper", closed)
+        assert ocr.read(image) == alone
     assert ocr._engine.helper is helper
     assert len(both.lines) == 5 and both == alone, (both, alone)
 

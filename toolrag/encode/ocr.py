@@ -114,7 +114,10 @@ def _capped(base: type) -> type:
             parts = _halves([crop.shape[1] / max(1, crop.shape[0]) for crop in img])
             if self.helper is None or not parts[1]:
                 return super().recognize_txt(img)
-            later = self.helper.submit(super().recognize_txt, [img[i] for i in parts[1]])
+            try:
+                later = self.helper.submit(super().recognize_txt, [img[i] for i in parts[1]])
+            except RuntimeError:  # the interpreter is shutting down: no new threads, read them all here
+                return super().recognize_txt(img)
             first = super().recognize_txt([img[i] for i in parts[0]])
             second = later.result()
             out = first
