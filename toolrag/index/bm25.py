@@ -397,4 +397,5 @@ class BM25Index:
             keep = values >= kth
             cand, values = cand[keep], values[keep]
         best = np.lexsort((self._id_rank[cand], -values))[:k]
-        return [(self._ids[i], float(scores[i])) for i in cand[best]]
+        ids = self._ids
+        return [(ids[i], v) for i, v in zip(cand[best].tolist(), values[best].tolist(), strict=True)]
