@@ -375,6 +375,28 @@ def test_ocr_lines_read_in_two_threads_equal_one_thread_reading_each_line_alone(
     assert len(both.lines) == 5 and both == alone, (both, alone)
 
 
+def test_ocr_recognises_each_line_alone_at_its_own_width() -> None:
+    """RapidOCR's default batches six lines padded to the widest; here every recognition call holds one line,
+    so a short line is never read inside the width of a long one."""
+    ocr = enc_models.get_ocr()
+    image = _render(["short", "金额 ¥256.00 报销 and a much longer line of text", "TOTAL 256.00"])
+    rec = ocr._engine._load_rec_model()
+    shapes: list[tuple[int, ...]] = []
+    run = rec.session
+
+    class Spy:
+        def __call__(self, batch: Any) -> Any:
+            shapes.append(tuple(batch.shape))
+            return run(batch)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(rec, "session", Spy())
+        result = ocr.read(image)
+    assert len(result.lines) == 3 and len(shapes) == 3, (result.lines, shapes)
+    assert all(shape[0] == 1 for shape in shapes)  # one line per call
+    assert len({shape[-1] for shape in shapes}) >= 2  # the long line is wider than the others
+
+
 def test_ocr_halves_share_the_work_and_keep_reading_order() -> None:
     # widths 20, 7, 7, 3 (3 counts as the minimum 320/48 = 6.67): 20 -> group 0 (load 20); 7 -> group 1 (7);
     # 7 -> group 1 (14); 6.67 -> group 1 (20.67); each group sorted back into reading order

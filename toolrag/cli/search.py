@@ -8,7 +8,7 @@ from typing import Any
 from toolrag.cli.common import codes, load_inputs, open_retriever, warn
 from toolrag.images import load_image
 from toolrag.search.request import prepare_request
-from toolrag.search.results import DecisionSource, SearchResult
+from toolrag.search.results import SearchResult
 from toolrag.signals import SIGNALS
 
 __all__ = ["format_result", "register"]
@@ -40,13 +40,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _view_only(result: SearchResult) -> str:
-    """Words saying the probabilities did not decide (a rule did), or nothing."""
-    if result.decided_by is DecisionSource.MODEL:
-        return ""
-    return f"  (the model's view only: decided by the {result.decided_by.value.replace('_', ' ')} rule)"
-
-
 def format_result(result: SearchResult) -> str:
     """A readable text rendering of a SearchResult: decision, ranked table with per-signal scores."""
     lines = [f"decision: {result.decision.value}" + (f" - {result.clarification}" if result.clarification else "")]
@@ -55,7 +48,7 @@ def format_result(result: SearchResult) -> str:
     if result.scores is not None:
         p = result.scores
         lines.append(f"P(right) {p.right:.2f}  P(ambiguous) {p.ambiguous:.2f}  P(no tool) {p.no_tool:.2f}"
-                     + _view_only(result))
+                     + (f"  ({note})" if (note := result.decided_by.view_note()) else ""))
     lines.append("inject: " + (", ".join(result.selected) if result.selected else "nothing (answer without a tool)"))
     signals = [s for s in SIGNALS if any(s in c.signals for c in result.candidates)]
     header = f"{'#':>2}  {'tool':<40} {'score':>6}  " + "  ".join(f"{s:>16}" for s in signals)

@@ -397,5 +397,4 @@ class BM25Index:
             keep = values >= kth
             cand, values = cand[keep], values[keep]
         best = np.lexsort((self._id_rank[cand], -values))[:k]
-        ids = self._ids
-        return [(ids[i], v) for i, v in zip(cand[best].tolist(), values[best].tolist(), strict=True)]
+        return [(self._ids[i], v) for i, v in zip(cand[best].tolist(), values[best].tolist(), strict=True)]

@@ -189,7 +189,7 @@ def decide(
     # a placeholder leaves the request's object or action unsaid: whichever tool fits, the agent cannot fill
     # in the call, so it asks ("schedule something": schedule what, when?)
     vague = bool(inputs.vague) and not ambiguous
-    tie = n >= 2 and inputs.relative_gap < clarify_gap and inputs.lookalike >= LOOKALIKE
+    tie = _tied(inputs, clarify_gap)
     if n >= 2 and (ambiguous or vague or tie):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query,
                                           vague=inputs.vague if vague else "")
@@ -222,6 +222,12 @@ def decide(
                    f"{100 * inputs.relative_gap:.0f}%, more than three in four of this catalog's ambiguous requests "
                    f"({100 * point.clarify_max_gap:.0f}%)")
     return DecisionOutcome(Decision.EXECUTE, None, reason + _reads_note(inputs), scores, selected)
+
+
+def _tied(inputs: DecisionInputs, clarify_gap: float) -> bool:
+    """The tie rule: the top two fused scores within ``clarify_gap`` (relative) and the two tools look-alikes
+    (a tie between unrelated tools is most often a request that needs both)."""
+    return len(inputs.names) >= 2 and inputs.relative_gap < clarify_gap and inputs.lookalike >= LOOKALIKE
 
 
 def _reads_note(inputs: DecisionInputs) -> str:
@@ -264,7 +270,7 @@ def _few(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, clar
                                f'asks: the request leaves open what it is about ("{inputs.vague}"); its best matches '
                                f"are {inputs.names[0]} and {inputs.names[1]} ({why})", scores,
                                max(2, _selection(inputs, point.select_threshold)), source=DecisionSource.PLACEHOLDER)
-    if n >= 2 and inputs.relative_gap < clarify_gap and inputs.lookalike >= LOOKALIKE:
+    if _tied(inputs, clarify_gap):
         question = clarification_question(inputs.names[:2], inputs.summaries[:2], query=inputs.query)
         return DecisionOutcome(Decision.CLARIFY, question,
                                f"asks: {inputs.names[0]} and {inputs.names[1]} are within "

@@ -38,6 +38,13 @@ class DecisionSource(str, Enum):
     STANDOUT = "standout"  # few permitted tools, a Chinese request to a catalog without Chinese, or no model:
     # the top tool's standing against requests that need no tool (lone_z) decides
 
+    def view_note(self) -> str:
+        """What to print beside the probabilities: nothing when the model decided, else that they are its view
+        only (the CLI and the app's banner)."""
+        if self is DecisionSource.MODEL:
+            return ""
+        return f"the model's view only: decided by the {self.value.replace('_', ' ')} rule"
+
 
 @dataclass(frozen=True)
 class DecisionScores:

@@ -19,7 +19,7 @@ import pandas as pd
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
-from toolrag.search.results import Decision, DecisionSource, SearchResult
+from toolrag.search.results import Decision, SearchResult
 from toolrag.settings import Fusion, Settings
 from toolrag.signals import SIGNALS, signal
 
@@ -144,8 +144,7 @@ def decision_banner(result: SearchResult) -> str:
     scores = result.scores
     probs = (f'<span class="toolrag-probs">P(right) <b>{scores.right:.2f}</b> · P(ambiguous) '
              f"<b>{scores.ambiguous:.2f}</b> · P(no tool) <b>{scores.no_tool:.2f}</b>"
-             + ("" if result.decided_by is DecisionSource.MODEL else
-                f" · <i>the model's view only: decided by the {result.decided_by.value.replace('_', ' ')} rule</i>")
+             + (f" · <i>{note}</i>" if (note := result.decided_by.view_note()) else "")
              + "</span><br>" if scores is not None else "")
     reason = (f'<span class="toolrag-reason">{html.escape(result.decision_reason)}</span><br>'
               if result.decision_reason else "")
