@@ -11,18 +11,10 @@ import pandas as pd
 import pytest
 from conftest import SMALL_CATALOG
 
+from toolrag import Candidate, Decision, DecisionScores, DecisionSource, SearchResult, SignalScore, TokenReport
 from toolrag.catalog.loader import load_catalog
 from toolrag.encode.models import ModelSet
 from toolrag.errors import SettingsError
-from toolrag.search.results import (
-    Candidate,
-    Decision,
-    DecisionScores,
-    DecisionSource,
-    SearchResult,
-    SignalScore,
-    TokenReport,
-)
 from toolrag.settings import SIGNALS, Fusion, Settings
 from toolrag.ui import format as fmt
 
