@@ -35,10 +35,10 @@ from toolrag.search.features import (
     second_best,
     word_count,
 )
-from toolrag.search.model_fit import ambiguous_lead
+from toolrag.search.model_fit import TOOL_FEATURES, TOOL_SKIPS, LabelledCase, ambiguous_lead, fit_model
 from toolrag.search.results import Decision, DecisionScores, DecisionSource
 from toolrag.search.sim_requests import pseudo_request
-from toolrag.search.simulate import score_view
+from toolrag.search.simulate import CLARIFY, EXECUTE, NO_TOOL, Simulation, score_view
 
 # ------------------------------------------------------------------------------------------------ features
 
@@ -321,6 +321,28 @@ def test_ambiguous_lead_by_hand() -> None:
     # between two sorted leads, linear: 0.6 x 4 = 2.4 -> 0.3 + 0.4 x (0.5 - 0.3) = 0.38
     assert ambiguous_lead(rows, 0.6) == pytest.approx(0.38)
     assert ambiguous_lead(rows[:0]) == math.inf  # no ambiguous request simulated: no limit
+
+
+def _random_simulation(n: int = 240) -> Simulation:
+    """Simulated cases whose every feature carries some of the class (so a model that may read a feature does)."""
+    rng = np.random.default_rng(7)
+    label = np.array([EXECUTE, CLARIFY, NO_TOOL] * (n // 3), dtype=np.int64)
+    x = rng.normal(size=(n, len(FEATURES))) + 0.8 * (label == NO_TOOL)[:, None] - 0.5 * (label == CLARIFY)[:, None]
+    right = rng.random(n) < 0.7
+    kinds = tuple("no_tool" if c == NO_TOOL else "vague" if c == CLARIFY else "example" for c in label)
+    return Simulation(x, label, right, kinds, np.zeros((0, 4)), np.zeros(0, dtype=np.int64))
+
+
+def test_the_tool_model_reads_only_match_strength_unless_labelled() -> None:
+    sim = _random_simulation()
+    tool = fit_model(sim, "k").coefficients()["tool"]
+    # from the catalog alone: only TOOL_FEATURES (the leads, agreement and look-alike cosine compare the top tools)
+    assert {f for f, c in tool.items() if c != 0.0} == set(TOOL_FEATURES)
+    labelled = [LabelledCase(sim.features[i], int(sim.label[i]), bool(sim.right[i])) for i in range(0, 240, 4)]
+    refined = fit_model(sim, "k", labelled=labelled).coefficients()["tool"]
+    # with real labelled requests: everything but TOOL_SKIPS, e.g. the fused lead
+    assert {f for f, c in refined.items() if c != 0.0} == set(FEATURES) - set(TOOL_SKIPS)
+    assert refined["fused_gap"] != 0.0 and tool["fused_gap"] == 0.0
 
 
 def test_decide_special_cases() -> None:

@@ -50,6 +50,17 @@ SELECTION_KEEP = 0.92
 #: its description's words and adds names no tool knows (so word coverage says little there, while real
 #: requests that need a tool cover many catalog words). The ambiguity and right-tool models still read them.
 TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
+#: What the "a tool fits" model reads when it is fitted from the catalog alone: how strongly the best tool
+#: matches (each signal's top score and best z, the fused top score, the image evidence) and how close the request
+#: comes to requests that need no tool, plus the request's length and whether it is an image. Not the leads of the
+#: top tool over the next ones, the signals' agreement, the look-alike cosine or the change-reader flag: they say
+#: how the top tools compare with each other, which is the ambiguity and right-tool models' question; read by the
+#: "a tool fits" model they followed how the simulated cases are made (`python -m bench.decisions`, 2026-12-02:
+#: Seal-Tools in / out 93.7 / 95.0 -> 95.0 / 95.6, MetaTool single 89.8 -> 90.1, the others within 0.2).
+#: Labelled requests (:func:`fit_model`'s ``labelled``) are real ones: with them it reads every feature but
+#: :data:`TOOL_SKIPS` (the bundled catalog refined with its labelled half: no-tool AUC 97.6 against 91.2).
+TOOL_FEATURES = ("sem_top_raw", "sem_max_z", "en_top_raw", "en_max_z", "kw_top_log", "kw_max_z", "fused_top",
+                 "chat_sim", "chat_sim_en", "image", "image_top", "length")
 #: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
 FOLDS = 5
 
@@ -83,7 +94,8 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     mean, scale = standardisation(x)
     z = (np.where(np.isnan(x), mean, x) - mean) / scale
     extra = np.where(kinds == "removed", REMOVED_WEIGHT, 1.0) * np.where(kinds == "labelled", LABEL_WEIGHT, 1.0)
-    models = _fit_models(z, y, right, extra)
+    skips = TOOL_SKIPS if len(labelled) else tuple(f for f in FEATURES if f not in TOOL_FEATURES)
+    models = _fit_models(z, y, right, extra, skips)
     if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
         select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
         select_threshold = _select_threshold(sim, select_coef, select_intercept)
@@ -95,7 +107,7 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     folds = np.arange(len(y)) % FOLDS
     for fold in range(FOLDS):
         train, test = folds != fold, folds == fold
-        held[test] = np.stack(_probabilities(_fit_models(z[train], y[train], right[train], extra[train]),
+        held[test] = np.stack(_probabilities(_fit_models(z[train], y[train], right[train], extra[train], skips),
                                              z[test]), axis=1)
     clear = (y == simulate.EXECUTE) & (held[:, 2] < 0.5)
     ambiguous_threshold = float(np.quantile(held[clear, 1], 1 - CLARIFY_SHARE)) if clear.any() else 0.5
@@ -176,13 +188,13 @@ def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.
     return 0.05
 
 
-def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray) -> tuple[Pair, Pair, Pair]:
+def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray,
+                skips: tuple[str, ...] = TOOL_SKIPS) -> tuple[Pair, Pair, Pair]:
     """(tool, ambiguous, right) logistic models; class 0 is the event each one names.
 
-    The tool model does not read :data:`TOOL_SKIPS` (their columns are zeroed, so their coefficients are
-    exactly 0)."""
+    The tool model does not read ``skips`` (their columns are zeroed, so their coefficients are exactly 0)."""
     fits = np.where(y == simulate.NO_TOOL, 1, 0)
-    skipped = [FEATURES.index(f) for f in TOOL_SKIPS]
+    skipped = [FEATURES.index(f) for f in skips]
     z_tool = z.copy()
     z_tool[:, skipped] = 0.0
     tool = fit_logistic(z_tool, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
