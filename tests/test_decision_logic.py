@@ -35,7 +35,14 @@ from toolrag.search.features import (
     second_best,
     word_count,
 )
-from toolrag.search.model_fit import TOOL_FEATURES, TOOL_SKIPS, LabelledCase, ambiguous_lead, fit_model
+from toolrag.search.model_fit import (
+    AMBIGUITY_FEATURES,
+    TOOL_FEATURES,
+    TOOL_SKIPS,
+    LabelledCase,
+    ambiguous_lead,
+    fit_model,
+)
 from toolrag.search.results import Decision, DecisionScores, DecisionSource
 from toolrag.search.sim_requests import pseudo_request
 from toolrag.search.simulate import CLARIFY, EXECUTE, NO_TOOL, Simulation, score_view
@@ -333,16 +340,21 @@ def _random_simulation(n: int = 240) -> Simulation:
     return Simulation(x, label, right, kinds, np.zeros((0, 4)), np.zeros(0, dtype=np.int64))
 
 
-def test_the_tool_model_reads_only_match_strength_unless_labelled() -> None:
+def test_each_model_reads_its_own_question_unless_labelled() -> None:
     sim = _random_simulation()
-    tool = fit_model(sim, "k").coefficients()["tool"]
-    # from the catalog alone: only TOOL_FEATURES (the leads, agreement and look-alike cosine compare the top tools)
-    assert {f for f, c in tool.items() if c != 0.0} == set(TOOL_FEATURES)
+    alone = fit_model(sim, "k").coefficients()
+    # from the catalog alone: "a tool fits" reads match strength only (the leads, agreement and look-alike cosine
+    # compare the top tools), the ambiguity model how the top tools compare (not the no-tool similarity)
+    assert {f for f, c in alone["tool"].items() if c != 0.0} == set(TOOL_FEATURES)
+    assert {f for f, c in alone["ambiguous"].items() if c != 0.0} == set(AMBIGUITY_FEATURES)
+    assert {f for f, c in alone["right"].items() if c != 0.0} == set(FEATURES)
     labelled = [LabelledCase(sim.features[i], int(sim.label[i]), bool(sim.right[i])) for i in range(0, 240, 4)]
-    refined = fit_model(sim, "k", labelled=labelled).coefficients()["tool"]
-    # with real labelled requests: everything but TOOL_SKIPS, e.g. the fused lead
-    assert {f for f, c in refined.items() if c != 0.0} == set(FEATURES) - set(TOOL_SKIPS)
-    assert refined["fused_gap"] != 0.0 and tool["fused_gap"] == 0.0
+    refined = fit_model(sim, "k", labelled=labelled).coefficients()
+    # with real labelled requests: "a tool fits" everything but TOOL_SKIPS, the ambiguity model everything
+    assert {f for f, c in refined["tool"].items() if c != 0.0} == set(FEATURES) - set(TOOL_SKIPS)
+    assert {f for f, c in refined["ambiguous"].items() if c != 0.0} == set(FEATURES)
+    assert refined["tool"]["fused_gap"] != 0.0 and alone["tool"]["fused_gap"] == 0.0
+    assert refined["ambiguous"]["chat_sim"] != 0.0 and alone["ambiguous"]["chat_sim"] == 0.0
 
 
 def test_decide_special_cases() -> None:

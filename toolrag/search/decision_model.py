@@ -27,7 +27,7 @@ from toolrag.search.features import FEATURES
 __all__ = ["MODEL_VERSION", "DecisionModel", "fit_logistic", "predict_logistic"]
 
 #: Version of the stored format, the features and the simulation; a stored model of another version is refitted.
-MODEL_VERSION = 34
+MODEL_VERSION = 36
 
 
 def _sigmoid(logit: float) -> float:

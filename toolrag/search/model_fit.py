@@ -61,6 +61,15 @@ TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
 #: :data:`TOOL_SKIPS` (the bundled catalog refined with its labelled half: no-tool AUC 97.6 against 91.2).
 TOOL_FEATURES = ("sem_top_raw", "sem_max_z", "en_top_raw", "en_max_z", "kw_top_log", "kw_max_z", "fused_top",
                  "chat_sim", "chat_sim_en", "image", "image_top", "length")
+#: What the ambiguity model reads when it is fitted from the catalog alone: how the top tools compare (the leads
+#: per signal and fused, the agreement of the signals, the look-alike cosine, how much of the request each of the
+#: top two covers), with the fused top score, the request's length and language. Not how strongly the best tool
+#: matches or how close the request comes to requests that need no tool, which is the "a tool fits" model's
+#: question (`python -m bench.decisions`, 2026-12-02: mcp_en 76.0 -> 80.0 with clear requests asked about 20.0 ->
+#: 14.3%, bundled 83.4 -> 83.9, Seal-Tools in 95.0 -> 95.6, MetaTool two-tool 88.7 -> 88.1). With labelled requests
+#: it reads every feature.
+AMBIGUITY_FEATURES = ("sem_gap_z", "en_gap_z", "kw_gap_z", "fused_top", "fused_gap", "fused_gap3", "agree",
+                      "lookalike", "cover", "cover2", "length", "cjk")
 #: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.
 FOLDS = 5
 
@@ -94,7 +103,11 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     mean, scale = standardisation(x)
     z = (np.where(np.isnan(x), mean, x) - mean) / scale
     extra = np.where(kinds == "removed", REMOVED_WEIGHT, 1.0) * np.where(kinds == "labelled", LABEL_WEIGHT, 1.0)
-    skips = TOOL_SKIPS if len(labelled) else tuple(f for f in FEATURES if f not in TOOL_FEATURES)
+    if labelled:
+        skips: tuple[tuple[str, ...], tuple[str, ...]] = (TOOL_SKIPS, ())
+    else:
+        skips = (tuple(f for f in FEATURES if f not in TOOL_FEATURES),
+                 tuple(f for f in FEATURES if f not in AMBIGUITY_FEATURES))
     models = _fit_models(z, y, right, extra, skips)
     if len(sim.selection_y) and 0 < sim.selection_y.sum() < len(sim.selection_y):
         select_coef, select_intercept = fit_logistic(sim.selection_x, 1 - sim.selection_y, 2, l2=0.1)
@@ -189,19 +202,18 @@ def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.
 
 
 def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray,
-                skips: tuple[str, ...] = TOOL_SKIPS) -> tuple[Pair, Pair, Pair]:
+                skips: tuple[tuple[str, ...], tuple[str, ...]] = (TOOL_SKIPS, ())) -> tuple[Pair, Pair, Pair]:
     """(tool, ambiguous, right) logistic models; class 0 is the event each one names.
 
-    The tool model does not read ``skips`` (their columns are zeroed, so their coefficients are exactly 0)."""
+    The tool and ambiguity models do not read the features of ``skips`` (one tuple each: their columns are
+    zeroed, so their coefficients are exactly 0)."""
     fits = np.where(y == simulate.NO_TOOL, 1, 0)
-    skipped = [FEATURES.index(f) for f in skips]
-    z_tool = z.copy()
-    z_tool[:, skipped] = 0.0
-    tool = fit_logistic(z_tool, fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
+    tool = fit_logistic(_without(z, skips[0]), fits, 2, weights=class_weights(fits, 2) * extra, l2=L2)
     wants = y != simulate.NO_TOOL
     amb = np.where(y[wants] == simulate.CLARIFY, 0, 1)
     if 0 < amb.sum() < len(amb):
-        ambiguous = fit_logistic(z[wants], amb, 2, weights=class_weights(amb, 2) * extra[wants], l2=L2)
+        ambiguous = fit_logistic(_without(z[wants], skips[1]), amb, 2, weights=class_weights(amb, 2) * extra[wants],
+                                 l2=L2)
     else:
         ambiguous = (np.zeros((1, z.shape[1])), np.array([-10.0]))
     good = np.where(right[wants], 0, 1)
@@ -210,6 +222,15 @@ def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarr
     else:
         right_model = (np.zeros((1, z.shape[1])), np.array([10.0 if good.sum() == 0 else -10.0]))
     return tool, ambiguous, right_model
+
+
+def _without(z: np.ndarray, features: tuple[str, ...]) -> np.ndarray:
+    """``z`` with the columns of ``features`` zeroed (a copy when there are any)."""
+    if not features:
+        return z
+    out = z.copy()
+    out[:, [FEATURES.index(f) for f in features]] = 0.0
+    return out
 
 
 def _probabilities(models: tuple[Pair, Pair, Pair], z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
