@@ -87,9 +87,11 @@ def fit_model(sim: simulate.Simulation, key: str, *, labelled: Sequence[Labelled
     """Fit the models on simulated (and labelled) requests and choose the operating point.
 
     * tool model: every case, "a tool fits" (EXECUTE, CLARIFY) against NO_TOOL, the two balanced, "tool
-      removed" cases at :data:`REMOVED_WEIGHT`; NO_TOOL from P(no tool) >= 0.5.
+      removed" cases at :data:`REMOVED_WEIGHT`; NO_TOOL from P(no tool) >= 0.5. Reads :data:`TOOL_FEATURES`
+      (with labelled rows, every feature but :data:`TOOL_SKIPS`).
     * ambiguous model: the cases a tool fits, CLARIFY against EXECUTE, balanced; its threshold lets at most
-      :data:`CLARIFY_SHARE` of the simulated EXECUTE cases be asked about (held out by cross-fitting).
+      :data:`CLARIFY_SHARE` of the simulated EXECUTE cases be asked about (held out by cross-fitting). Reads
+      :data:`AMBIGUITY_FEATURES` (with labelled rows, every feature).
     * right model: the cases a tool fits, top tool right or not, unweighted (the simulated rate); the execute
       floor lets at most :data:`FLOOR_SHARE` of the simulated EXECUTE cases be asked about for it.
     * selection model: lower candidates of EXECUTE cases, a right tool or not; threshold 0.5.
