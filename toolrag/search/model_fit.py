@@ -48,7 +48,8 @@ SELECTION_KEEP = 0.92
 #: how the cases are made, not from the catalog: on a catalog without Chinese text every Chinese case is a
 #: bundled no-tool request (the model would learn "Chinese means no tool"), and a pseudo-request keeps few of
 #: its description's words and adds names no tool knows (so word coverage says little there, while real
-#: requests that need a tool cover many catalog words). The ambiguity and right-tool models still read them.
+#: requests that need a tool cover many catalog words). The right-tool model still reads them, the ambiguity model
+#: all but ``unknown`` (:data:`AMBIGUITY_FEATURES`).
 TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
 #: What the "a tool fits" model reads when it is fitted from the catalog alone: how strongly the best tool
 #: matches (each signal's top score and best z, the fused top score, the image evidence) and how close the request
