@@ -22,6 +22,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,30 @@ if ENGINE:
 from bench.datasets import SETS, BenchSet, prepare  # noqa: E402
 
 __all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "engine_description", "index_dir", "machine", "model_ids",
-           "open_retriever", "prepare", "say"]
+           "open_retriever", "prepare", "say", "shown_command"]
+
+#: Options whose value is a path of the machine that ran a command: not written into docs/.
+PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks")
 
 _T0 = time.perf_counter()
+
+
+def shown_command(module: str, raw: Sequence[str]) -> str:
+    """The command as docs/ show it: ``python -m <module>`` and ``raw`` (its arguments) without the options that
+    name a path of this machine (:data:`PATH_OPTIONS`, as ``--out F`` or ``--out=F``)."""
+    shown: list[str] = []
+    skip = False
+    for arg in raw:
+        if skip:
+            skip = False
+            continue
+        if arg in PATH_OPTIONS:
+            skip = True
+            continue
+        if any(arg.startswith(f"{option}=") for option in PATH_OPTIONS):
+            continue
+        shown.append(arg)
+    return " ".join([f"python -m {module}", *shown])
 
 
 def say(message: str) -> None:

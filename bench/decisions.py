@@ -35,9 +35,20 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, SETS, engine_description, git_rev, index_dir, machine, open_retriever, prepare, say
+from bench.common import (
+    REPO,
+    SETS,
+    engine_description,
+    git_rev,
+    index_dir,
+    machine,
+    open_retriever,
+    prepare,
+    say,
+    shown_command,
+)
 
-__all__ = ["DECISION_SETS", "main", "reliability", "risk_coverage", "shown_command"]
+__all__ = ["DECISION_SETS", "main", "reliability", "risk_coverage"]
 
 #: set name -> (catalog source, query split or the bundled file)
 DECISION_SETS = ("bundled", "bundled_refined", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
@@ -356,28 +367,6 @@ def write_docs(results: dict[str, Any]) -> None:
     write_section("decisions", "\n".join(header) + format_tables(results), doc=DOC)
 
 
-#: Options whose value is a path of the machine that ran the command: not written into docs/.
-_PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks")
-
-
-def shown_command(raw: Sequence[str]) -> str:
-    """The command as docs/ show it: ``raw`` (the arguments) without the options that name a path of this
-    machine (:data:`_PATH_OPTIONS`, as ``--out F`` or ``--out=F``)."""
-    shown: list[str] = []
-    skip = False
-    for arg in raw:
-        if skip:
-            skip = False
-            continue
-        if arg in _PATH_OPTIONS:
-            skip = True
-            continue
-        if any(arg.startswith(f"{option}=") for option in _PATH_OPTIONS):
-            continue
-        shown.append(arg)
-    return " ".join(["python -m bench.decisions", *shown])
-
-
 def main(argv: list[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description="decision accuracy, risk-coverage, reliability and selection")
@@ -391,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="rule 5's operating point (Settings.execute_share; shipped 0.2; 0 turns it off) to "
                              "measure the trade-off of EXECUTE precision against coverage")
     args = parser.parse_args(raw)
-    args.command_line = shown_command(raw)
+    args.command_line = shown_command("bench.decisions", raw)
     results = run(args)
     out = Path(args.out) if args.out else _root(args) / "decisions.json"
     out.write_text(json.dumps(results, indent=1), encoding="utf-8")

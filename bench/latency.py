@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, engine_description, git_rev, machine, say
+from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
 from bench.datasets import bench_dir
 from bench.synthetic import make_catalog, make_queries
 
@@ -115,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"tools": args.tools, "models": models_label, "machine": machine(),
                               "engine": engine_description(),
                               "revision": git_rev(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                              "command": f"python -m bench.latency {' '.join(args.argv)}"}
+                              "command": shown_command("bench.latency", args.argv)}
     start = time.perf_counter()
     models = load_models(settings) if args.encoder == "real" else _standin_models(english)
     report["encoder"] = args.encoder
@@ -336,7 +336,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
     root = prepare(args.benchmarks, args.bench_dir)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
-                           "command": f"python -m bench.latency {' '.join(args.argv)}"}
+                           "command": shown_command("bench.latency", args.argv)}
     sample = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=index_dir(root))
     rows = [r for r in load_queries(REPO / "sample_tools" / "queries.yaml") if r.query.strip()][: args.n]
     seal = open_retriever(root, "seal_tools")

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.decisions import shown_command  # noqa: E402
+from bench.common import shown_command  # noqa: E402
 
 
 @pytest.mark.parametrize(("raw", "shown"), [
@@ -26,4 +26,9 @@ from bench.decisions import shown_command  # noqa: E402
      "python -m bench.decisions --sets bundled,seal_in --execute-share 0.3"),
 ])
 def test_shown_command_drops_machine_paths(raw: list[str], shown: str) -> None:
-    assert shown_command(raw) == shown
+    assert shown_command("bench.decisions", raw) == shown
+
+
+def test_the_latency_script_shows_its_command_the_same_way() -> None:
+    assert shown_command("bench.latency", ["--bench-dir", "/work/x", "tokens", "--benchmarks", "/data", "--n", "50"]) \
+        == "python -m bench.latency tokens --n 50"
