@@ -205,7 +205,7 @@ def _select_threshold(sim: simulate.Simulation, coef: np.ndarray, intercept: np.
 
 
 def _fit_models(z: np.ndarray, y: np.ndarray, right: np.ndarray, extra: np.ndarray,
-                skips: tuple[tuple[str, ...], tuple[str, ...]] = (TOOL_SKIPS, ())) -> tuple[Pair, Pair, Pair]:
+                skips: tuple[tuple[str, ...], tuple[str, ...]]) -> tuple[Pair, Pair, Pair]:
     """(tool, ambiguous, right) logistic models; class 0 is the event each one names.
 
     The tool and ambiguity models do not read the features of ``skips`` (one tuple each: their columns are
