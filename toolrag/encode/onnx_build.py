@@ -20,22 +20,19 @@ import hashlib
 import json
 import logging
 import os
-import shutil
-import tempfile
-import threading
-import time
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from toolrag.config import DATA_DIR_ENV, TEXT_BACKEND_ENV, data_dir
+from toolrag.config import TEXT_BACKEND_ENV, data_dir
+from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.fingerprint import weights_digest
 from toolrag.errors import ModelUnavailable, SettingsError
 
-__all__ = ["BUILD_MARKER", "TextBackend", "build_info", "onnx_text_folder", "text_backend"]
+__all__ = ["TextBackend", "build_info", "onnx_text_folder", "text_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +54,6 @@ DEFAULT_BACKEND = TextBackend.ONNX_INT8
 MIN_COSINE = {TextBackend.ONNX: 0.999, TextBackend.ONNX_INT8: 0.97}
 
 
-BUILD_MARKER = "toolrag_build.json"  # written last: a folder without it is not a finished build
 
 
 _BUILD_FORMAT = 1
@@ -89,9 +85,6 @@ def build_info(folder: Path) -> dict[str, Any]:
     return info
 
 
-_build_lock = threading.Lock()
-
-
 def onnx_text_folder(location: str, *, model_id: str, weights: str | None, local: bool,
                      backend: TextBackend) -> Path:
     """The ONNX folder of one text model and backend, building it on first use (tens of seconds).
@@ -104,37 +97,9 @@ def onnx_text_folder(location: str, *, model_id: str, weights: str | None, local
         raise ValueError("the torch backend has no ONNX folder")
     source = weights_digest(weights) if weights else "id"
     key = hashlib.sha256(f"{model_id}|{source}|{backend.value}|{_BUILD_FORMAT}".encode()).hexdigest()[:16]
-    parent = data_dir() / "models"
-    target = parent / f"text-onnx-{backend.value}-{key}"
-    if (target / BUILD_MARKER).is_file():
-        return target
-    with _build_lock:
-        if (target / BUILD_MARKER).is_file():
-            return target
-        try:
-            parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=parent))
-        except OSError as exc:
-            raise ModelUnavailable(f"cannot build the ONNX text model in {parent}: {exc}; "
-                                   f"set {DATA_DIR_ENV} to a writable folder") from exc
-        try:
-            started = time.perf_counter()
-            _build(location, tmp, model_id=model_id, local=local, backend=backend)
-            try:
-                os.replace(tmp, target)
-            except OSError:
-                if not (target / BUILD_MARKER).is_file():
-                    raise
-                log.info("another process built %s first; using it", target)
-            else:
-                log.info("built %s (%s, %s) in %.1f s", target, model_id, backend.value,
-                         time.perf_counter() - started)
-        except OSError as exc:
-            raise ModelUnavailable(f"cannot build the ONNX text model in {parent}: {exc}; "
-                                   f"set {DATA_DIR_ENV} to a writable folder") from exc
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    target = data_dir() / "models" / f"text-onnx-{backend.value}-{key}"
+    return built_folder(target, lambda tmp: _build(location, tmp, model_id=model_id, local=local, backend=backend),
+                        what=f"the ONNX text model {model_id} ({backend.value})")
 
 
 def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: TextBackend) -> None:
