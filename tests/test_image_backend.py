@@ -1,0 +1,144 @@
+"""The image model in ONNX Runtime (toolrag.encode.vision_onnx) against PyTorch, with the real packaged weights,
+and the once-built model folders (toolrag.encode.built_folder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from toolrag import config as cfg
+from toolrag.encode import built_folder as enc_built
+from toolrag.encode import vision as enc_vision
+from toolrag.encode import vision_onnx as enc_vonnx
+from toolrag.errors import ModelUnavailable, SettingsError
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+REPO = Path(__file__).resolve().parent.parent
+PHOTOS = [ASSETS / name for name in ("chelsea.jpg", "coffee.jpg", "astronaut.jpg", "invoice_en.png")]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The data dir test_encoders.py uses, so the ONNX image model is exported once per session."""
+    folder = tmp_path_factory.getbasetemp() / "toolrag-models-data"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(cfg.DATA_DIR_ENV, str(folder))
+        mp.delenv(cfg.IMAGE_BACKEND_ENV, raising=False)
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def both() -> tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncoder]:
+    return enc_vision.ImageFeatureEncoder(), enc_vision.ImageFeatureEncoder(backend="torch")
+
+
+def test_onnx_features_and_concepts_match_pytorch_on_real_photos(
+        both: tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncoder], models_dir: Path) -> None:
+    onnx, torch = both
+    assert onnx.backend is enc_vonnx.ImageBackend.ONNX and torch.backend is enc_vonnx.ImageBackend.TORCH
+    # different variants never share an index; the PyTorch fingerprint is the one indexes had before ONNX
+    assert onnx.fingerprint == torch.fingerprint + "|v=onnx" and "|v=" not in torch.fingerprint
+    photos = [p for p in PHOTOS if p.is_file()]
+    assert len(photos) == 4
+    got, ref = onnx.features(photos), torch.features(photos)
+    assert got.shape == ref.shape == (4, 1280)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.sum(got * ref, axis=1))) > 0.9999
+    for photo in photos[:2]:
+        assert [label for label, _ in onnx.concepts(photo, k=3)] == [label for label, _ in torch.concepts(photo, k=3)]
+    (folder,) = (models_dir / "models").glob("image-onnx-*")
+    info = json.loads((folder / enc_built.BUILD_MARKER).read_text(encoding="utf-8"))
+    assert info["min_cosine"] >= enc_vonnx.MIN_COSINE and info["max_probability_diff"] <= enc_vonnx.MAX_PROBABILITY_DIFF
+
+
+def test_the_onnx_image_model_never_imports_torch_once_built(
+        both: tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncoder], models_dir: Path) -> None:
+    both[0].features([PHOTOS[0]])  # built in this session's data dir
+    code = ("import sys; from toolrag.encode.vision import ImageFeatureEncoder as E; "
+            f"f = E().features([{str(PHOTOS[1])!r}]); print(f.shape, 'torch' in sys.modules)")
+    env = {**os.environ, cfg.DATA_DIR_ENV: str(models_dir), "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.strip() == "(1, 1280) False", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("backend", ["onnx", "torch"])
+def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A weights file that went bad after the fingerprint was taken: the PyTorch load, and the ONNX export of a
+    data dir without a built model, both name it; the failed export leaves no folder that could be used."""
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
+    fresh = enc_vision.ImageFeatureEncoder(backend=backend)
+    broken = tmp_path / "weights.pth"
+    broken.write_bytes(b"not a torch file")
+    fresh._path = broken
+    with pytest.raises(ModelUnavailable, match=r"cannot read the EfficientNet-Lite0 weights .*weights\.pth.*reinstall"):
+        fresh.features([ASSETS / "coffee.jpg"])
+    assert not list((tmp_path / "data").rglob("model.onnx"))
+
+
+def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.ONNX
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, " Torch ")
+    assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.TORCH
+    assert enc_vision.ImageFeatureEncoder().backend is enc_vonnx.ImageBackend.TORCH
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "gpu")
+    with pytest.raises(SettingsError, match=r"'gpu' is not one of onnx, torch; fix TOOLRAG_IMAGE_BACKEND"):
+        enc_vision.ImageFeatureEncoder()
+
+
+# --- built_folder: pure logic with stand-in builds ---------------------------------------------------------
+def _finished(folder: Path) -> None:
+    (folder / "weights.bin").write_bytes(b"w")
+    (folder / enc_built.BUILD_MARKER).write_text("{}", encoding="utf-8")
+
+
+def test_built_folder_builds_once_and_renames_into_place(tmp_path: Path) -> None:
+    calls: list[Path] = []
+
+    def build(folder: Path) -> None:
+        calls.append(folder)
+        assert folder.parent == tmp_path and folder.name.startswith(".model.tmp-") and not any(folder.iterdir())
+        _finished(folder)
+
+    target = tmp_path / "model"
+    assert enc_built.built_folder(target, build, what="a model") == target
+    assert enc_built.built_folder(target, build, what="a model") == target
+    assert len(calls) == 1 and (target / "weights.bin").is_file() and not calls[0].exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary folder left
+
+
+def test_a_failed_or_unfinished_build_leaves_nothing_usable(tmp_path: Path) -> None:
+    target = tmp_path / "model"
+
+    def fails(folder: Path) -> None:
+        (folder / "weights.bin").write_bytes(b"half")
+        raise ModelUnavailable("export failed")
+
+    with pytest.raises(ModelUnavailable, match="export failed"):
+        enc_built.built_folder(target, fails, what="a model")
+    with pytest.raises(ModelUnavailable, match="the build of a model ended without its marker file"):
+        enc_built.built_folder(target, lambda folder: (folder / "weights.bin").write_bytes(b"w"), what="a model")
+    assert list(tmp_path.iterdir()) == []
+    target.mkdir()  # a folder without a marker (an older version's unfinished one) is rebuilt, not used
+    (target / "stale.bin").write_bytes(b"old")
+    enc_built.built_folder(target, _finished, what="a model")
+    assert sorted(p.name for p in target.iterdir()) == [enc_built.BUILD_MARKER, "weights.bin"]
+
+
+def test_built_folder_clears_old_leftovers_and_names_an_unwritable_parent(tmp_path: Path) -> None:
+    old, recent = tmp_path / ".model.tmp-old", tmp_path / ".other.tmp-recent"
+    old.mkdir()
+    recent.mkdir()
+    os.utime(old, (0, 0))  # left by a build that crashed long ago
+    enc_built.built_folder(tmp_path / "model", _finished, what="a model")
+    assert not old.exists() and recent.exists()  # a recent one may belong to a build running now
+    blocker = tmp_path / "file"
+    blocker.write_text("x", encoding="utf-8")
+    with pytest.raises(ModelUnavailable, match=r"cannot build a model in .*file.*set TOOLRAG_DATA_DIR"):
+        enc_built.built_folder(blocker / "model", _finished, what="a model")
