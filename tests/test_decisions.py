@@ -73,6 +73,36 @@ def test_simulated_requests_get_the_vectors_a_search_gets(sample_retriever: Any)
                                            models.english.encode_queries([english_reading(texts[i]) for i in chinese]))
 
 
+def test_no_tool_request_vectors_are_encoded_once_per_model_not_per_data_folder(
+        sample_retriever: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two indexes in two data folders share the bundled no-tool requests' vectors, cached beside the built
+    models: the second calibrator reads them and encodes nothing."""
+    import dataclasses
+
+    from toolrag.config import DATA_DIR_ENV
+    from toolrag.search.calibration import DecisionCalibrator
+
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "shared"))
+    models = sample_retriever.models
+    first = DecisionCalibrator(models, folder=tmp_path / "one" / "decisions").chat_vectors()
+    cached = sorted(p.name for p in (tmp_path / "shared" / "models" / "no-tool-requests").iterdir())
+    assert len(cached) == 2 and all(n.startswith("chat-") and n.endswith(".npy") for n in cached)
+
+    class Refuses:
+        def __init__(self, model: Any) -> None:
+            self.fingerprint = model.fingerprint
+
+        def encode_queries(self, texts: list[str]) -> np.ndarray:
+            raise AssertionError(f"encoded {len(texts)} no-tool requests again")
+
+    refusing = dataclasses.replace(models, text=Refuses(models.text), english=Refuses(models.english))
+    second = DecisionCalibrator(refusing, folder=tmp_path / "two" / "decisions").chat_vectors()
+    assert second.keys() == first.keys() == {"dense", "dense_en"}
+    for signal in first:
+        np.testing.assert_array_equal(second[signal], first[signal])
+    assert not (tmp_path / "two").exists()  # nothing written into the second index's folder
+
+
 def test_simulated_requests_read_a_web_address_as_a_search_does(sample_retriever: Any) -> None:
     # The bundled catalog has example requests with an address ("summarize https://blog.example.com/..."): the
     # simulation reads them as a search does ("the web page URL"), and the tool's texts lose the example as written.

@@ -3,7 +3,9 @@
 The model is keyed by the catalog (every tool's embedded and keyword text, deprecation, priority), the text
 models' fingerprints, the fusion weights and the bundled no-tool requests; it is stored as JSON next to the
 index (``<data dir>/decisions/<key>.json``, written atomically) and refitted when any of them changes. The
-bundled no-tool requests are encoded once per model and cached there too (``chat-<key>.npy``).
+bundled no-tool requests are encoded once per model and cached beside the built models
+(``$TOOLRAG_DATA_DIR/models/no-tool-requests/chat-<key>.npy``), so an index in a new data folder does not
+encode them again.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
-from toolrag.errors import StoreError
+from toolrag.errors import SettingsError, StoreError
 from toolrag.files import write_atomic
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tokenize import LEXICAL_VERSION
@@ -209,7 +212,7 @@ class DecisionCalibrator:
 
     def chat_vectors(self) -> dict[str, np.ndarray]:
         """The bundled no-tool requests' vectors per text signal (``dense_en`` rows of Chinese ones: NaN),
-        encoded once per model and cached in the data folder."""
+        encoded once per model and cached beside the built models."""
         if self._chat is not None:
             return self._chat
         with self._lock:
@@ -226,7 +229,8 @@ class DecisionCalibrator:
         fingerprint = str(getattr(encoder, "fingerprint", signal))
         if signal == "dense_en":  # its Chinese rows are glosses
             fingerprint += f"|{gloss_key()}"
-        file = self.folder / f"chat-{simulate.chat_key(texts, fingerprint)}.npy" if self.folder else None
+        name = f"chat-{simulate.chat_key(texts, fingerprint)}.npy"
+        file = _chat_folder(self.folder) / name if self.folder is not None else None  # None: memory only
         if file is not None and file.is_file():
             try:
                 matrix = np.load(file, allow_pickle=False)
@@ -274,6 +278,15 @@ def _token_counter(encoder: object) -> Callable[[str], int]:
     if tokenizer is None:
         return lambda text: max(1, len(text.split()))
     return lambda text: max(1, len(tokenizer(text, add_special_tokens=False)["input_ids"]))
+
+
+def _chat_folder(own: Path) -> Path:
+    """Where the no-tool requests' vectors are cached: beside the built models (they depend on the models and
+    the bundled requests only, not on the catalog), else in the retriever's own folder ``own``."""
+    try:
+        return data_dir() / "models" / "no-tool-requests"
+    except SettingsError:  # the shared data dir cannot be created: keep them with this index
+        return own
 
 
 def _save_npy(file: Path, matrix: np.ndarray) -> None:
