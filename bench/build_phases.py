@@ -1,5 +1,6 @@
 """Where a fresh build's time goes: one build of a synthetic catalog with the real models, split into its
-phases (wall and CPU seconds of this process), for a before/after check of an indexing change.
+phases (wall and CPU seconds of this process) and the process's peak resident memory, for a before/after check
+of an indexing change.
 
     python -m bench.build_phases --tools 10000            # the latency run's synthetic catalog, a new index
     python -m bench.build_phases --tools 3000 --image-every 500
@@ -12,6 +13,7 @@ before the clock starts. CPU seconds above the wall seconds mean both cores were
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import tempfile
 import time
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     rest = wall - sum(w for w, _ in spent.values())
     print(f"| everything else | {rest:.1f} | {cpu - sum(c for _, c in spent.values()):.1f} |")
     print(f"| **build** ({args.tools / wall:.1f} tools/s) | {wall:.1f} | {cpu:.1f} |")
+    print(f"peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
     return 0
 
 

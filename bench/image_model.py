@@ -2,11 +2,13 @@
 the time per image after it. Each backend runs in its own new process, alternating, so each pays its loads.
 
     python -m bench.image_model              # 3 rounds, the pictures in assets/
-    python -m bench.image_model --rounds 5
+    python -m bench.image_model --rounds 5 --searches 20
 
 The ONNX model is exported first if this data dir has none (not timed). Prints one row per backend: the first
 image (load included; median over the rounds), the memory the load added (resident set, MB), the p50 per
-image of the pictures after it, and whether torch was imported.
+image of the pictures after it, and whether torch was imported. ``--searches N`` also reads bench.latency's N
+request images as a search reads them (OCR and the image model side by side, the query analyser's image cache
+emptied before each), every backend in turn in this process, ``--rounds`` times.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 from bench.common import REPO, machine, say
 
@@ -49,6 +52,7 @@ print(json.dumps({"first_ms": first * 1000, "rss_mb": added, "p50_ms": float(np.
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3, help="new processes per backend")
+    parser.add_argument("--searches", type=int, default=0, help="request images read as a search reads them")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -71,7 +75,40 @@ def main(argv: list[str] | None = None) -> int:
         med = {key: statistics.median(float(r[key]) for r in rows) for key in ("first_ms", "rss_mb", "p50_ms")}
         print(f"| {backend} | {med['first_ms']:.0f} | {med['rss_mb']:.0f} | {med['p50_ms']:.1f} | "
               f"{'yes' if rows[0]['torch'] else 'no'} |")
+    if args.searches:
+        _searches(args.searches, args.rounds)
     return 0
+
+
+def _searches(n: int, rounds: int) -> None:
+    from bench.latency import _image_queries
+    from toolrag.encode.models import load_models
+    from toolrag.encode.vision import ImageFeatureEncoder
+    from toolrag.search.query import QueryAnalyzer
+    from toolrag.settings import Settings
+
+    settings = Settings()
+    models = load_models(settings)
+    models.get_ocr()
+    queries = _image_queries(n)
+    encoders = {b: ImageFeatureEncoder(backend=b) for b in ("onnx", "torch")}
+    spent: dict[str, list[float]] = {b: [] for b in encoders}
+    for round_ in range(rounds):
+        for backend, encoder in encoders.items():
+            say(f"searches, round {round_ + 1}/{rounds}: {backend}")
+            models.image = encoder
+            analyzer = QueryAnalyzer(models)
+            analyzer.analyze(queries[0][0], image=queries[0][1], settings=settings)  # loads the model: not timed
+            for text, image in queries:
+                analyzer._images = type(analyzer._images)(analyzer.cache_size)  # nothing cached
+                start = time.perf_counter()
+                analyzer.analyze(text, image=image, settings=settings)
+                spent[backend].append((time.perf_counter() - start) * 1000)
+    print(f"\n{n} request images (bench.latency's) read as a search reads them, {rounds} rounds in turn")
+    print("| backend | p50 ms | mean ms |")
+    print("|---|---|---|")
+    for backend, times in spent.items():
+        print(f"| {backend} | {statistics.median(times):.0f} | {statistics.mean(times):.0f} |")
 
 
 if __name__ == "__main__":

@@ -127,12 +127,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     catalog = load_catalog(folder)
     report["catalog_load_s"] = time.perf_counter() - start
     say(f"catalog of {len(catalog)} tools loaded and validated in {report['catalog_load_s']:.1f}s")
+    new_index = not data_dir.exists()  # an existing one is only brought up to date (a changed model, say)
     start = time.perf_counter()
     retriever = ToolRetriever.from_catalog(catalog, settings=settings, data_dir=data_dir, models=models)
     build_s = time.perf_counter() - start
     encoded = retriever.index.encoded_last_sync
     say(f"index open/build: {build_s:.1f}s, {encoded} texts/images encoded")
-    if encoded:
+    if encoded and new_index:
         report["build"] = {"seconds": build_s, "encoded": encoded, "tools_per_s": args.tools / build_s,
                            "peak_rss_mb": _rss_mb(), "rss_before_mb": report["rss_after_models_mb"],
                            "catalog_load_s": report["catalog_load_s"], "date": report["date"]}
