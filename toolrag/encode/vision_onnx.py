@@ -1,15 +1,15 @@
 """EfficientNet-Lite0 in ONNX Runtime: exported once from the packaged weights and checked against PyTorch.
 
-Why: in PyTorch the first image a process reads pays for importing torch (about 2.6 s and 250 MB here) and
-each image costs about 15 ms; exported to ONNX, the same network loads in a tenth of a second in ONNX Runtime
-(already loaded for the text models and OCR) and reads an image in a few milliseconds, so a process that
-indexes example images or searches with an image never imports torch (docs/benchmarks.md, "Where the time
-goes"). The file is derived only from the packaged weights, lives in
-``data_dir()/models/image-onnx-<digest>`` and is built once, like the ONNX text models
+Why: in PyTorch the first image a process reads pays for importing torch and loading the weights (about 2 s
+and 500 MB here); exported to ONNX, the same network loads in about a tenth of a second in ONNX Runtime (already
+loaded for the text models and OCR) and adds about 70 MB, and an image costs about half as long, so a process
+that indexes example images or searches with an image never imports torch (``python -m bench.image_model``;
+docs/benchmarks.md, "Where the time goes"). The file is derived only from the packaged weights, lives in
+``data_dir()/models/image-onnx-<digest>-<format>`` and is built once, like the ONNX text models
 (:func:`toolrag.encode.built_folder.built_folder`). Before a build is accepted its pooled features and class
 probabilities are compared with PyTorch's on fixed probe inputs; a build below :data:`MIN_COSINE` is refused.
 ``TOOLRAG_IMAGE_BACKEND=torch`` runs the network in PyTorch instead (its own fingerprint: the two give
-features that differ in the seventh decimal, and an index never mixes them).
+features at a cosine above 0.99999 to each other, close but not identical, and an index never mixes them).
 """
 
 from __future__ import annotations
