@@ -160,6 +160,22 @@ def test_a_failed_or_unfinished_build_leaves_nothing_usable(tmp_path: Path) -> N
     assert sorted(p.name for p in target.iterdir()) == [enc_built.BUILD_MARKER, "weights.bin"]
 
 
+def test_when_another_process_finishes_first_its_folder_is_used(tmp_path: Path) -> None:
+    """Two processes building at once: the one that renames second finds a finished folder in place, keeps it and
+    removes its own copy."""
+    target = tmp_path / "model"
+
+    def raced(folder: Path) -> None:
+        target.mkdir()  # the other process renamed its finished build into place meanwhile
+        (target / "theirs.bin").write_bytes(b"t")
+        (target / enc_built.BUILD_MARKER).write_text("{}", encoding="utf-8")
+        _finished(folder)
+
+    assert enc_built.built_folder(target, raced, what="a model") == target
+    assert sorted(p.name for p in target.iterdir()) == sorted([enc_built.BUILD_MARKER, "theirs.bin"])
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+
+
 def test_built_folder_clears_old_leftovers_and_names_an_unwritable_parent(tmp_path: Path) -> None:
     old, recent = tmp_path / ".model.tmp-old", tmp_path / ".other.tmp-recent"
     old.mkdir()
