@@ -29,6 +29,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settings", default="100:16,50:12,32:16,32:8",
                         help="ef_construction:max_neighbors pairs (Chroma's default is 100:16)")
     args = parser.parse_args(argv)
+    if args.rows < 10:
+        parser.error(f"--rows must be at least 10 (a query asks for 10 neighbours), got {args.rows}")
+    settings: list[tuple[int, int]] = []
+    for setting in args.settings.split(","):
+        try:
+            ef, neighbors = (int(x) for x in setting.split(":"))
+        except ValueError:
+            parser.error(f"--settings: {setting!r} is not ef_construction:max_neighbors (two whole numbers, as 100:16)")
+        settings.append((ef, neighbors))
     import chromadb
 
     rng = np.random.default_rng(0)
@@ -40,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{args.rows:,} rows of 384-d unit vectors, written in blocks of 1,024; {machine()}")
     print("| ef_construction:max_neighbors | write s | rows/s | recall@10 of the graph |")
     print("|---|---|---|---|")
-    for setting in args.settings.split(","):
-        ef, neighbors = (int(x) for x in setting.split(":"))
+    for ef, neighbors in settings:
+        setting = f"{ef}:{neighbors}"
         folder = Path(tempfile.mkdtemp(prefix="chroma-writes-"))
         try:
             client = chromadb.PersistentClient(path=str(folder))

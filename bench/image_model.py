@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    if args.searches < 0:
+        parser.error(f"--searches must be 0 (none) or more, got {args.searches}")
     from toolrag.encode.vision import ImageFeatureEncoder
 
     pictures = sorted(str(p) for p in (REPO / "assets").iterdir() if p.suffix in {".png", ".jpg"})

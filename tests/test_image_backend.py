@@ -121,6 +121,22 @@ def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
         enc_vision.ImageFeatureEncoder()
 
 
+def test_choice_setting_reads_value_then_environment_then_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one parser behind TOOLRAG_IMAGE_BACKEND and TOOLRAG_TEXT_BACKEND."""
+    monkeypatch.delenv("TOOLRAG_TEST_CHOICE", raising=False)
+    pick = {"env": "TOOLRAG_TEST_CHOICE", "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
+    assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
+    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "  ")  # blank: the default
+    assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
+    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "TORCH")
+    assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.TORCH
+    assert cfg.choice_setting(enc_vonnx.ImageBackend, " onnx ", **pick) is enc_vonnx.ImageBackend.ONNX  # value wins
+    onnx = enc_vonnx.ImageBackend.ONNX
+    assert cfg.choice_setting(enc_vonnx.ImageBackend, onnx, **pick) is onnx  # a member as it is
+    with pytest.raises(SettingsError, match=r"test backend 'cuda' is not one of onnx, torch; fix TOOLRAG_TEST_CHOICE"):
+        cfg.choice_setting(enc_vonnx.ImageBackend, "cuda", **pick)
+
+
 # --- built_folder: pure logic with stand-in builds ---------------------------------------------------------
 def _finished(folder: Path) -> None:
     (folder / "weights.bin").write_bytes(b"w")

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import logging
 import os
+from enum import Enum
 from pathlib import Path
+from typing import TypeVar
 
 from toolrag.errors import SettingsError
 
@@ -29,6 +31,7 @@ __all__ = [
     "RERANK_ENV",
     "TEXT_BACKEND_ENV",
     "TEXT_MODEL_ENV",
+    "choice_setting",
     "configure_environment",
     "data_dir",
     "env_setting",
@@ -82,6 +85,21 @@ def optional_setting(value: object, *, name: str) -> str | None:
         raise SettingsError(f"{name} is {value!r}; give a model name, a folder or a Hub id as text, "
                             "or none to turn it off")
     return value.strip()
+
+
+_Choice = TypeVar("_Choice", bound=Enum)
+
+
+def choice_setting(kind: type[_Choice], value: str | _Choice | None, *, env: str, default: _Choice,
+                   what: str) -> _Choice:
+    """``value``, else the environment variable ``env``, else ``default``, as a member of the str enum ``kind``
+    (case and surrounding spaces ignored); SettingsError naming ``what``, the choices and the variable to fix."""
+    raw = value if value is not None else os.environ.get(env, "").strip() or default
+    try:
+        return kind(raw.strip().lower() if isinstance(raw, str) else raw)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise SettingsError(f"{what} {raw!r} is not one of {choices}; fix {env}") from None
 
 
 def env_setting(name: str, default: str | None) -> str | None:

@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import TEXT_BACKEND_ENV, data_dir
+from toolrag.config import TEXT_BACKEND_ENV, choice_setting, data_dir
 from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.fingerprint import weights_digest
-from toolrag.errors import ModelUnavailable, SettingsError
+from toolrag.errors import ModelUnavailable
 
 __all__ = ["TextBackend", "build_info", "onnx_text_folder", "text_backend"]
 
@@ -53,9 +53,6 @@ DEFAULT_BACKEND = TextBackend.ONNX_INT8
 #: The least cosine to sentence-transformers' vector, over the probe texts, that a build must reach.
 MIN_COSINE = {TextBackend.ONNX: 0.999, TextBackend.ONNX_INT8: 0.97}
 
-
-
-
 _BUILD_FORMAT = 1
 
 
@@ -71,12 +68,7 @@ _PROBES = (
 
 def text_backend(value: str | TextBackend | None = None) -> TextBackend:
     """The backend named by ``value``, else by ``TOOLRAG_TEXT_BACKEND``, else :data:`DEFAULT_BACKEND`."""
-    raw = value if value is not None else os.environ.get(TEXT_BACKEND_ENV, "").strip() or DEFAULT_BACKEND
-    try:
-        return TextBackend(raw.strip().lower() if isinstance(raw, str) else raw)
-    except ValueError:
-        choices = ", ".join(b.value for b in TextBackend)
-        raise SettingsError(f"text backend {raw!r} is not one of {choices}; fix {TEXT_BACKEND_ENV}") from None
+    return choice_setting(TextBackend, value, env=TEXT_BACKEND_ENV, default=DEFAULT_BACKEND, what="text backend")
 
 
 def build_info(folder: Path) -> dict[str, Any]:

@@ -15,7 +15,6 @@ features at a cosine above 0.99999 to each other, close but not identical, and a
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Callable
 from enum import Enum
@@ -24,11 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import IMAGE_BACKEND_ENV, data_dir
+from toolrag.config import IMAGE_BACKEND_ENV, choice_setting, data_dir
 from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.onnx_text import default_threads
-from toolrag.errors import ModelUnavailable, SettingsError
+from toolrag.errors import ModelUnavailable
 
 __all__ = ["ImageBackend", "OnnxImageRuntime", "image_backend", "onnx_image_folder", "torch_runner"]
 
@@ -50,12 +49,7 @@ _BUILD_FORMAT = 1
 
 def image_backend(value: str | ImageBackend | None = None) -> ImageBackend:
     """The backend named by ``value``, else by ``TOOLRAG_IMAGE_BACKEND``, else ``onnx``."""
-    raw = value if value is not None else os.environ.get(IMAGE_BACKEND_ENV, "").strip() or ImageBackend.ONNX
-    try:
-        return ImageBackend(raw.strip().lower() if isinstance(raw, str) else raw)
-    except ValueError:
-        choices = ", ".join(b.value for b in ImageBackend)
-        raise SettingsError(f"image backend {raw!r} is not one of {choices}; fix {IMAGE_BACKEND_ENV}") from None
+    return choice_setting(ImageBackend, value, env=IMAGE_BACKEND_ENV, default=ImageBackend.ONNX, what="image backend")
 
 
 def onnx_image_folder(digest: str, load_torch: Callable[[], tuple[Any, Any]]) -> Path:
