@@ -478,3 +478,27 @@ def test_missing_package_names_what_to_install() -> None:
 def test_image_models_are_shared(effnet: enc_vision.ImageFeatureEncoder) -> None:
     assert enc_models.get_image_encoder() is effnet and enc_models.get_ocr() is enc_models.get_ocr()
     assert effnet.fingerprint.startswith("efficientnet-lite0-imagenet1k|dim=1280|w=")
+
+
+def test_quantiser_hint_is_dropped_without_configuring_logging(capsys: pytest.CaptureFixture[str]) -> None:
+    # ONNX Runtime's quantiser calls logging.warning(...) on the root logger: without handlers that runs
+    # logging.basicConfig() and leaves the caller's application with a root handler. Inside the block the hint is
+    # dropped, no handler is left behind, and any other warning still reaches stderr.
+    import logging
+
+    from toolrag.encode.onnx_build import root_warning_dropped
+
+    root = logging.getLogger()
+    saved = root.handlers[:]
+    root.handlers.clear()
+    try:
+        with root_warning_dropped("Please consider to run pre-processing"):
+            logging.warning("Please consider to run pre-processing before quantization. Refer to example")
+            logging.warning("another warning")
+        assert root.handlers == []
+        assert root.filters == []
+    finally:
+        root.handlers[:] = saved
+    err = capsys.readouterr().err
+    assert "pre-processing" not in err
+    assert "another warning" in err

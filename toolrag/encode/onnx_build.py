@@ -20,6 +20,8 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -54,6 +56,34 @@ DEFAULT_BACKEND = TextBackend.ONNX_INT8
 MIN_COSINE = {TextBackend.ONNX: 0.999, TextBackend.ONNX_INT8: 0.97}
 
 _BUILD_FORMAT = 1
+#: ONNX Runtime's quantiser asks for its shape pre-processing on every call (the graph here is fused already).
+_PREPROCESS_HINT = "Please consider to run pre-processing before quantization"
+
+
+@contextmanager
+def root_warning_dropped(prefix: str) -> Iterator[None]:
+    """Drop records of the root logger whose message starts with ``prefix`` while the block runs.
+
+    ONNX Runtime's quantiser warns through ``logging.warning``, which on a root logger without handlers also
+    calls ``logging.basicConfig()``: the first build of a model would print the hint and leave the caller's
+    application with a root handler it never asked for. While the block runs, a root logger without handlers
+    gets ``logging.lastResort`` (what an unhandled warning reaches anyway), so nothing is configured and any
+    other warning still prints as before; both are taken away afterwards."""
+    root = logging.getLogger()
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(prefix)
+
+    stand_in = logging.lastResort if not root.handlers else None
+    if stand_in is not None:
+        root.addHandler(stand_in)
+    root.addFilter(keep)
+    try:
+        yield
+    finally:
+        root.removeFilter(keep)
+        if stand_in is not None:
+            root.removeHandler(stand_in)
 
 
 _PROBES = (
@@ -132,8 +162,9 @@ def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: 
         # batch depend a little on each other (queries are therefore encoded one by one). Keeping the
         # feed-forward output projections in fp32 brings e5 from cosine 0.997 to 0.999 but doubles its cost;
         # the shipped fusion does not need it (docs/benchmarks.md, "Text encoders").
-        quantize_dynamic(fused, final, weight_type=QuantType.QInt8, per_channel=True,
-                         extra_options={"DefaultTensorType": TensorProto.FLOAT})
+        with root_warning_dropped(_PREPROCESS_HINT):
+            quantize_dynamic(fused, final, weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": TensorProto.FLOAT})
     else:
         os.replace(fused, final)
     for leftover in (raw, fused):
