@@ -48,7 +48,7 @@ from bench.common import (
     shown_command,
 )
 
-__all__ = ["DECISION_SETS", "main", "reliability", "risk_coverage"]
+__all__ = ["DECISION_SETS", "SetOpener", "auc", "main", "reliability", "risk_coverage"]
 
 #: set name -> (catalog source, query split or the bundled file)
 DECISION_SETS = ("bundled", "bundled_refined", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
@@ -245,59 +245,78 @@ def _cache(retriever: Any, root: Path, name: str) -> _CachedAnalyzer:
     return cached
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    from toolrag import load_queries
-    from toolrag.encode.models import load_models
-    from toolrag.settings import Settings
+class SetOpener:
+    """Opens each set's retriever once per catalog (with its query-analysis cache) and yields its labelled rows,
+    the model fitted from its catalog alone (:func:`run`; ``bench.ceilings`` reads the same rows)."""
 
-    models = load_models(Settings())
-    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
-                               "engine": engine_description(), "command": args.command_line, "sets": {}}
-    root = None
-    retrievers: dict[str, Any] = {}
-    caches: list[_CachedAnalyzer] = []
-    for name in args.sets.split(","):
-        start = time.perf_counter()
+    def __init__(self, args: argparse.Namespace, models: Any) -> None:
+        self.args, self.models = args, models
+        self.root: Path | None = None
+        self.retrievers: dict[str, Any] = {}
+        self.caches: list[_CachedAnalyzer] = []
+
+    def rows(self, name: str) -> tuple[Any, list[Any], dict[str, Any]]:
+        """(retriever, labelled rows, fit summary) of set ``name``; ``bundled_refined`` refines the bundled
+        catalog's model with the even rows and returns the odd ones (:meth:`restore` undoes the refinement)."""
+        from toolrag import load_queries
+
+        args, models = self.args, self.models
         if name in ("bundled", "bundled_refined"):
-            if "bundled" not in retrievers:
-                retrievers["bundled"] = _bundled(args, models)
-                caches.append(_cache(retrievers["bundled"][0], _root(args), "bundled"))
-            retriever, rows = retrievers["bundled"]
-            model = retriever.decision_model()
-            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
+            if "bundled" not in self.retrievers:
+                self.retrievers["bundled"] = _bundled(args, models)
+                self.caches.append(_cache(self.retrievers["bundled"][0], _root(args), "bundled"))
+            retriever, rows = self.retrievers["bundled"]
+            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **retriever.decision_model().summary}
             if name == "bundled_refined":
                 retriever.refine_decisions(rows[0::2])
                 rows = rows[1::2]
                 fit = {"refined_with": len(rows), **retriever.decision_model().summary}
-            outcome = run_rows(retriever, _limit(rows, args.limit), execute_share=args.execute_share)
-            if name == "bundled_refined":  # back to the catalog-only model for later sets
-                retriever.decisions.fit(retriever.index.snapshot, retriever.settings)
-        elif name in REPO_SETS:
+            return retriever, _limit(rows, args.limit), fit
+        if name in REPO_SETS:
             catalog, queries = REPO_SETS[name]
-            if catalog not in retrievers:
+            if catalog not in self.retrievers:
                 from toolrag.search.retriever import ToolRetriever
 
                 folder = index_dir(Path(args.bench_dir) if args.bench_dir else _root(args)) / "repo" / Path(catalog).stem
-                retrievers[catalog] = ToolRetriever.from_catalog(REPO / catalog, data_dir=folder, models=models)
-                caches.append(_cache(retrievers[catalog], _root(args), "published_mcp"))
-            retriever = retrievers[catalog]
-            model = retriever.decision_model()
-            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
-            outcome = run_rows(retriever, _limit(load_queries(REPO / queries), args.limit),
-                               execute_share=args.execute_share)
+                self.retrievers[catalog] = ToolRetriever.from_catalog(REPO / catalog, data_dir=folder, models=models)
+                self.caches.append(_cache(self.retrievers[catalog], _root(args), "published_mcp"))
+            retriever = self.retrievers[catalog]
+            query_file = REPO / queries
         else:
-            root = root or prepare(args.benchmarks, args.bench_dir)
+            self.root = self.root or prepare(args.benchmarks, args.bench_dir)
             spec = SETS[name]
-            if spec.source not in retrievers:
-                retrievers[spec.source] = open_retriever(root, spec.source, models=models)
-                caches.append(_cache(retrievers[spec.source], root, spec.source))
-            retriever = retrievers[spec.source]
-            model = retriever.decision_model()
-            fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **model.summary}
-            outcome = run_rows(retriever, _limit(load_queries(spec.queries_file(root)), args.limit),
-                               execute_share=args.execute_share)
-        for cache in caches:
+            if spec.source not in self.retrievers:
+                self.retrievers[spec.source] = open_retriever(self.root, spec.source, models=models)
+                self.caches.append(_cache(self.retrievers[spec.source], self.root, spec.source))
+            retriever = self.retrievers[spec.source]
+            query_file = spec.queries_file(self.root)
+        fit = {"seconds": round(retriever.decisions.last_fit_seconds, 1), **retriever.decision_model().summary}
+        return retriever, _limit(load_queries(query_file), args.limit), fit
+
+    def restore(self, name: str) -> None:
+        """Back to the catalog-only model after ``bundled_refined``, for later sets."""
+        if name == "bundled_refined":
+            retriever = self.retrievers["bundled"][0]
+            retriever.decisions.fit(retriever.index.snapshot, retriever.settings)
+
+    def save(self) -> None:
+        for cache in self.caches:
             cache.save()
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from toolrag.encode.models import load_models
+    from toolrag.settings import Settings
+
+    opener = SetOpener(args, load_models(Settings()))
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
+                               "engine": engine_description(), "command": args.command_line, "sets": {}}
+    for name in args.sets.split(","):
+        start = time.perf_counter()
+        retriever, rows, fit = opener.rows(name)
+        outcome = run_rows(retriever, rows, execute_share=args.execute_share)
+        opener.restore(name)
+        opener.save()
         results["sets"][name] = summarise(name, outcome, fit=fit)
         results.setdefault("rows", {})[name] = [r.__dict__ for r in outcome]
         say(f"{name}: {len(outcome)} rows in {time.perf_counter() - start:.0f}s: " + ", ".join(
