@@ -14,6 +14,7 @@ before the clock starts. CPU seconds above the wall seconds mean both cores were
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import tempfile
@@ -26,7 +27,7 @@ from bench.common import REPO, machine  # also sets the offline, no-telemetry en
 from bench.datasets import bench_dir
 from bench.synthetic import make_catalog
 
-__all__ = ["main"]
+__all__ = ["ceiling_line", "main"]
 
 #: (label, module, attribute): the phases of ToolIndex._sync and the decision model's fit.
 _PHASES = (
@@ -106,7 +107,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"| everything else | {rest:.1f} | {cpu - sum(c for _, c in spent.values()):.1f} |")
     print(f"| **build** ({args.tools / wall:.1f} tools/s) | {wall:.1f} | {cpu:.1f} |")
     print(f"peak resident memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MB")
+    text = spent.get(_PHASES[0][0])
+    if text:
+        print(ceiling_line(args.tools, text_wall=text[0], cpu=cpu, cores=os.cpu_count() or 1))
     return 0
+
+
+def ceiling_line(tools: int, *, text_wall: float, cpu: float, cores: int) -> str:
+    """What this build's own numbers allow: the rate if the tool-text phase were all there is
+    (``tools / text_wall``), and the rate if the build's CPU seconds were spread over every core with no idle
+    moment (``tools * cores / cpu``). A rate target above either cannot be met by scheduling the same work
+    differently: only by doing less of it."""
+    return (f"ceilings: the tool texts alone {tools / text_wall:.1f} tools/s; this build's {cpu:.1f} CPU s on "
+            f"{cores} cores with no idle moment {tools * cores / cpu:.1f} tools/s")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,305 @@
+"""How far any decision over these results could go: ceilings of issue 10's targets, with the answers known.
+
+``python -m bench.decisions`` measures the shipped decision, fitted from each catalog alone. This script asks a
+different question: with the *same* results (the same ranking, the same decision features, the shipped model's
+own probabilities and decision), how well could a decision do if it were fitted on the set's own labels? Every
+row runs through ``ToolRetriever.search`` with the shipped settings (``bench.decisions.SetOpener``: the same
+sets, indexes and caches), and then, for each set:
+
+- **no tool** (sets with rows that need none): out-of-fold P(no tool) of a logistic regression and of
+  gradient-boosted trees fitted on the set's own labels (5-fold stratified cross-fitting, fixed seeds) over the
+  decision features plus the shipped model's three probabilities and its decision; their AUC, and the accuracy
+  at the best threshold chosen *with the labels* (optimistic on purpose: a ceiling). The shipped P(no tool) at
+  its best threshold is beside them.
+- **EXECUTE precision**: only rows whose top tool is right can be called rightly, so no decision calls more
+  than ``top-1 / 0.9`` of the rows that need a tool at 90% precision (the oracle column, which knows which
+  calls are right); the columns beside it give the share that the shipped P(right) and a cross-fitted P(right)
+  (same features, the set's labels) can call at 90% precision.
+- **the operating point**: decision accuracy per set had the model turned requests away from a lower
+  P(no tool) than the shipped 0.5 (what one global threshold trades between sets).
+- **bundled**: a three-class model of the expected decision (EXECUTE / CLARIFY / NO_TOOL), cross-fitted on
+  the bundled rows: its decision accuracy and CLARIFY recall against the shipped decision's.
+
+    python -m bench.ceilings                        # every set of bench.decisions but bundled_refined
+    python -m bench.ceilings --sets bundled,metatool_task1
+    python -m bench.ceilings --write-docs           # ... and its section of docs/decisions.md
+
+A ceiling under a target says that the target cannot be met by any decision rule or model over these
+results: what would have to change is the ranking or the features (the models that read the requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
+from bench.decisions import DECISION_SETS, SetOpener, _root, auc
+
+__all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "main", "max_coverage_at", "with_no_tool_threshold"]
+
+DOC = REPO / "docs" / "decisions.md"
+#: Precision at which the coverage columns are read (issue 10's EXECUTE-precision target).
+PRECISION = 0.9
+FOLDS = 5
+#: P(no tool) thresholds of the operating-point table (the shipped one is 0.5).
+THRESHOLDS = (0.5, 0.4, 0.3, 0.2)
+_DECISIONS = ("EXECUTE", "CLARIFY", "NO_TOOL")
+
+
+@dataclass(frozen=True)
+class FeatureRow:
+    """One request: what was expected, what the shipped decision said, and what it read."""
+
+    expect: str
+    needs_tool: bool
+    right: bool
+    decision: str
+    p_right: float
+    p_ambiguous: float
+    p_no_tool: float
+    features: tuple[float, ...]
+    decided_by: str = "model"
+
+    def vector(self) -> list[float]:
+        """The decision features, the shipped probabilities and the shipped decision (one-hot): everything the
+        shipped decision knows about the result."""
+        shipped = [float(self.decision == d) for d in _DECISIONS]
+        return [*self.features, self.p_right, self.p_ambiguous, self.p_no_tool, *shipped]
+
+
+def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[FeatureRow]:
+    from toolrag.search.features import FEATURES
+
+    out = []
+    for row in rows:
+        result = retriever.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
+                                  history=row.history, top_k=top_k)
+        scores = result.scores
+        expect = row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
+        feats = result.decision_features
+        out.append(FeatureRow(
+            expect, bool(row.gold), bool(result.ids) and result.ids[0] in row.gold, result.decision.value,
+            scores.right if scores else 0.0, scores.ambiguous if scores else 0.0, scores.no_tool if scores else 1.0,
+            tuple(float(feats.get(name, math.nan)) for name in FEATURES), result.decided_by.value))
+    return out
+
+
+def cross_fitted(x: np.ndarray, y: np.ndarray, *, kind: str, folds: int = FOLDS, seed: int = 0) -> np.ndarray:
+    """Out-of-fold class probabilities (rows x classes, classes in ``np.unique(y)`` order) of a model fitted on
+    the other folds (stratified, shuffled with ``seed``). ``kind``: ``logistic`` (missing values replaced by the
+    fold's median, standardised, L2 with C = 1) or ``trees`` (histogram gradient boosting, depth 3, 200 rounds,
+    leaves of 5 rows or more, so that a set's few CLARIFY rows can have a leaf of their own; missing values as
+    their own branch)."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    classes = np.unique(y)
+    out = np.zeros((len(y), len(classes)))
+    smallest = min(int((y == c).sum()) for c in classes)
+    splitter = StratifiedKFold(n_splits=max(2, min(folds, smallest)), shuffle=True, random_state=seed)
+    for train, test in splitter.split(x, y):
+        if kind == "logistic":
+            model: Any = make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
+                                       LogisticRegression(C=1.0, max_iter=2000))
+        elif kind == "trees":
+            model = HistGradientBoostingClassifier(max_depth=3, learning_rate=0.1, max_iter=200,
+                                           min_samples_leaf=5, random_state=seed)
+        else:
+            raise ValueError(f"kind must be 'logistic' or 'trees', got {kind!r}")
+        model.fit(x[train], y[train])
+        got = model.predict_proba(x[test])
+        for j, c in enumerate(model.classes_):
+            out[test, int(np.searchsorted(classes, c))] = got[:, j]
+    return out
+
+
+def best_threshold_accuracy(scores: Sequence[float], positive: Sequence[bool]) -> float:
+    """The highest accuracy of "positive when score >= t" over every threshold t (the labels choose t: a
+    ceiling, not an operating point). With scores sorted descending, calling the first i rows positive is
+    right for (positives among them) + (negatives after them); ties are cut only between distinct scores."""
+    s = np.asarray(scores, dtype=np.float64)
+    y = np.asarray(positive, dtype=bool)
+    if not len(s):
+        return math.nan
+    order = np.argsort(-s, kind="stable")
+    s, y = s[order], y[order]
+    pos_before = np.concatenate([[0], np.cumsum(y)])
+    neg_after = (~y).sum() - np.concatenate([[0], np.cumsum(~y)])
+    cuts = [0, *(i for i in range(1, len(s)) if s[i] != s[i - 1]), len(s)]
+    return float(max(pos_before[i] + neg_after[i] for i in cuts) / len(s))
+
+
+def max_coverage_at(p_right: Sequence[float], right: Sequence[bool], precision: float = PRECISION) -> float:
+    """The largest share of rows that calling the rows of highest ``p_right`` first reaches with a precision of
+    at least ``precision`` (0 when even the first row is wrong). Cuts fall only between distinct values, so
+    tied rows are called or not together."""
+    p = np.asarray(p_right, dtype=np.float64)
+    r = np.asarray(right, dtype=bool)
+    if not len(p):
+        return math.nan
+    order = np.argsort(-p, kind="stable")
+    p, r = p[order], r[order]
+    hits = np.cumsum(r)
+    best = 0
+    for i in range(1, len(p) + 1):
+        if (i == len(p) or p[i] != p[i - 1]) and hits[i - 1] >= precision * i:
+            best = i
+    return best / len(p)
+
+
+def with_no_tool_threshold(rows: Sequence[FeatureRow], threshold: float) -> float:
+    """Decision accuracy if rule 3 turned every request the model decided (``decided_by`` model) away from
+    P(no tool) >= ``threshold`` instead of 0.5 (only lower thresholds are read: a call or a question the model
+    made becomes NO_TOOL; a NO_TOOL stays one). The other rules keep their decisions."""
+    right = 0
+    for r in rows:
+        decision = r.decision
+        if decision != "NO_TOOL" and r.decided_by == "model" and r.p_no_tool >= threshold:
+            decision = "NO_TOOL"
+        right += decision == r.expect
+    return right / len(rows) if rows else math.nan
+
+
+def ceilings(rows: Sequence[FeatureRow]) -> dict[str, float]:
+    """Every ceiling of one set (fractions)."""
+    x = np.array([r.vector() for r in rows], dtype=np.float64)
+    out: dict[str, float] = {"n": float(len(rows))}
+    for t in THRESHOLDS:
+        out[f"accuracy_at_{t:.2f}"] = with_no_tool_threshold(rows, t)
+    needs = np.array([r.needs_tool for r in rows])
+    if needs.any() and (~needs).any():
+        none = ~needs
+        out["no_tool_auc_shipped"] = auc([r.p_no_tool for r in rows], none)
+        out["no_tool_acc_shipped"] = float(np.mean((np.array([r.decision for r in rows]) == "NO_TOOL") == none))
+        out["no_tool_best_acc_shipped"] = best_threshold_accuracy([r.p_no_tool for r in rows], none)
+        for kind in ("logistic", "trees"):
+            p = cross_fitted(x, none.astype(int), kind=kind)[:, 1]
+            out[f"no_tool_auc_{kind}"] = auc(p, none)
+            out[f"no_tool_best_acc_{kind}"] = best_threshold_accuracy(p, none)
+    tool = [r for r in rows if r.needs_tool]
+    if tool:
+        right = np.array([r.right for r in tool])
+        out["top1"] = float(right.mean())
+        out["coverage_oracle"] = min(1.0, float(right.mean()) / PRECISION)
+        out["coverage_shipped"] = max_coverage_at([r.p_right for r in tool], right)
+        if right.any() and (~right).any():
+            xt = np.array([r.vector() for r in tool], dtype=np.float64)
+            for kind in ("logistic", "trees"):
+                out[f"coverage_{kind}"] = max_coverage_at(cross_fitted(xt, right.astype(int), kind=kind)[:, 1], right)
+    expect = np.array([r.expect for r in rows])
+    if (expect == "CLARIFY").any():
+        decided = np.array([r.decision for r in rows])
+        out["accuracy_shipped"] = float((decided == expect).mean())
+        out["clarify_recall_shipped"] = float((decided[expect == "CLARIFY"] == "CLARIFY").mean())
+        for kind in ("logistic", "trees"):
+            probs = cross_fitted(x, expect, kind=kind)
+            guess = np.unique(expect)[probs.argmax(axis=1)]
+            out[f"accuracy_{kind}"] = float((guess == expect).mean())
+            out[f"clarify_recall_{kind}"] = float((guess[expect == "CLARIFY"] == "CLARIFY").mean())
+    return out
+
+
+def _pct(v: Any) -> str:
+    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
+
+
+def format_tables(results: dict[str, Any]) -> str:
+    sets = results["sets"]
+    lines = ["No tool (sets with requests that need none): AUC of P(no tool) and accuracy at the best threshold "
+             "chosen with the labels; the shipped decision's own accuracy beside them.", "",
+             "| set | rows | AUC shipped | AUC logistic, own labels | AUC trees, own labels | accuracy shipped "
+             "(its decision) | best-threshold accuracy: shipped P | logistic | trees |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for name, s in sets.items():
+        if "no_tool_auc_shipped" in s:
+            lines.append(f"| {name} | {int(s['n'])} | {_pct(s['no_tool_auc_shipped'])} | "
+                         f"{_pct(s['no_tool_auc_logistic'])} | {_pct(s['no_tool_auc_trees'])} | "
+                         f"{_pct(s['no_tool_acc_shipped'])} | {_pct(s['no_tool_best_acc_shipped'])} | "
+                         f"{_pct(s['no_tool_best_acc_logistic'])} | {_pct(s['no_tool_best_acc_trees'])} |")
+    lines += ["", f"EXECUTE at {100 * PRECISION:.0f}% precision: the largest share of the requests that need a tool "
+              "that can be called with at least that precision, calling the highest P(right) first.", "",
+              "| set | top-1 right | oracle (knows which calls are right) | shipped P(right) | logistic, own labels "
+              "| trees, own labels |", "|---|---|---|---|---|---|"]
+    for name, s in sets.items():
+        if "top1" in s:
+            lines.append(f"| {name} | {_pct(s['top1'])} | {_pct(s['coverage_oracle'])} | {_pct(s['coverage_shipped'])}"
+                         f" | {_pct(s.get('coverage_logistic'))} | {_pct(s.get('coverage_trees'))} |")
+    lines += ["", "The operating point: decision accuracy if the model turned requests away from P(no tool) >= t instead "
+              "of 0.5 (the shipped decisions otherwise).", "",
+              "| set | " + " | ".join(f"t = {t:.1f}" for t in THRESHOLDS) + " |", "|---|" + "---|" * len(THRESHOLDS)]
+    for name, s in sets.items():
+        lines.append(f"| {name} | " + " | ".join(_pct(s[f'accuracy_at_{t:.2f}']) for t in THRESHOLDS) + " |")
+    rows3 = [(name, s) for name, s in sets.items() if "accuracy_shipped" in s]
+    if rows3:
+        lines += ["", "Expected decision (sets labelled EXECUTE / CLARIFY / NO_TOOL), a three-class model "
+                  "cross-fitted on the set's own rows:", "",
+                  "| set | accuracy shipped | logistic | trees | CLARIFY recall shipped | logistic | trees |",
+                  "|---|---|---|---|---|---|---|"]
+        for name, s in rows3:
+            lines.append(f"| {name} | {_pct(s['accuracy_shipped'])} | {_pct(s['accuracy_logistic'])} | "
+                         f"{_pct(s['accuracy_trees'])} | {_pct(s['clarify_recall_shipped'])} | "
+                         f"{_pct(s['clarify_recall_logistic'])} | {_pct(s['clarify_recall_trees'])} |")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from toolrag.encode.models import load_models
+    from toolrag.settings import Settings
+
+    opener = SetOpener(args, load_models(Settings()))
+    results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
+                               "engine": engine_description(), "command": args.command_line, "sets": {}}
+    for name in args.sets.split(","):
+        if name not in DECISION_SETS or name == "bundled_refined":
+            raise SystemExit(f"--sets: unknown set {name!r}; choose from "
+                             f"{', '.join(s for s in DECISION_SETS if s != 'bundled_refined')}")
+        start = time.perf_counter()
+        retriever, rows, _ = opener.rows(name)
+        got = collect(retriever, rows)
+        opener.save()
+        results["sets"][name] = ceilings(got)
+        say(f"{name}: {len(got)} rows in {time.perf_counter() - start:.0f}s")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description="ceilings of the decision targets, with each set's labels known")
+    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    parser.add_argument("--sets", default=",".join(s for s in DECISION_SETS if s != "bundled_refined"))
+    parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
+    parser.add_argument("--out", help="results JSON (default <bench dir>/ceilings.json)")
+    parser.add_argument("--write-docs", action="store_true", help="update the ceilings section of docs/decisions.md")
+    args = parser.parse_args(raw)
+    args.command_line = shown_command("bench.ceilings", raw)
+    results = run(args)
+    out = Path(args.out) if args.out else _root(args) / "ceilings.json"
+    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    say(f"wrote {out}")
+    print(format_tables(results))
+    if args.write_docs:
+        from bench.report import write_section
+
+        header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}; "
+                  f"revision {results['revision']}  ", f"Engine: {results['engine']}", "", ""]
+        write_section("ceilings", "\n".join(header) + format_tables(results), doc=DOC)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
