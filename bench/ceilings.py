@@ -17,6 +17,9 @@ sets, indexes and caches), and then, for each set:
   (same features, the set's labels) can call at 90% precision.
 - **the operating point**: decision accuracy per set had the model turned requests away from a lower
   P(no tool) than the shipped 0.5 (what one global threshold trades between sets).
+- **the selection** (MetaTool single + two-tool, Seal-Tools in + out: one catalog each): P(a lower
+  candidate is a gold tool too) cross-fitted on those requests, and the selection it would cut at several
+  thresholds: Completeness of the requests with several gold tools against the tools injected.
 - **bundled**: a three-class model of the expected decision (EXECUTE / CLARIFY / NO_TOOL), cross-fitted on
   the bundled rows: its decision accuracy and CLARIFY recall against the shipped decision's.
 
@@ -45,7 +48,8 @@ import numpy as np
 from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
 from bench.decisions import DECISION_SETS, SetOpener, _root, auc
 
-__all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "main", "max_coverage_at", "with_no_tool_threshold"]
+__all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "main", "max_coverage_at", "selection_ceiling",
+           "with_no_tool_threshold"]
 
 DOC = REPO / "docs" / "decisions.md"
 #: Precision at which the coverage columns are read (issue 10's EXECUTE-precision target).
@@ -53,6 +57,10 @@ PRECISION = 0.9
 FOLDS = 5
 #: P(no tool) thresholds of the operating-point table (the shipped one is 0.5).
 THRESHOLDS = (0.5, 0.4, 0.3, 0.2)
+#: Thresholds of the selection ceiling's table.
+SELECT_THRESHOLDS = (0.5, 0.3, 0.2, 0.1, 0.05)
+#: Sets read together for the selection ceiling: one catalog, single- and several-tool requests.
+SELECTION_POOLS = {"metatool": ("metatool_single", "metatool_multi"), "seal_tools": ("seal_in", "seal_out")}
 _DECISIONS = ("EXECUTE", "CLARIFY", "NO_TOOL")
 
 
@@ -69,12 +77,34 @@ class FeatureRow:
     p_no_tool: float
     features: tuple[float, ...]
     decided_by: str = "model"
+    candidates: tuple[tuple[float, ...], ...] = ()
+    """:func:`candidate_features` of candidates 2..k, in rank order."""
+    gold_at: tuple[bool, ...] = ()
+    """Whether candidates 1..k are gold tools."""
+    gold_count: int = 0
+    selected: int = 0
 
     def vector(self) -> list[float]:
         """The decision features, the shipped probabilities and the shipped decision (one-hot): everything the
         shipped decision knows about the result."""
         shipped = [float(self.decision == d) for d in _DECISIONS]
         return [*self.features, self.p_right, self.p_ambiguous, self.p_no_tool, *shipped]
+
+
+#: The signals whose normalised score and rank describe a lower candidate (:func:`candidate_features`).
+_CANDIDATE_SIGNALS = ("dense", "dense_en", "bm25")
+
+
+def candidate_features(candidates: Sequence[Any], position: int) -> tuple[float, ...]:
+    """What the selection ceiling reads about the candidate at ``position`` (0-based, >= 1): its fused score's gap
+    to the top one's and to the one above it, its fused score, its position, and each text signal's normalised
+    score and rank (NaN when the signal did not score it)."""
+    c, top, above = candidates[position], candidates[0], candidates[position - 1]
+    out = [top.score - c.score, above.score - c.score, c.score, float(position + 1)]
+    for name in _CANDIDATE_SIGNALS:
+        sig = c.signals.get(name)
+        out += [sig.norm, float(sig.rank)] if sig is not None else [math.nan, math.nan]
+    return tuple(out)
 
 
 def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[FeatureRow]:
@@ -90,7 +120,9 @@ def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[Feat
         out.append(FeatureRow(
             expect, bool(row.gold), bool(result.ids) and result.ids[0] in row.gold, result.decision.value,
             scores.right if scores else 0.0, scores.ambiguous if scores else 0.0, scores.no_tool if scores else 1.0,
-            tuple(float(feats.get(name, math.nan)) for name in FEATURES), result.decided_by.value))
+            tuple(float(feats.get(name, math.nan)) for name in FEATURES), result.decided_by.value,
+            tuple(candidate_features(result.candidates, i) for i in range(1, len(result.candidates))),
+            tuple(c.id in row.gold for c in result.candidates), len(set(row.gold)), len(result.selected)))
     return out
 
 
@@ -213,6 +245,48 @@ def ceilings(rows: Sequence[FeatureRow]) -> dict[str, float]:
     return out
 
 
+def selection_ceiling(rows: Sequence[FeatureRow], *, thresholds: Sequence[float] = SELECT_THRESHOLDS
+                      ) -> list[dict[str, float]]:
+    """The selection with the labels known: P(candidate 2..k is a gold tool too) cross-fitted (trees; the folds
+    keep each request's candidates together) over every row of ``rows`` that needs a tool and was not turned
+    away, then, for each threshold t, the selection the shipped rule would make with it (the top tool, then each
+    next candidate while its P >= t). Per t: Completeness of the selection (every gold tool in it) on the rows
+    with two gold tools or more, its mean size there and on the single-tool rows. The first entry (t = nan) is
+    the shipped selection, the second (t = -1) the top five."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.model_selection import GroupKFold
+
+    used = [r for r in rows if r.needs_tool and r.selected and r.candidates]
+    x = np.array([c for r in used for c in r.candidates], dtype=np.float64)
+    y = np.array([g for r in used for g in r.gold_at[1:len(r.candidates) + 1]], dtype=int)
+    groups = np.array([i for i, r in enumerate(used) for _ in r.candidates])
+    p = np.zeros(len(y))
+    for train, test in GroupKFold(n_splits=FOLDS).split(x, y, groups):
+        model = HistGradientBoostingClassifier(max_depth=3, learning_rate=0.1, max_iter=200, min_samples_leaf=5,
+                                               random_state=0)
+        model.fit(x[train], y[train])
+        p[test] = model.predict_proba(x[test])[:, list(model.classes_).index(1)]
+    per_row = np.split(p, np.cumsum([len(r.candidates) for r in used])[:-1])
+    multi = [i for i, r in enumerate(used) if r.gold_count >= 2]
+    single = [i for i, r in enumerate(used) if r.gold_count == 1]
+
+    def summary(t: float, sizes: list[int]) -> dict[str, float]:
+        complete = [used[i].gold_at[: sizes[i]].count(True) == used[i].gold_count for i in multi]
+        return {"threshold": t, "completeness": float(np.mean(complete)) if multi else math.nan,
+                "size_multi": float(np.mean([sizes[i] for i in multi])) if multi else math.nan,
+                "size_single": float(np.mean([sizes[i] for i in single])) if single else math.nan}
+
+    out = [summary(math.nan, [r.selected for r in used])]
+    out.append({**summary(math.inf, [min(5, len(r.gold_at)) for r in used]), "threshold": -1.0})
+    for t in thresholds:
+        sizes = []
+        for probs in per_row:
+            below = np.flatnonzero(probs < t)
+            sizes.append(1 + (int(below[0]) if len(below) else len(probs)))
+        out.append(summary(t, sizes))
+    return out
+
+
 def _pct(v: Any) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
 
@@ -243,6 +317,18 @@ def format_tables(results: dict[str, Any]) -> str:
               "| set | " + " | ".join(f"t = {t:.1f}" for t in THRESHOLDS) + " |", "|---|" + "---|" * len(THRESHOLDS)]
     for name, s in sets.items():
         lines.append(f"| {name} | " + " | ".join(_pct(s[f'accuracy_at_{t:.2f}']) for t in THRESHOLDS) + " |")
+    if results.get("selection"):
+        lines += ["", "The selection with the labels known: P(a lower candidate is a gold tool too) cross-fitted on the "
+                  "catalog's own requests (trees), cut at t as the shipped selection is cut; Completeness of the "
+                  "requests with several gold tools, and the mean number of tools injected.", "",
+                  "| catalog (sets) | selection | Completeness, several-tool requests | tools injected there | "
+                  "tools injected, single-tool requests |", "|---|---|---|---|---|"]
+        for pool, entries in results["selection"].items():
+            for e in entries:
+                t = e["threshold"]
+                label = "shipped" if math.isnan(t) else "top five" if t < 0 else f"labels known, t = {t:.2f}"
+                lines.append(f"| {pool} | {label} | {_pct(e['completeness'])} | {e['size_multi']:.2f} | "
+                             f"{e['size_single']:.2f} |")
     rows3 = [(name, s) for name, s in sets.items() if "accuracy_shipped" in s]
     if rows3:
         lines += ["", "Expected decision (sets labelled EXECUTE / CLARIFY / NO_TOOL), a three-class model "
@@ -263,16 +349,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     opener = SetOpener(args, load_models(Settings()))
     results: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
                                "engine": engine_description(), "command": args.command_line, "sets": {}}
+    collected: dict[str, list[FeatureRow]] = {}
     for name in args.sets.split(","):
         if name not in DECISION_SETS or name == "bundled_refined":
             raise SystemExit(f"--sets: unknown set {name!r}; choose from "
                              f"{', '.join(s for s in DECISION_SETS if s != 'bundled_refined')}")
         start = time.perf_counter()
         retriever, rows, _ = opener.rows(name)
-        got = collect(retriever, rows)
+        got = collected[name] = collect(retriever, rows)
         opener.save()
         results["sets"][name] = ceilings(got)
         say(f"{name}: {len(got)} rows in {time.perf_counter() - start:.0f}s")
+    for pool, names in SELECTION_POOLS.items():
+        if all(n in collected for n in names):
+            results.setdefault("selection", {})[f"{pool} ({' + '.join(names)})"] = selection_ceiling(
+                [r for n in names for r in collected[n]])
     return results
 
 

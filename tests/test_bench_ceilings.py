@@ -92,3 +92,23 @@ def test_with_no_tool_threshold_changes_only_model_decisions() -> None:
     assert with_no_tool_threshold(rows, 0.5) == pytest.approx(0.75)
     assert with_no_tool_threshold(rows, 0.35) == pytest.approx(1.0)
     assert with_no_tool_threshold(rows, 0.3) == pytest.approx(0.75)
+
+
+def test_selection_ceiling_learns_a_separable_second_tool() -> None:
+    from bench.ceilings import selection_ceiling
+
+    # 60 requests: the even ones need two tools and their second candidate trails the top by 0.1, every other
+    # candidate by 2.0 or more. With the labels known the cut keeps exactly the second tool of the two-tool
+    # requests: Completeness 1.0 with 2 tools there, 1 tool for the single-tool ones; the shipped selection (1
+    # tool each) completes none; the top five complete all with 5 tools each.
+    rows = []
+    for i in range(60):
+        multi = i % 2 == 0
+        cands = tuple((0.1 if multi and j == 1 else 2.0 + j, 0.0, 0.0, float(j + 1)) for j in range(1, 5))
+        rows.append(FeatureRow("EXECUTE", True, True, "EXECUTE", 0.9, 0.1, 0.1, (), "model", cands,
+                               (True, multi, False, False, False), 2 if multi else 1, 1))
+    shipped, top5, *cut = selection_ceiling(rows, thresholds=(0.5,))
+    assert (shipped["completeness"], shipped["size_multi"], shipped["size_single"]) == (0.0, 1.0, 1.0)
+    assert (top5["completeness"], top5["size_multi"], top5["size_single"]) == (1.0, 5.0, 5.0)
+    assert cut[0]["completeness"] == pytest.approx(1.0)
+    assert (cut[0]["size_multi"], cut[0]["size_single"]) == (pytest.approx(2.0), pytest.approx(1.0))
