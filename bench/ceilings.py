@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
-from bench.decisions import DECISION_SETS, SetOpener, _root, auc
+from bench.decisions import DECISION_SETS, SetOpener, _pct, _root, auc
 
 __all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "main", "max_coverage_at", "selection_ceiling",
            "with_no_tool_threshold"]
@@ -285,10 +285,6 @@ def selection_ceiling(rows: Sequence[FeatureRow], *, thresholds: Sequence[float]
             sizes.append(1 + (int(below[0]) if len(below) else len(probs)))
         out.append(summary(t, sizes))
     return out
-
-
-def _pct(v: Any) -> str:
-    return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}"
 
 
 def format_tables(results: dict[str, Any]) -> str:
