@@ -46,10 +46,10 @@ from typing import Any
 import numpy as np
 
 from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
-from bench.decisions import DECISION_SETS, SetOpener, _pct, _root, auc
+from bench.decisions import DECISION_SETS, SetOpener, _pct, _root, auc, expected_decision
 
-__all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "main", "max_coverage_at", "selection_ceiling",
-           "with_no_tool_threshold"]
+__all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "fittable", "main", "max_coverage_at",
+           "selection_ceiling", "with_no_tool_threshold"]
 
 DOC = REPO / "docs" / "decisions.md"
 #: Precision at which the coverage columns are read (issue 10's EXECUTE-precision target).
@@ -62,6 +62,7 @@ SELECT_THRESHOLDS = (0.5, 0.3, 0.2, 0.1, 0.05)
 #: Sets read together for the selection ceiling: one catalog, single- and several-tool requests.
 SELECTION_POOLS = {"metatool": ("metatool_single", "metatool_multi"), "seal_tools": ("seal_in", "seal_out")}
 _DECISIONS = ("EXECUTE", "CLARIFY", "NO_TOOL")
+_KINDS = ("logistic", "trees")
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def candidate_features(candidates: Sequence[Any], position: int) -> tuple[float,
 
 
 def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[FeatureRow]:
+    """Each labelled row searched with the shipped settings, and what its result holds for the ceilings."""
     from toolrag.search.features import FEATURES
 
     out = []
@@ -115,10 +117,9 @@ def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[Feat
         result = retriever.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
                                   history=row.history, top_k=top_k)
         scores = result.scores
-        expect = row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
         feats = result.decision_features
         out.append(FeatureRow(
-            expect, bool(row.gold), bool(result.ids) and result.ids[0] in row.gold, result.decision.value,
+            expected_decision(row), bool(row.gold), bool(result.ids) and result.ids[0] in row.gold, result.decision.value,
             scores.right if scores else 0.0, scores.ambiguous if scores else 0.0, scores.no_tool if scores else 1.0,
             tuple(float(feats.get(name, math.nan)) for name in FEATURES), result.decided_by.value,
             tuple(candidate_features(result.candidates, i) for i in range(1, len(result.candidates))),
@@ -126,32 +127,36 @@ def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[Feat
     return out
 
 
-def cross_fitted(x: np.ndarray, y: np.ndarray, *, kind: str, folds: int = FOLDS, seed: int = 0) -> np.ndarray:
-    """Out-of-fold class probabilities (rows x classes, classes in ``np.unique(y)`` order) of a model fitted on
-    the other folds (stratified, shuffled with ``seed``). ``kind``: ``logistic`` (missing values replaced by the
-    fold's median, standardised, L2 with C = 1) or ``trees`` (histogram gradient boosting, depth 3, 200 rounds,
-    leaves of 5 rows or more, so that a set's few CLARIFY rows can have a leaf of their own; missing values as
-    their own branch)."""
+def _model(kind: str, seed: int) -> Any:
+    """``logistic`` (missing values replaced by the training median, standardised, L2 with C = 1) or ``trees``
+    (histogram gradient boosting, depth 3, 200 rounds, leaves of 5 rows or more, so that a set's few CLARIFY
+    rows can have a leaf of their own; missing values as their own branch)."""
     from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.impute import SimpleImputer
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
+
+    if kind == "logistic":
+        return make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
+                             LogisticRegression(C=1.0, max_iter=2000))
+    if kind == "trees":
+        return HistGradientBoostingClassifier(max_depth=3, learning_rate=0.1, max_iter=200, min_samples_leaf=5,
+                                              random_state=seed)
+    raise ValueError(f"kind must be 'logistic' or 'trees', got {kind!r}")
+
+
+def cross_fitted(x: np.ndarray, y: np.ndarray, *, kind: str, folds: int = FOLDS, seed: int = 0) -> np.ndarray:
+    """Out-of-fold class probabilities (rows x classes, classes in ``np.unique(y)`` order) of a model fitted on
+    the other folds (stratified, shuffled with ``seed``); ``kind``: see :func:`_model`."""
+    from sklearn.model_selection import StratifiedKFold
 
     classes = np.unique(y)
     out = np.zeros((len(y), len(classes)))
     smallest = min(int((y == c).sum()) for c in classes)
     splitter = StratifiedKFold(n_splits=max(2, min(folds, smallest)), shuffle=True, random_state=seed)
     for train, test in splitter.split(x, y):
-        if kind == "logistic":
-            model: Any = make_pipeline(SimpleImputer(strategy="median", keep_empty_features=True), StandardScaler(),
-                                       LogisticRegression(C=1.0, max_iter=2000))
-        elif kind == "trees":
-            model = HistGradientBoostingClassifier(max_depth=3, learning_rate=0.1, max_iter=200,
-                                           min_samples_leaf=5, random_state=seed)
-        else:
-            raise ValueError(f"kind must be 'logistic' or 'trees', got {kind!r}")
+        model = _model(kind, seed)
         model.fit(x[train], y[train])
         got = model.predict_proba(x[test])
         for j, c in enumerate(model.classes_):
@@ -159,16 +164,20 @@ def cross_fitted(x: np.ndarray, y: np.ndarray, *, kind: str, folds: int = FOLDS,
     return out
 
 
+def _descending(scores: Sequence[float], labels: Sequence[bool]) -> tuple[np.ndarray, np.ndarray]:
+    """Scores sorted from the highest, with their labels (a stable sort: tied rows keep their order)."""
+    s = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(-s, kind="stable")
+    return s[order], np.asarray(labels, dtype=bool)[order]
+
+
 def best_threshold_accuracy(scores: Sequence[float], positive: Sequence[bool]) -> float:
     """The highest accuracy of "positive when score >= t" over every threshold t (the labels choose t: a
     ceiling, not an operating point). With scores sorted descending, calling the first i rows positive is
     right for (positives among them) + (negatives after them); ties are cut only between distinct scores."""
-    s = np.asarray(scores, dtype=np.float64)
-    y = np.asarray(positive, dtype=bool)
+    s, y = _descending(scores, positive)
     if not len(s):
         return math.nan
-    order = np.argsort(-s, kind="stable")
-    s, y = s[order], y[order]
     pos_before = np.concatenate([[0], np.cumsum(y)])
     neg_after = (~y).sum() - np.concatenate([[0], np.cumsum(~y)])
     cuts = [0, *(i for i in range(1, len(s)) if s[i] != s[i - 1]), len(s)]
@@ -179,12 +188,9 @@ def max_coverage_at(p_right: Sequence[float], right: Sequence[bool], precision: 
     """The largest share of rows that calling the rows of highest ``p_right`` first reaches with a precision of
     at least ``precision`` (0 when even the first row is wrong). Cuts fall only between distinct values, so
     tied rows are called or not together."""
-    p = np.asarray(p_right, dtype=np.float64)
-    r = np.asarray(right, dtype=bool)
+    p, r = _descending(p_right, right)
     if not len(p):
         return math.nan
-    order = np.argsort(-p, kind="stable")
-    p, r = p[order], r[order]
     hits = np.cumsum(r)
     best = 0
     for i in range(1, len(p) + 1):
@@ -206,6 +212,13 @@ def with_no_tool_threshold(rows: Sequence[FeatureRow], threshold: float) -> floa
     return right / len(rows) if rows else math.nan
 
 
+def fittable(labels: Sequence[Any] | np.ndarray) -> bool:
+    """Two classes or more, each with two rows or more: what cross-fitting needs (every training fold then
+    holds every class). A set cut short by ``--limit`` may not; its model columns read n/a."""
+    _, counts = np.unique(np.asarray(labels), return_counts=True)
+    return len(counts) >= 2 and int(counts.min()) >= 2
+
+
 def ceilings(rows: Sequence[FeatureRow]) -> dict[str, float]:
     """Every ceiling of one set (fractions)."""
     x = np.array([r.vector() for r in rows], dtype=np.float64)
@@ -218,7 +231,7 @@ def ceilings(rows: Sequence[FeatureRow]) -> dict[str, float]:
         out["no_tool_auc_shipped"] = auc([r.p_no_tool for r in rows], none)
         out["no_tool_acc_shipped"] = float(np.mean((np.array([r.decision for r in rows]) == "NO_TOOL") == none))
         out["no_tool_best_acc_shipped"] = best_threshold_accuracy([r.p_no_tool for r in rows], none)
-        for kind in ("logistic", "trees"):
+        for kind in _KINDS if fittable(none) else ():
             p = cross_fitted(x, none.astype(int), kind=kind)[:, 1]
             out[f"no_tool_auc_{kind}"] = auc(p, none)
             out[f"no_tool_best_acc_{kind}"] = best_threshold_accuracy(p, none)
@@ -228,16 +241,16 @@ def ceilings(rows: Sequence[FeatureRow]) -> dict[str, float]:
         out["top1"] = float(right.mean())
         out["coverage_oracle"] = min(1.0, float(right.mean()) / PRECISION)
         out["coverage_shipped"] = max_coverage_at([r.p_right for r in tool], right)
-        if right.any() and (~right).any():
+        if fittable(right):
             xt = np.array([r.vector() for r in tool], dtype=np.float64)
-            for kind in ("logistic", "trees"):
+            for kind in _KINDS:
                 out[f"coverage_{kind}"] = max_coverage_at(cross_fitted(xt, right.astype(int), kind=kind)[:, 1], right)
     expect = np.array([r.expect for r in rows])
     if (expect == "CLARIFY").any():
         decided = np.array([r.decision for r in rows])
         out["accuracy_shipped"] = float((decided == expect).mean())
         out["clarify_recall_shipped"] = float((decided[expect == "CLARIFY"] == "CLARIFY").mean())
-        for kind in ("logistic", "trees"):
+        for kind in _KINDS if fittable(expect) else ():
             probs = cross_fitted(x, expect, kind=kind)
             guess = np.unique(expect)[probs.argmax(axis=1)]
             out[f"accuracy_{kind}"] = float((guess == expect).mean())
@@ -253,17 +266,17 @@ def selection_ceiling(rows: Sequence[FeatureRow], *, thresholds: Sequence[float]
     next candidate while its P >= t). Per t: Completeness of the selection (every gold tool in it) on the rows
     with two gold tools or more, its mean size there and on the single-tool rows. The first entry (t = nan) is
     the shipped selection, the second (t = -1) the top five."""
-    from sklearn.ensemble import HistGradientBoostingClassifier
     from sklearn.model_selection import GroupKFold
 
     used = [r for r in rows if r.needs_tool and r.selected and r.candidates]
+    if len(used) < 2:
+        return []  # nothing to cross-fit (e.g. --limit below the folds)
     x = np.array([c for r in used for c in r.candidates], dtype=np.float64)
     y = np.array([g for r in used for g in r.gold_at[1:len(r.candidates) + 1]], dtype=int)
     groups = np.array([i for i, r in enumerate(used) for _ in r.candidates])
     p = np.zeros(len(y))
-    for train, test in GroupKFold(n_splits=FOLDS).split(x, y, groups):
-        model = HistGradientBoostingClassifier(max_depth=3, learning_rate=0.1, max_iter=200, min_samples_leaf=5,
-                                               random_state=0)
+    for train, test in GroupKFold(n_splits=min(FOLDS, len(used))).split(x, y, groups):
+        model = _model("trees", 0)
         model.fit(x[train], y[train])
         p[test] = model.predict_proba(x[test])[:, list(model.classes_).index(1)]
     per_row = np.split(p, np.cumsum([len(r.candidates) for r in used])[:-1])
@@ -297,9 +310,9 @@ def format_tables(results: dict[str, Any]) -> str:
     for name, s in sets.items():
         if "no_tool_auc_shipped" in s:
             lines.append(f"| {name} | {int(s['n'])} | {_pct(s['no_tool_auc_shipped'])} | "
-                         f"{_pct(s['no_tool_auc_logistic'])} | {_pct(s['no_tool_auc_trees'])} | "
+                         f"{_pct(s.get('no_tool_auc_logistic'))} | {_pct(s.get('no_tool_auc_trees'))} | "
                          f"{_pct(s['no_tool_acc_shipped'])} | {_pct(s['no_tool_best_acc_shipped'])} | "
-                         f"{_pct(s['no_tool_best_acc_logistic'])} | {_pct(s['no_tool_best_acc_trees'])} |")
+                         f"{_pct(s.get('no_tool_best_acc_logistic'))} | {_pct(s.get('no_tool_best_acc_trees'))} |")
     lines += ["", f"EXECUTE at {100 * PRECISION:.0f}% precision: the largest share of the requests that need a tool "
               "that can be called with at least that precision, calling the highest P(right) first.", "",
               "| set | top-1 right | oracle (knows which calls are right) | shipped P(right) | logistic, own labels "
@@ -332,9 +345,9 @@ def format_tables(results: dict[str, Any]) -> str:
                   "| set | accuracy shipped | logistic | trees | CLARIFY recall shipped | logistic | trees |",
                   "|---|---|---|---|---|---|---|"]
         for name, s in rows3:
-            lines.append(f"| {name} | {_pct(s['accuracy_shipped'])} | {_pct(s['accuracy_logistic'])} | "
-                         f"{_pct(s['accuracy_trees'])} | {_pct(s['clarify_recall_shipped'])} | "
-                         f"{_pct(s['clarify_recall_logistic'])} | {_pct(s['clarify_recall_trees'])} |")
+            lines.append(f"| {name} | {_pct(s['accuracy_shipped'])} | {_pct(s.get('accuracy_logistic'))} | "
+                         f"{_pct(s.get('accuracy_trees'))} | {_pct(s['clarify_recall_shipped'])} | "
+                         f"{_pct(s.get('clarify_recall_logistic'))} | {_pct(s.get('clarify_recall_trees'))} |")
     return "\n".join(lines)
 
 

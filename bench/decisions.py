@@ -48,7 +48,7 @@ from bench.common import (
     shown_command,
 )
 
-__all__ = ["DECISION_SETS", "SetOpener", "auc", "main", "reliability", "risk_coverage"]
+__all__ = ["DECISION_SETS", "SetOpener", "auc", "expected_decision", "main", "reliability", "risk_coverage"]
 
 #: set name -> (catalog source, query split or the bundled file)
 DECISION_SETS = ("bundled", "bundled_refined", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
@@ -127,6 +127,11 @@ def reliability(rows: Sequence[Row], bins: int = 10) -> tuple[list[tuple[float, 
     return out, float(ece)
 
 
+def expected_decision(row: Any) -> str:
+    """A labelled row's expected decision: its own ``expect``, else EXECUTE when it has gold tools, else NO_TOOL."""
+    return row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
+
+
 def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5, execute_share: float | None = None
              ) -> list[Row]:
     settings = retriever.settings if execute_share is None else \
@@ -136,8 +141,7 @@ def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5, execute_sha
         result = retriever.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
                                   history=row.history, top_k=top_k, settings=settings)
         scores = result.scores
-        expect = row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
-        out.append(Row(expect, tuple(row.gold), result.decision.value, tuple(result.ids), tuple(result.selected),
+        out.append(Row(expected_decision(row), tuple(row.gold), result.decision.value, tuple(result.ids), tuple(result.selected),
                        scores.right if scores else 0.0, scores.ambiguous if scores else 0.0,
                        scores.no_tool if scores else 1.0, result.tokens.selected, result.tokens.candidates,
                        float(result.timing_ms.get("decision", math.nan)), row.query[:120], result.decision_reason,

@@ -112,3 +112,16 @@ def test_selection_ceiling_learns_a_separable_second_tool() -> None:
     assert (top5["completeness"], top5["size_multi"], top5["size_single"]) == (1.0, 5.0, 5.0)
     assert cut[0]["completeness"] == pytest.approx(1.0)
     assert (cut[0]["size_multi"], cut[0]["size_single"]) == (pytest.approx(2.0), pytest.approx(1.0))
+
+
+def test_fittable_needs_two_rows_of_each_of_two_classes() -> None:
+    from bench.ceilings import fittable
+
+    assert fittable([True, True, False, False])
+    assert not fittable([True, True, True])            # one class
+    assert not fittable([True, True, False])           # a class of one row: a training fold would lack it
+    assert fittable(["EXECUTE", "EXECUTE", "CLARIFY", "CLARIFY", "NO_TOOL", "NO_TOOL"])
+    # a set cut short: the shipped columns are kept, the models' are left out (n/a in the tables)
+    rows = [FeatureRow("EXECUTE", True, i < 2, "EXECUTE", 0.9, 0.1, 0.1, (1.0,)) for i in range(3)]
+    got = ceilings(rows)
+    assert got["top1"] == pytest.approx(2 / 3) and "coverage_logistic" not in got
