@@ -75,7 +75,7 @@ def langchain_model() -> Any:
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
     class ScriptedChatModel(GenericFakeChatModel):
-        calls: list[list[str]] = []
+        calls: list[list[str]] = []  # noqa: RUF012 (a pydantic field: copied per instance)
 
         def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> Any:
             return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
@@ -121,7 +121,10 @@ def llamaindex_model() -> Any:
         names = [t.metadata.name for t in tools]
         calls.append(names)
         if messages and messages[-1].role == MessageRole.TOOL:
-            return ChatMessage(role=MessageRole.ASSISTANT, content=f"Done: {str(messages[-1].content)[:120]}")
+            asked = len(messages) > 1 and any(isinstance(b, ToolCallBlock) and b.tool_name == CLARIFY_TOOL
+                                              for b in messages[-2].blocks)
+            text = str(messages[-1].content)
+            return ChatMessage(role=MessageRole.ASSISTANT, content=text if asked else f"Done: {text[:120]}")
         if not tools:
             return ChatMessage(role=MessageRole.ASSISTANT, content="(answered without a tool)")
         first = next((t for t in tools if t.metadata.name == CLARIFY_TOOL), tools[0])
@@ -154,7 +157,10 @@ def agents_model(steps: int = 64) -> Any:
         kind = last.get("type") if isinstance(last, dict) else None
         question = question_in([call.system_instructions or ""])
         if kind == "function_call_output":
-            return [assistant_message(f"Done: {str(last.get('output'))[:120]}")]
+            output = last.get("output")
+            if isinstance(output, list):  # an MCP result: its text parts
+                output = " ".join(str(p.get("text", "")) for p in output if isinstance(p, dict))
+            return [assistant_message(f"Done: {str(output)[:120]}")]
         if question:
             return [assistant_message(question)]
         if call.tools:

@@ -24,8 +24,8 @@ from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
 
 from toolrag.adapters import ToolSelector
-from toolrag.adapters.lc_common import catalog_tools, message_text
 from toolrag.adapters.langchain import ToolragMiddleware
+from toolrag.adapters.lc_common import catalog_tools, message_text
 
 
 def main() -> int:

@@ -23,15 +23,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from toolrag.adapters.lc_common import human_texts, instruction_message
-from toolrag.adapters.selection import ToolSelector, Turn, require
+from toolrag.adapters.selection import ToolSelector, Turn, missing_extra
 
 __all__ = ["ToolragMiddleware"]
 
-_middleware = require("langchain.agents.middleware", "langchain")
-_messages = require("langchain_core.messages", "langchain")
+try:
+    from langchain.agents.middleware import AgentMiddleware
+    from langchain_core.messages import SystemMessage, ToolMessage
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise missing_extra("langchain", exc) from exc
 
 
-class ToolragMiddleware(_middleware.AgentMiddleware):  # type: ignore[misc]
+
+class ToolragMiddleware(AgentMiddleware):
     """Per-turn tool selection by toolrag for ``langchain.agents.create_agent``."""
 
     def __init__(self, selector: ToolSelector, *, always_include: Sequence[str] = ()) -> None:
@@ -55,7 +59,7 @@ class ToolragMiddleware(_middleware.AgentMiddleware):  # type: ignore[misc]
         note = instruction_message(turn)
         if note is not None:
             base = request.system_message.text if request.system_message is not None else ""
-            overrides["system_message"] = _messages.SystemMessage(content=f"{base}\n\n{note.content}".strip())
+            overrides["system_message"] = SystemMessage(content=f"{base}\n\n{note.content}".strip())
         if not chosen and request.tool_choice not in (None, "auto", "none"):
             overrides["tool_choice"] = None  # a forced tool choice with no tool bound would fail the call
         self.last_turn = turn
@@ -80,7 +84,7 @@ class ToolragMiddleware(_middleware.AgentMiddleware):  # type: ignore[misc]
         turn = self.selector.select_conversation(human_texts(state.get("messages", ())))
         if self.selector.allows(turn, call["name"]):
             return None
-        return _messages.ToolMessage(content=f"Error: {call['name']!r} was not selected for this request; call "
+        return ToolMessage(content=f"Error: {call['name']!r} was not selected for this request; call "
                                              "only the tools you were given.", tool_call_id=call["id"],
                                      name=call["name"], status="error")
 

@@ -20,21 +20,25 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from toolrag.adapters.lc_common import human_texts
-from toolrag.adapters.selection import ToolSelector, Turn, instruction_for, require
+from toolrag.adapters.selection import ToolSelector, Turn, instruction_for, missing_extra
 from toolrag.search.results import Decision
 
 __all__ = ["CLARIFY_TOOL", "BigtoolRetrieval", "ToolragState", "bind_selected", "create_agent", "model_messages",
            "select_tools_node", "tools_node"]
 
-_graph = require("langgraph.graph", "langgraph")
-_messages = require("langchain_core.messages", "langgraph")
-_tools = require("langchain_core.tools", "langgraph")
+try:
+    from langchain_core.messages import SystemMessage, ToolMessage
+    from langchain_core.tools import StructuredTool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise missing_extra("langgraph", exc) from exc
+
 
 #: The tool a bigtool agent gets on a CLARIFY turn: calling it returns the question to ask the user.
 CLARIFY_TOOL = "ask_user_to_clarify"
 
 
-class ToolragState(_graph.MessagesState):  # type: ignore[misc,name-defined]
+class ToolragState(MessagesState):
     """The messages, and this turn's selection (replaced at every turn, never accumulated)."""
 
     selected_tool_ids: list[str]
@@ -71,8 +75,8 @@ def model_messages(state: Mapping[str, Any], system_prompt: str | None = None) -
     _, decision, clarification = _turn_of(state)
     turn_note = _note(decision, clarification)
     system = "\n\n".join(t for t in (system_prompt or "", turn_note) if t)
-    head = [_messages.SystemMessage(content=system)] if system else []
-    return head + [m for m in state["messages"] if not isinstance(m, _messages.SystemMessage)]
+    head = [SystemMessage(content=system)] if system else []
+    return head + [m for m in state["messages"] if not isinstance(m, SystemMessage)]
 
 
 def _note(decision: Decision, clarification: str | None) -> str:
@@ -90,7 +94,7 @@ def tools_node(selector: ToolSelector, registry: Mapping[str, Any]) -> Callable[
         for call in getattr(state["messages"][-1], "tool_calls", None) or ():
             tool_id = selector.resolve(call["name"])
             if tool_id is None or tool_id not in ids or tool_id not in registry:
-                out.append(_messages.ToolMessage(
+                out.append(ToolMessage(
                     content=f"Error: {call['name']!r} was not selected for this request; call only the tools you "
                             "were given.", tool_call_id=call["id"], name=call["name"], status="error"))
                 continue
@@ -112,15 +116,15 @@ def create_agent(llm: Any, tools: Sequence[Any], selector: ToolSelector, *, syst
         return {"messages": [bind_selected(llm, registry, state).invoke(model_messages(state, system_prompt))]}
 
     def route(state: Mapping[str, Any]) -> str:
-        return "tools" if getattr(state["messages"][-1], "tool_calls", None) else _graph.END
+        return "tools" if getattr(state["messages"][-1], "tool_calls", None) else END
 
-    builder = _graph.StateGraph(ToolragState)
+    builder: Any = StateGraph(ToolragState)
     builder.add_node("select_tools", select_tools_node(selector))
     builder.add_node("agent", agent)
     builder.add_node("tools", tools_node(selector, registry))
-    builder.add_edge(_graph.START, "select_tools")
+    builder.add_edge(START, "select_tools")
     builder.add_edge("select_tools", "agent")
-    builder.add_conditional_edges("agent", route, ["tools", _graph.END])
+    builder.add_conditional_edges("agent", route, ["tools", END])
     builder.add_edge("tools", "agent")
     return builder.compile(checkpointer=checkpointer)
 
@@ -138,7 +142,7 @@ class BigtoolRetrieval:
     def registry(self, tools: Sequence[Any]) -> dict[str, Any]:
         """The tools keyed by catalog id (what bigtool binds by id), with the clarification tool."""
         registry: dict[str, Any] = self.selector.registry(tools, name_of=lambda t: t.name)
-        registry[CLARIFY_TOOL] = _tools.StructuredTool.from_function(
+        registry[CLARIFY_TOOL] = StructuredTool.from_function(
             func=self._question, name=CLARIFY_TOOL,
             description="toolrag found the request ambiguous: call this first; it returns the question to ask "
                         "the user before calling any other tool.")

@@ -12,12 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from toolrag.adapters.selection import ToolSelector, Turn, require
+from toolrag.adapters.selection import ToolSelector, Turn, missing_extra
 
 __all__ = ["catalog_tools", "human_texts", "instruction_message", "message_text"]
 
-_messages = require("langchain_core.messages", "langchain")
-_tools = require("langchain_core.tools", "langchain")
+try:
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_core.tools import StructuredTool
+except ImportError as exc:  # pragma: no cover - the extra is not installed
+    raise missing_extra("langchain", exc) from exc
+
 
 
 def message_text(message: Any) -> str:
@@ -36,13 +40,13 @@ def message_text(message: Any) -> str:
 
 def human_texts(messages: Sequence[Any]) -> list[str]:
     """The texts of the human messages, oldest first (empty ones left out)."""
-    return [text for m in messages if isinstance(m, _messages.HumanMessage) and (text := message_text(m).strip())]
+    return [text for m in messages if isinstance(m, HumanMessage) and (text := message_text(m).strip())]
 
 
 def instruction_message(turn: Turn) -> Any:
     """A system message telling the model what the turn's decision means, or ``None`` for EXECUTE."""
     text = turn.instruction()
-    return _messages.SystemMessage(content=f"[toolrag] {text}") if text else None
+    return SystemMessage(content=f"[toolrag] {text}") if text else None
 
 
 def catalog_tools(selector: ToolSelector, call: Callable[[str, dict[str, Any]], Any]) -> list[Any]:
@@ -60,6 +64,6 @@ def catalog_tools(selector: ToolSelector, call: Callable[[str, dict[str, Any]], 
             return call(_tool_id, arguments)
 
         schema = dict(tool.parameters) if tool.parameters else {"type": "object", "properties": {}}
-        out.append(_tools.StructuredTool.from_function(func=run, name=catalog.function_name(tool.id),
+        out.append(StructuredTool.from_function(func=run, name=catalog.function_name(tool.id),
                                                        description=tool.description, args_schema=schema))
     return out

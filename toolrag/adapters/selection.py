@@ -18,14 +18,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from toolrag.catalog.profile import Catalog
 from toolrag.search.results import Decision, SearchResult
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 
-__all__ = ["NO_TOOL_INSTRUCTION", "ToolSelector", "Turn", "instruction_for", "require"]
+__all__ = ["NO_TOOL_INSTRUCTION", "ToolSelector", "Turn", "instruction_for", "missing_extra"]
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -45,15 +45,9 @@ def instruction_for(decision: Decision, clarification: str | None = None) -> str
     return ""
 
 
-def require(module: str, extra: str) -> Any:
-    """Import ``module`` for an adapter, or raise ImportError naming the extra that installs it."""
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError as exc:
-        raise ImportError(f"toolrag's {extra} adapter needs {module.split('.')[0]}: pip install "
-                          f"'toolrag[{extra}]' ({exc})") from exc
+def missing_extra(extra: str, exc: ImportError) -> ImportError:
+    """The error an adapter raises when its framework is not installed: which extra installs it."""
+    return ImportError(f"toolrag's {extra} adapter needs its framework: pip install 'toolrag[{extra}]' ({exc})")
 
 
 @dataclass(frozen=True)
@@ -133,7 +127,7 @@ class ToolSelector:
         result = self.retriever.search(query, history=history, role=self.role, permissions=self.permissions,
                                        categories=self.categories, settings=self.settings)
         catalog = self.retriever.catalog
-        names = {tool_id: tool.name for tool_id in result.selected if (tool := catalog.get(tool_id)) is not None}
+        names = {tool_id: profile.name for tool_id in result.selected if (profile := catalog.get(tool_id)) is not None}
         turn = Turn(query, history, result, names)
         with self._lock:
             self._turns[key] = turn
@@ -159,8 +153,8 @@ class ToolSelector:
         cached = self._names
         if cached is None or cached[0] is not catalog:
             by_name: dict[str, list[str]] = {}
-            for tool in catalog:
-                by_name.setdefault(tool.name, []).append(tool.id)
+            for profile in catalog:
+                by_name.setdefault(profile.name, []).append(profile.id)
             cached = self._names = (catalog, {n: ids[0] for n, ids in by_name.items() if len(ids) == 1})
         if name in cached[1]:
             return cached[1][name]
