@@ -66,13 +66,24 @@ def question_in(texts: Sequence[str]) -> str | None:
 
 # --------------------------------------------------------------------------------------------- LangChain
 
-def langchain_model() -> Any:
+def langchain_model(respond: Any = None) -> Any:
     """LangChain's ``GenericFakeChatModel``, able to bind tools, recording the tool names of every call in
-    ``calls``."""
+    ``calls``. ``respond(messages, tools)`` (tools as OpenAI function dicts) replaces the script."""
     from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    def script(messages: list[Any], tools: list[dict[str, Any]]) -> Any:
+        question = question_in([str(m.content) for m in messages if isinstance(m, SystemMessage)])
+        if messages and isinstance(messages[-1], ToolMessage):
+            return AIMessage(content=f"Done: {str(messages[-1].content)[:120]}")
+        if question:
+            return AIMessage(content=question)
+        if tools:
+            return AIMessage(content="", tool_calls=[{"name": tools[0]["name"], "id": f"call_{len(messages)}",
+                                                      "args": placeholder_arguments(tools[0].get("parameters"))}])
+        return AIMessage(content="(answered without a tool)")
 
     class ScriptedChatModel(GenericFakeChatModel):
         calls: list[list[str]] = []  # noqa: RUF012 (a pydantic field: copied per instance)
@@ -84,16 +95,7 @@ def langchain_model() -> Any:
                       **kwargs: Any) -> ChatResult:
             tools = [t["function"] for t in kwargs.get("tools") or ()]
             self.calls.append([t["name"] for t in tools])
-            question = question_in([str(m.content) for m in messages if isinstance(m, SystemMessage)])
-            if messages and isinstance(messages[-1], ToolMessage):
-                reply = AIMessage(content=f"Done: {str(messages[-1].content)[:120]}")
-            elif question:
-                reply = AIMessage(content=question)
-            elif tools:
-                reply = AIMessage(content="", tool_calls=[{"name": tools[0]["name"], "id": f"call_{len(self.calls)}",
-                                                           "args": placeholder_arguments(tools[0].get("parameters"))}])
-            else:
-                reply = AIMessage(content="(answered without a tool)")
+            reply = (respond or script)(messages, tools)
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
     return ScriptedChatModel(messages=iter(()), calls=[])
