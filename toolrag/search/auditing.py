@@ -28,7 +28,7 @@ def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, im
         "reason": _reason(getattr(result, "decision_reason", None)),
         "clarification": result.clarification,
         "confidence": round(float(result.confidence), 4),
-        "probabilities": result.scores.to_json() if getattr(result, "scores", None) is not None else None,
+        "probabilities": scores.to_json() if (scores := getattr(result, "scores", None)) is not None else None,
         "selected": list(getattr(result, "selected", ())),
         "returned": [{"id": c.id, "score": round(float(c.score), 4)} for c in result.candidates],
         "filtered": n_tools - n_permitted,
