@@ -29,7 +29,7 @@ pytestmark = pytest.mark.slow
 
 EDITING_ENDPOINTS = {"/save_profile", "/delete_profile", "/add_image", "/new_tool", "/validate_profile"}
 #: The Evaluate tab (the editors' studio): its reports name every tool, so a read-only app has none of it.
-STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings"}
+STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings", "/unmatched"}
 
 
 @pytest.mark.parametrize(("environ", "share", "editing", "shared", "reason"), [
