@@ -8,16 +8,6 @@ query of a run, so evaluating several fusion settings encodes each query once pe
 from __future__ import annotations
 
 import os
-
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-if not (os.environ.get("SPACE_ID") or os.environ.get("TOOLRAG_ONLINE") == "1"):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# One intra-op thread unless told otherwise: on this shared 2-core machine torch's default (one thread per
-# core, busy-waiting OpenMP workers) made query encoding 7x slower under load (1,758 vs 256 ms/query).
-os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("TOOLRAG_BENCH_THREADS", "1"))
-
 import platform
 import subprocess
 import sys
@@ -30,10 +20,19 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 #: Optional folder holding another ``toolrag`` package to measure (e.g. the engine with a proposed patch);
-#: its indexes are kept apart from the repository engine's (``index-<name>``).
+#: its indexes are kept apart from the repository engine's (``index-<name>``). It decides which toolrag is
+#: imported, so it is read before any toolrag import: the one read of the environment outside toolrag.config
+#: (whose table, ``ENV_VARS``, lists it as ``TOOLRAG_BENCH_ENGINE``).
 ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()
 if ENGINE:
     sys.path.insert(0, str(Path(ENGINE).resolve()))
+
+from toolrag import config  # noqa: E402
+
+config.configure_environment()  # telemetry off; the Hub offline unless toolrag.config.is_online()
+# One intra-op thread unless told otherwise: on this shared 2-core machine torch's default (one thread per
+# core, busy-waiting OpenMP workers) made query encoding 7x slower under load (1,758 vs 256 ms/query).
+config.set_default(config.THREADS_ENV, config.env(config.BENCH_THREADS_ENV) or "1")
 
 from bench.datasets import SETS, BenchSet, prepare  # noqa: E402
 

@@ -123,18 +123,20 @@ def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_choice_setting_reads_value_then_environment_then_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one parser behind TOOLRAG_IMAGE_BACKEND and TOOLRAG_TEXT_BACKEND."""
-    monkeypatch.delenv("TOOLRAG_TEST_CHOICE", raising=False)
-    pick = {"env": "TOOLRAG_TEST_CHOICE", "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
+    monkeypatch.delenv(cfg.IMAGE_BACKEND_ENV, raising=False)
+    pick = {"env": cfg.IMAGE_BACKEND_ENV, "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "  ")  # blank: the default
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "  ")  # blank: the default
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "TORCH")
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "TORCH")
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.TORCH
     assert cfg.choice_setting(enc_vonnx.ImageBackend, " onnx ", **pick) is enc_vonnx.ImageBackend.ONNX  # value wins
     onnx = enc_vonnx.ImageBackend.ONNX
     assert cfg.choice_setting(enc_vonnx.ImageBackend, onnx, **pick) is onnx  # a member as it is
-    with pytest.raises(SettingsError, match=r"test backend 'cuda' is not one of onnx, torch; fix TOOLRAG_TEST_CHOICE"):
+    with pytest.raises(SettingsError, match=r"backend 'cuda' is not one of onnx, torch; fix TOOLRAG_IMAGE_BACKEND"):
         cfg.choice_setting(enc_vonnx.ImageBackend, "cuda", **pick)
+    with pytest.raises(ValueError, match="TOOLRAG_TEST_CHOICE is not in toolrag.config.ENV_VARS"):
+        cfg.choice_setting(enc_vonnx.ImageBackend, None, **{**pick, "env": "TOOLRAG_TEST_CHOICE"})
 
 
 # --- built_folder: pure logic with stand-in builds ---------------------------------------------------------

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import random
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -82,10 +84,13 @@ def test_jieba_initialises_once_across_threads() -> None:
     assert len(results) == 4 and all(r is results[0] for r in results)
 
 
-def test_cache_dir_follows_environment(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("TOOLRAG_CACHE_DIR", str(tmp_path / "cache"))
-    assert lexical._cache_dir() == tmp_path / "cache"
-    assert (tmp_path / "cache").is_dir()
+def test_jieba_caches_in_the_data_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "data"))
+    assert lexical._cache_dir() == tmp_path / "data" / "jieba"
+    assert (tmp_path / "data" / "jieba").is_dir()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "file" / "data"))  # unusable: the temp folder
+    assert lexical._cache_dir() == Path(tempfile.gettempdir())
 
 
 # ------------------------------------------------------------------------------------------- BM25 scores

@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import queue
 import threading
 import weakref
@@ -30,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV
+from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, env
 from toolrag.errors import SettingsError
 
 __all__ = ["AuditLog", "AuditSummary", "read_audit", "summarize"]
@@ -67,10 +66,10 @@ class AuditLog:
     @classmethod
     def from_env(cls) -> AuditLog | None:
         """The log named by ``TOOLRAG_AUDIT_LOG`` (``TOOLRAG_AUDIT_REQUESTS=hash`` stores hashes), or ``None``."""
-        path = os.environ.get(AUDIT_LOG_ENV, "").strip()
+        path = env(AUDIT_LOG_ENV)
         if not path:
             return None
-        return cls(path, hash_requests=requests_setting(os.environ.get(AUDIT_REQUESTS_ENV, "text")))
+        return cls(path, hash_requests=requests_setting(env(AUDIT_REQUESTS_ENV) or "text"))
 
     def request_fields(self, text: str) -> dict[str, str]:
         """The request as the log keeps it: ``{"request": text}`` or ``{"request_sha256": hex}``."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
-from toolrag.config import CATALOG_CACHE_ENV, data_dir, is_off
+from toolrag.config import CATALOG_CACHE_ENV, data_dir, env, is_off
 from toolrag.errors import SettingsError
 from toolrag.gcpause import paused_gc
 
@@ -51,10 +51,10 @@ def cached(root: Path, files: Sequence[Path], mode: str, load: Callable[[], Cata
            folder: Path | None = None) -> Catalog:
     """The catalog ``load()`` gives, read from the cache when its key matches; written there after a load of
     a catalog of :data:`CACHE_MIN_TOOLS` tools or more. ``files``: every file the loader reads."""
-    setting = os.environ.get(CATALOG_CACHE_ENV)
-    if setting is not None and is_off(setting):
+    setting = env(CATALOG_CACHE_ENV)
+    if setting and is_off(setting):
         return load()
-    if setting is not None and setting.strip() and setting.strip().lower() not in _ON:
+    if setting and setting.lower() not in _ON:
         log.warning("ignoring %s=%r: use off to read the catalog's files at every start, or on", CATALOG_CACHE_ENV,
                     setting)
     try:

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.config import THREADS_ENV, env
 from toolrag.encode.common import require
 from toolrag.errors import ModelUnavailable
 
@@ -31,7 +32,7 @@ _MAX_BATCH_TOKENS = 2048
 
 def default_threads() -> int:
     """Intra-op threads: ``OMP_NUM_THREADS`` when set (the usual knob, also torch's), else the cores, up to 4."""
-    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    raw = env(THREADS_ENV)
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
     return max(1, min(4, os.cpu_count() or 1))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import tempfile
 import threading
@@ -31,7 +30,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from toolrag.errors import ModelUnavailable
+from toolrag.config import data_dir
+from toolrag.errors import ModelUnavailable, SettingsError
 from toolrag.text import CJK_RANGES
 
 __all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "segment", "tokenize"]
@@ -77,13 +77,13 @@ _JIEBA: Any = None
 
 
 def _cache_dir() -> Path:
-    """Writable folder for jieba's prefix-dictionary cache (``TOOLRAG_CACHE_DIR`` or the temp folder)."""
-    base = os.environ.get("TOOLRAG_CACHE_DIR")
-    folder = Path(base) if base else Path(tempfile.gettempdir()) / "toolrag"
+    """Writable folder for jieba's prefix-dictionary cache: ``jieba`` in the data folder
+    (:func:`toolrag.config.data_dir`), else the temp folder."""
     try:
+        folder = data_dir() / "jieba"
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        logger.warning("cannot create cache folder %s; jieba caches into the temp folder", folder)
+    except (OSError, SettingsError) as exc:
+        logger.warning("jieba caches into the temp folder: %s", exc)
         return Path(tempfile.gettempdir())
     return folder
 
