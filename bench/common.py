@@ -29,10 +29,17 @@ if ENGINE:
 
 from toolrag import config  # noqa: E402
 
-config.configure_environment()  # telemetry off; the Hub offline unless toolrag.config.is_online()
-# One intra-op thread unless told otherwise: on this shared 2-core machine torch's default (one thread per
-# core, busy-waiting OpenMP workers) made query encoding 7x slower under load (1,758 vs 256 ms/query).
-config.set_default(config.THREADS_ENV, config.env(config.BENCH_THREADS_ENV) or "1")
+
+def set_up_environment() -> None:
+    """What every benchmark script runs under: telemetry off, the Hub offline unless
+    :func:`toolrag.config.is_online`, and one intra-op thread unless told otherwise (on this shared 2-core
+    machine torch's default, one busy-waiting OpenMP thread per core, made query encoding 7x slower under
+    load: 1,758 vs 256 ms/query)."""
+    config.configure_environment()
+    config.set_default(config.THREADS_ENV, config.env(config.BENCH_THREADS_ENV) or "1")
+
+
+set_up_environment()  # before any script imports torch, chromadb or transformers
 
 from bench.datasets import SETS, BenchSet, prepare  # noqa: E402
 

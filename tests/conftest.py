@@ -23,6 +23,8 @@ os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
 
+pytest_plugins = ["quick_tier"]  # --quick: the pure-logic tier (bash scripts/test.sh quick)
+
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_tools"
 ASSETS = ROOT / "assets"

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -86,11 +84,17 @@ def test_every_variable_named_in_the_code_is_in_the_table() -> None:
 
 @pytest.mark.parametrize(("space", "online", "offline_flag"), [("me/demo", "0", "1"), ("me/demo", "", None),
                                                               ("", "1", None), ("", "", "1")])
-def test_bench_is_online_exactly_when_config_says(space: str, online: str, offline_flag: str | None) -> None:
+def test_bench_is_online_exactly_when_config_says(monkeypatch: pytest.MonkeyPatch, space: str, online: str,
+                                                  offline_flag: str | None) -> None:
     """bench.common sets HF_HUB_OFFLINE by toolrag.config.is_online: SPACE_ID with TOOLRAG_ONLINE=0 is offline."""
-    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "SPACE_ID", cfg.ONLINE_ENV)}
-    env.update({"SPACE_ID": space, cfg.ONLINE_ENV: online, "PYTHONPATH": str(ROOT)})
-    code = "import os, bench.common; print(os.environ.get('HF_HUB_OFFLINE'))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=120, check=True).stdout.strip()
-    assert out == str(offline_flag)
+    from bench import common
+
+    monkeypatch.setenv("SPACE_ID", space)
+    monkeypatch.setenv(cfg.ONLINE_ENV, online)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv(cfg.THREADS_ENV, raising=False)
+    monkeypatch.setenv(cfg.BENCH_THREADS_ENV, "3")
+    common.set_up_environment()
+    assert os.environ.get("HF_HUB_OFFLINE") == offline_flag
+    assert cfg.is_online() is (offline_flag is None)
+    assert os.environ[cfg.THREADS_ENV] == "3"

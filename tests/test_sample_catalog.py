@@ -90,6 +90,7 @@ SAMPLE_RECALL_AT_5 = 0.936
 MARGIN = 0.03
 
 
+@pytest.mark.slow
 def test_sample_queries_quality_and_permissions(sample_retriever: object, catalog: Catalog,
                                                 rows: list[QueryRow]) -> None:
     """Every labelled query (text and image) through the real retriever, as `toolrag eval` runs them."""
