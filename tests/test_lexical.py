@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import tempfile
 import threading
 import time
@@ -137,6 +138,20 @@ def test_bm25_equals_bm25s_own_index_on_random_corpus() -> None:
     for query in (["w1"], ["w2", "w3", "w59"], words[:20]):
         expected = reference.get_scores(query)
         assert index.scores(" ".join(query)) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+def test_query_scores_sum_each_terms_entries() -> None:
+    weights, docs, starts = (np.array([0.5, 0.2, 0.4], dtype=np.float32), np.array([0, 1, 1], dtype=np.int32),
+                             np.array([0, 2, 3]))
+    assert bm25_triples.query_scores(weights, docs, starts, [0, 1], 2).tolist() == pytest.approx([0.5, 0.6])
+    assert bm25_triples.query_scores(weights, docs, starts, [1], 3).tolist() == pytest.approx([0.0, 0.4, 0.0])
+    assert bm25_triples.query_scores(weights, docs, starts, [], 2).dtype == np.float32
+
+
+def test_toolrag_does_not_import_bm25s() -> None:
+    package = Path(__file__).resolve().parent.parent / "toolrag"
+    users = [f for f in package.rglob("*.py") if re.search(r"^\s*(import|from) bm25s", f.read_text(), re.M)]
+    assert not users, f"toolrag scores BM25 itself (toolrag.index.bm25_triples.query_scores): {users}"
 
 
 def test_term_scores_sum_to_score() -> None:
