@@ -13,12 +13,19 @@ if [ "${1:-}" = quick ]; then
   shift
 fi
 python -m pip install -q -r requirements-dev.txt
-if [ "$tier" = full ] && { ! command -v chromium >/dev/null 2>&1 || [ ! -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ]; }; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
+# the fonts the rendered sample documents use (tests/test_render_assets.py); Chromium for the browser tests
+packages="fonts-wqy-zenhei fonts-dejavu-core"
+if [ "$tier" = full ]; then
+  packages="chromium $packages"
+fi
+if { [ "$tier" = full ] && ! command -v chromium >/dev/null 2>&1; } || [ ! -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ] \
+    || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    sudo=sudo
   fi
+  # shellcheck disable=SC2086
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
 fi
 python -m ruff check .
 set +e
