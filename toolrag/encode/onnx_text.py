@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from toolrag.config import THREADS_ENV, env
+from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import require
 from toolrag.errors import ModelUnavailable
 
@@ -43,8 +44,6 @@ class OnnxTextRuntime:
 
     def __init__(self, folder: Path, *, info: dict[str, Any] | None = None, threads: int | None = None,
                  batch_size: int = 16) -> None:
-        from toolrag.encode.onnx_build import build_info
-
         ort = require("onnxruntime", "onnxruntime")
         tokenizers = require("tokenizers", "tokenizers")
         self.folder = folder
