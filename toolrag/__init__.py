@@ -4,7 +4,7 @@ Typical use::
 
     from toolrag import ToolRetriever
     retriever = ToolRetriever.from_catalog("sample_tools")
-    result = retriever.search("帮我报销这张餐饮发票", image="assets/queries/receipt_lunch.png")
+    result = retriever.search("帮我报销这张餐饮发票", image="assets/queries/receipt_dinner.png")
     result.decision, result.candidates[0].id, result.tools   # decision, best tool, OpenAI tools JSON
 
 Importing toolrag loads no model and changes no environment variable; call

@@ -3,20 +3,17 @@
 Dense embeddings miss exact identifiers ("SKU-1001", "query_stock") and rare domain words; BM25 over a
 tokenisation that understands identifiers and Chinese catches them. This module is pure CPU code: no models.
 
-Tokenisation choices, measured with BM25 on the 16-tool / 24-query English+Chinese mini catalog in
-tests/test_lexical.py (top-1 hits; MRR@5):
+Tokenisation choices (each measured on the mini catalog of tests/test_lexical.py: docs/measurements.md):
 
 * Chinese runs are segmented with ``jieba.lcut_for_search`` (search-engine mode: a long word is emitted
   *and* its dictionary sub-words, so "电子邮件" yields 电子, 邮件, 电子邮件 and the query "发邮件" still meets
-  the tool "发送电子邮件"): 24/24, MRR 1.000. Plain ``lcut`` emits only the long word: 21/24, MRR 0.875
-  (misses "发邮件给张三", "明天北京天气怎么样", "把这段话翻译成英文").
+  the tool "发送电子邮件"); plain ``lcut`` emits only the long word and missed requests.
 * Identifiers are split into their words (snake, kebab, dotted, camel and Pascal case); letters followed by
   digits stay together ("V2" -> "v2", "utf8"). The whole identifier is *not* emitted as an extra token:
-  it changed nothing measurable (24/24 and MRR 1.000 either way) while inflating term frequencies and
-  document lengths; its parts already match.
+  it changed nothing measurable while inflating term frequencies and document lengths; its parts already match.
 * A tiny plural stripper ("invoices" -> "invoice", "queries" -> "query", "batches" -> "batch") is applied
-  to documents and queries alike: 24/24 with it, 23/24 (MRR 0.979) without ("claim my travel expenses"
-  missed). It is deliberately not a full stemmer: verb forms stay as written.
+  to documents and queries alike ("claim my travel expenses" was missed without it). It is deliberately not a
+  full stemmer: verb forms stay as written.
 """
 
 from __future__ import annotations
