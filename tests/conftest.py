@@ -115,8 +115,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     changed = sorted(line for line in after - before
                      if not (session.config.getoption("--update-screenshots") and "docs/screenshots/" in line))
     if changed:
-        print(f"\nthe test run changed the checkout (write under tests/_artifacts/ or a temporary folder): {changed}",
-              file=sys.stderr)
+        print(f"\nthe test run changed the checkout (write under tests/_artifacts/ or a temporary folder; a file "
+              f"edited by hand while the tests ran counts too: run them again): {changed}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
