@@ -1,15 +1,12 @@
 """Entry point of the toolrag playground (``python app.py``; also the Hugging Face Spaces ``app_file``).
 
-Environment:
-- ``TOOLRAG_CATALOG``: the catalog folder or file (default: ``sample_tools`` next to this file);
-- ``TOOLRAG_DATA_DIR``: where models, the Chroma index and caches live (default ``~/.cache/toolrag``; on a
-  Space point it at a mounted storage bucket to keep the index across restarts);
-- ``TOOLRAG_CHROMA_URL``: a Chroma server instead of the embedded store;
-- ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``: where to listen (Gradio reads them);
-- ``TOOLRAG_EDITING`` (``on``/``off``), ``TOOLRAG_AUTH`` (``user:password,...``), ``TOOLRAG_EDITORS`` (Hugging
-  Face users, on a Space): who may edit the catalog. Local (127.0.0.1) editing is on; a shared deployment
-  (a Space, another bind address, a share link) is read-only unless editing is turned on with credentials
-  (see :class:`toolrag.ui.backend.Access`).
+Environment (every variable, its default and meaning: :data:`toolrag.config.ENV_VARS`, the README's
+*Configuration*): ``TOOLRAG_CATALOG`` (the catalog, default ``sample_tools`` next to this file),
+``TOOLRAG_DATA_DIR`` (on a Space point it at a mounted storage bucket to keep the index across restarts),
+``TOOLRAG_CHROMA_URL``, ``TOOLRAG_LOG_LEVEL``, ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT`` (where to listen)
+and who may edit: ``TOOLRAG_EDITING``, ``TOOLRAG_AUTH``, ``TOOLRAG_EDITORS``. Local (127.0.0.1) editing is on;
+a shared deployment (a Space, another bind address, a share link) is read-only unless editing is turned on
+with credentials (see :class:`toolrag.ui.backend.Access`).
 
 The page answers at once; the models load and the catalog is indexed in a background thread while the page
 shows the progress.
@@ -18,10 +15,9 @@ shows the progress.
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 
-from toolrag.config import configure_environment
+from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, chroma_url, configure_environment, env
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 
@@ -34,15 +30,15 @@ HERE = Path(__file__).resolve().parent
 
 def build() -> tuple[Backend, object]:
     """The backend (building in the background) and its Blocks app, from the environment."""
-    catalog = Path(os.environ.get("TOOLRAG_CATALOG") or HERE / "sample_tools")
-    backend = Backend(catalog, data_dir=os.environ.get("TOOLRAG_DATA_DIR") or None,
-                      chroma_url=os.environ.get("TOOLRAG_CHROMA_URL") or None, access=Access.from_env())
+    catalog = Path(env(CATALOG_ENV) or HERE / "sample_tools")
+    # data_dir None: the retriever and the app's caches use toolrag.config.data_dir() ($TOOLRAG_DATA_DIR)
+    backend = Backend(catalog, data_dir=None, chroma_url=chroma_url(), access=Access.from_env())
     backend.start()
     return backend, create_app(backend)
 
 
 def main() -> None:
-    logging.basicConfig(level=os.environ.get("TOOLRAG_LOG_LEVEL", "INFO"),
+    logging.basicConfig(level=env(LOG_LEVEL_ENV) or "INFO",
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     _, demo = build()
     launch(demo)  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, machine  # also sets the offline, no-telemetry environment
+from bench.common import REPO, machine, parse_args  # also sets the offline, no-telemetry environment
 from bench.datasets import bench_dir
 from bench.synthetic import make_catalog
 
@@ -64,13 +64,13 @@ def _instrument(spent: dict[str, list[float]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tools", type=int, default=10_000)
-    parser.add_argument("--image-every", type=int, default=500, help="one example image per this many tools")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--encoder", choices=("real", "standin"), default="real",
-                        help="real text models, or bench.latency's hashing stand-ins (what is left beside encoding)")
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--tools", type=int, default=10_000)
+        parser.add_argument("--image-every", type=int, default=500, help="one example image per this many tools")
+        parser.add_argument("--encoder", choices=("real", "standin"), default="real",
+                            help="real text models, or bench.latency's hashing stand-ins (what is left beside encoding)")
+
+    args = parse_args("bench.build_phases", __doc__.split("\n\n")[0], argv, options)
     import chromadb  # noqa: F401  (imported before the clock starts, as in a running app)
 
     from toolrag import load_catalog

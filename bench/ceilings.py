@@ -34,19 +34,16 @@ results: what would have to change is the ranking or the features (the models th
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
-from bench.decisions import DECISION_SETS, SetOpener, _pct, _root, auc, expected_decision
+from bench.common import REPO, engine_description, git_rev, keep_results, machine, parse_args, say
+from bench.decisions import DECISION_SETS, SetOpener, _pct, auc, expected_decision
 
 __all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "fittable", "main", "max_coverage_at",
            "selection_ceiling", "with_no_tool_threshold"]
@@ -377,28 +374,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="ceilings of the decision targets, with each set's labels known")
-    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--sets", default=",".join(s for s in DECISION_SETS if s != "bundled_refined"))
-    parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
-    parser.add_argument("--out", help="results JSON (default <bench dir>/ceilings.json)")
-    parser.add_argument("--write-docs", action="store_true", help="update the ceilings section of docs/decisions.md")
-    args = parser.parse_args(raw)
-    args.command_line = shown_command("bench.ceilings", raw)
-    results = run(args)
-    out = Path(args.out) if args.out else _root(args) / "ceilings.json"
-    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    say(f"wrote {out}")
-    print(format_tables(results))
-    if args.write_docs:
-        from bench.report import write_section
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default=",".join(s for s in DECISION_SETS if s != "bundled_refined"))
+        parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
 
-        header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}; "
-                  f"revision {results['revision']}  ", f"Engine: {results['engine']}", "", ""]
-        write_section("ceilings", "\n".join(header) + format_tables(results), doc=DOC)
-    return 0
+    args = parse_args("bench.ceilings", "ceilings of the decision targets, with each set's labels known", argv,
+                      options, benchmarks=True, results="ceilings.json", docs="the ceilings section of docs/decisions.md")
+    return keep_results(args, run(args), "ceilings.json", format_tables, _write_docs)
+
+
+def _write_docs(results: dict[str, Any]) -> None:
+    from bench.report import write_section
+
+    header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}; "
+              f"revision {results['revision']}  ", f"Engine: {results['engine']}", "", ""]
+    write_section("ceilings", "\n".join(header) + format_tables(results), doc=DOC)
 
 
 if __name__ == "__main__":

@@ -20,24 +20,31 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.common import machine, say
+from bench.common import at_least, machine, parse_args, say
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rows", type=int, default=30_000)
-    parser.add_argument("--settings", default="100:16,50:12,32:16,32:8",
-                        help="ef_construction:max_neighbors pairs (Chroma's default is 100:16)")
-    args = parser.parse_args(argv)
-    if args.rows < 10:
-        parser.error(f"--rows must be at least 10 (a query asks for 10 neighbours), got {args.rows}")
+def _hnsw_settings(text: str) -> list[tuple[int, int]]:
+    """``--settings``: comma-separated ef_construction:max_neighbors pairs, as ``100:16,50:12``."""
     settings: list[tuple[int, int]] = []
-    for setting in args.settings.split(","):
+    for setting in text.split(","):
         try:
             ef, neighbors = (int(x) for x in setting.split(":"))
         except ValueError:
-            parser.error(f"--settings: {setting!r} is not ef_construction:max_neighbors (two whole numbers, as 100:16)")
+            raise argparse.ArgumentTypeError(f"{setting!r} is not ef_construction:max_neighbors (two whole numbers, "
+                                             "as 100:16)") from None
         settings.append((ef, neighbors))
+    return settings
+
+
+def main(argv: list[str] | None = None) -> int:
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--rows", type=at_least(10), default=30_000,
+                            help="rows written (at least 10: a query asks for 10 neighbours)")
+        parser.add_argument("--settings", type=_hnsw_settings, default="100:16,50:12,32:16,32:8",
+                            help="ef_construction:max_neighbors pairs (Chroma's default is 100:16)")
+
+    args = parse_args("bench.chroma_writes", __doc__, argv, options, cache=False)
+    settings: list[tuple[int, int]] = args.settings
     import chromadb
 
     rng = np.random.default_rng(0)

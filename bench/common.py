@@ -7,22 +7,14 @@ query of a run, so evaluating several fusion settings encodes each query once pe
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
-
-os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-if not (os.environ.get("SPACE_ID") or os.environ.get("TOOLRAG_ONLINE") == "1"):
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# One intra-op thread unless told otherwise: on this shared 2-core machine torch's default (one thread per
-# core, busy-waiting OpenMP workers) made query encoding 7x slower under load (1,758 vs 256 ms/query).
-os.environ.setdefault("OMP_NUM_THREADS", os.environ.get("TOOLRAG_BENCH_THREADS", "1"))
-
 import platform
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,15 +22,31 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 #: Optional folder holding another ``toolrag`` package to measure (e.g. the engine with a proposed patch);
-#: its indexes are kept apart from the repository engine's (``index-<name>``).
+#: its indexes are kept apart from the repository engine's (``index-<name>``). It decides which toolrag is
+#: imported, so it is read before any toolrag import: the one read of the environment outside toolrag.config
+#: (whose table, ``ENV_VARS``, lists it as ``TOOLRAG_BENCH_ENGINE``).
 ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()
 if ENGINE:
     sys.path.insert(0, str(Path(ENGINE).resolve()))
 
-from bench.datasets import SETS, BenchSet, prepare  # noqa: E402
+from toolrag import config  # noqa: E402
 
-__all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "engine_description", "index_dir", "machine", "model_ids",
-           "open_retriever", "prepare", "say", "shown_command"]
+
+def set_up_environment() -> None:
+    """What every benchmark script runs under: telemetry off, the Hub offline unless
+    :func:`toolrag.config.is_online`, and one intra-op thread unless told otherwise (on this shared 2-core
+    machine torch's default, one busy-waiting OpenMP thread per core, made query encoding 7x slower under
+    load: 1,758 vs 256 ms/query)."""
+    config.configure_environment()
+    config.set_default(config.THREADS_ENV, config.env(config.BENCH_THREADS_ENV) or "1")
+
+
+set_up_environment()  # before any script imports torch, chromadb or transformers
+
+from bench.datasets import SETS, BenchSet, bench_dir, prepare  # noqa: E402
+
+__all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "at_least", "engine_description", "index_dir", "keep_results",
+           "machine", "model_ids", "open_retriever", "parse_args", "prepare", "say", "shown_command"]
 
 #: Options whose value is a path of the machine that ran a command: not written into docs/.
 PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks")
@@ -62,6 +70,62 @@ def shown_command(module: str, raw: Sequence[str]) -> str:
             continue
         shown.append(arg)
     return " ".join([f"python -m {module}", *shown])
+
+
+def parse_args(module: str, description: str, argv: Sequence[str] | None,
+               options: Callable[[argparse.ArgumentParser], None] = lambda parser: None, *, cache: bool = True,
+               benchmarks: bool = False, results: str | None = None, docs: str | None = None) -> argparse.Namespace:
+    """The arguments of a benchmark script (``python -m <module>``), the one scaffold of every ``main()``.
+
+    The shared options come first, with one spelling and help: ``--bench-dir`` (``cache``), ``--benchmarks``
+    (``benchmarks``), ``--out`` (``results``: the JSON file's name in the bench folder) and ``--write-docs``
+    (``docs``: what it updates); ``options`` adds the script's own. ``argv`` defaults to the command line. The
+    result also holds ``argv`` (the raw arguments) and ``command_line`` (the command as docs/ show it)."""
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    if cache:
+        parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    if benchmarks:
+        parser.add_argument("--benchmarks", help="folder of the public sets (default $TOOLRAG_BENCHMARKS, else "
+                                                 "shared/benchmarks beside the repository or a parent folder)")
+    if results:
+        parser.add_argument("--out", help=f"results JSON (default <bench dir>/{results})")
+    if docs:
+        parser.add_argument("--write-docs", action="store_true", help=f"update {docs}")
+    options(parser)
+    args = parser.parse_args(raw)
+    args.argv, args.command_line = raw, shown_command(module, raw)
+    return args
+
+
+def keep_results(args: argparse.Namespace, results: dict[str, Any], name: str, tables: Callable[[dict[str, Any]], str],
+                 write_docs: Callable[[dict[str, Any]], None] | None = None) -> int:
+    """The end of a script that measures (after :func:`parse_args` with ``results=name``): the results as JSON in
+    ``--out`` or ``<bench dir>/<name>``, their tables on stdout and, with ``--write-docs``, ``write_docs(results)``.
+    Returns the exit status (0)."""
+    out = Path(args.out) if getattr(args, "out", None) else bench_dir(getattr(args, "bench_dir", None)) / name
+    out.write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    say(f"wrote {out}")
+    print(tables(results))
+    if write_docs is not None and getattr(args, "write_docs", False):
+        write_docs(results)
+    return 0
+
+
+def at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of at least ``low`` (the message names the bound and the value)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        return value
+
+    return parse
 
 
 def say(message: str) -> None:

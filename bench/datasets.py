@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -92,9 +91,11 @@ def benchmarks_dir(explicit: str | Path | None = None) -> Path:
     repository (``<repo>/../shared/benchmarks``) or beside one of its parent folders, nearest first."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    env = os.environ.get("TOOLRAG_BENCHMARKS", "").strip()
-    if env:
-        return Path(env).expanduser().resolve()
+    from toolrag import config  # here, not at the top: bench.common picks which toolrag first
+
+    given = config.env(config.BENCHMARKS_ENV)
+    if given:
+        return Path(given).expanduser().resolve()
     repo = Path(__file__).resolve().parent.parent
     default = repo.parent / "shared" / "benchmarks"
     for folder in repo.parents:
@@ -107,7 +108,9 @@ def benchmarks_dir(explicit: str | Path | None = None) -> Path:
 def bench_dir(explicit: str | Path | None = None) -> Path:
     """The cache folder for converted sets and indexes: the argument, ``$TOOLRAG_BENCH_DIR`` or
     ``<temp>/toolrag-bench`` (never inside the repository)."""
-    raw = explicit or os.environ.get("TOOLRAG_BENCH_DIR", "").strip() or Path(tempfile.gettempdir()) / "toolrag-bench"
+    from toolrag import config
+
+    raw = explicit or config.env(config.BENCH_DIR_ENV) or Path(tempfile.gettempdir()) / "toolrag-bench"
     path = Path(raw).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -22,10 +22,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import json
 import math
 import pickle
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -41,11 +39,12 @@ from bench.common import (
     engine_description,
     git_rev,
     index_dir,
+    keep_results,
     machine,
     open_retriever,
+    parse_args,
     prepare,
     say,
-    shown_command,
 )
 
 __all__ = ["DECISION_SETS", "SetOpener", "auc", "expected_decision", "main", "reliability", "risk_coverage"]
@@ -391,27 +390,16 @@ def write_docs(results: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="decision accuracy, risk-coverage, reliability and selection")
-    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--sets", default=",".join(DECISION_SETS))
-    parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
-    parser.add_argument("--out", help="results JSON (default <bench dir>/decisions.json)")
-    parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/decisions.md")
-    parser.add_argument("--execute-share", type=float, default=None,
-                        help="rule 5's operating point (Settings.execute_share; shipped 0.2; 0 turns it off) to "
-                             "measure the trade-off of EXECUTE precision against coverage")
-    args = parser.parse_args(raw)
-    args.command_line = shown_command("bench.decisions", raw)
-    results = run(args)
-    out = Path(args.out) if args.out else _root(args) / "decisions.json"
-    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    say(f"wrote {out}")
-    print(format_tables(results))
-    if args.write_docs:
-        write_docs(results)
-    return 0
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default=",".join(DECISION_SETS))
+        parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
+        parser.add_argument("--execute-share", type=float, default=None,
+                            help="rule 5's operating point (Settings.execute_share; shipped 0.2; 0 turns it off) to "
+                                 "measure the trade-off of EXECUTE precision against coverage")
+
+    args = parse_args("bench.decisions", "decision accuracy, risk-coverage, reliability and selection", argv,
+                      options, benchmarks=True, results="decisions.json", docs="the tables of docs/decisions.md")
+    return keep_results(args, run(args), "decisions.json", format_tables, write_docs)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,15 @@ against the torch backend of the same model.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, engine_description, git_rev, machine, say
+from bench.common import REPO, engine_description, git_rev, keep_results, machine, parse_args, say
 from bench.datasets import bench_dir
+from bench.report import write_section
 from bench.synthetic import make_catalog, make_queries
 
 __all__ = ["main"]
@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             enc.encode_queries([request])
             per_query[f"{name}/{backend}"].append((time.perf_counter() - start) * 1000)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "revision": git_rev(),
-                           "engine": engine_description(), "command": f"python -m bench.encoders {' '.join(args.argv)}",
+                           "engine": engine_description(), "command": args.command_line,
                            "queries": len(queries), "passages": len(docs), "rows": {}}
     for (name, backend), enc in encoders.items():
         start = time.perf_counter()
@@ -90,25 +90,13 @@ def table(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--queries", type=int, default=200)
+        parser.add_argument("--passages", type=int, default=256)
 
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="text encoder backends compared in one process")
-    parser.add_argument("--bench-dir")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--passages", type=int, default=256)
-    parser.add_argument("--write-docs", action="store_true")
-    args = parser.parse_args(raw)
-    args.argv = raw
-    results = run(args)
-    out = bench_dir(args.bench_dir) / "encoders.json"
-    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    print(table(results))
-    if args.write_docs:
-        from bench.report import write_section
-
-        write_section("encoders", table(results))
-    return 0
+    args = parse_args("bench.encoders", "text encoder backends compared in one process", argv, options,
+                      results="encoders.json", docs="the encoders section of docs/benchmarks.md")
+    return keep_results(args, run(args), "encoders.json", table, lambda results: write_section("encoders", table(results)))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import time
 
-from bench.common import REPO, machine, say
+from bench.common import REPO, at_least, machine, parse_args, say
 
 _CHILD = """
 import json, sys, time
@@ -50,14 +50,12 @@ print(json.dumps({"first_ms": first * 1000, "rss_mb": added, "p50_ms": float(np.
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="new processes per backend")
-    parser.add_argument("--searches", type=int, default=0, help="request images read as a search reads them")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
-    if args.searches < 0:
-        parser.error(f"--searches must be 0 (none) or more, got {args.searches}")
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--rounds", type=at_least(1), default=3, help="new processes per backend")
+        parser.add_argument("--searches", type=at_least(0), default=0,
+                            help="request images read as a search reads them (0: none)")
+
+    args = parse_args("bench.image_model", __doc__, argv, options, cache=False)
     from toolrag.encode.vision import ImageFeatureEncoder
 
     pictures = sorted(str(p) for p in (REPO / "assets").iterdir() if p.suffix in {".png", ".jpg"})

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import REPO, engine_description, git_rev, machine, say, shown_command
+from bench.common import REPO, engine_description, git_rev, machine, parse_args, say
 from bench.datasets import bench_dir
 from bench.synthetic import make_catalog, make_queries
 
@@ -115,7 +115,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"tools": args.tools, "models": models_label, "machine": machine(),
                               "engine": engine_description(),
                               "revision": git_rev(), "date": time.strftime("%Y-%m-%d %H:%M"),
-                              "command": shown_command("bench.latency", args.argv)}
+                              "command": args.command_line}
     start = time.perf_counter()
     models = load_models(settings) if args.encoder == "real" else _standin_models(english)
     report["encoder"] = args.encoder
@@ -337,7 +337,7 @@ def cmd_tokens(args: argparse.Namespace) -> int:
 
     root = prepare(args.benchmarks, args.bench_dir)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
-                           "command": shown_command("bench.latency", args.argv)}
+                           "command": args.command_line}
     sample = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=index_dir(root))
     rows = [r for r in load_queries(REPO / "sample_tools" / "queries.yaml") if r.query.strip()][: args.n]
     seal = open_retriever(root, "seal_tools")
@@ -370,39 +370,35 @@ def _top5_tokens(retriever: Any, result: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
+    def options(parser: argparse.ArgumentParser) -> None:
+        sub = parser.add_subparsers(dest="command", required=True)
+        run = sub.add_parser("run", help="build/open a synthetic index and time it")
+        run.add_argument("--tools", type=int, default=1000)
+        run.add_argument("--english-model", default="minilm", choices=("minilm", "none"))
+        run.add_argument("--encoder", default="real", choices=("real", "standin"),
+                         help="real models, or hashing stand-ins for the text models (scale runs)")
+        run.add_argument("--queries", type=int, default=200)
+        run.add_argument("--cache-queries", type=int, default=30)
+        run.add_argument("--image-queries", type=int, default=20)
+        run.add_argument("--image-every", type=int, default=500, help="one tool in N gets an example image")
+        run.add_argument("--edits", type=int, default=5)
+        run.add_argument("--server", action="store_true", help="also query the index through a Chroma server")
+        run.add_argument("--fresh", action="store_true", help="delete the index first (measures a full build)")
+        run.add_argument("--ratio-queries", type=int, default=100,
+                         help="requests timed against one plain MiniLM encode (real models only; 0 = skip)")
+        run.add_argument("--eval-rows", type=int, default=500, help="labelled requests evaluated (0 = skip)")
+        run.add_argument("--quick", action="store_true",
+                         help="1,000 tools and fewer requests: a before/after check in about a minute")
+        sizes = sub.add_parser("sizes", help="several sizes, each in its own process, then the table")
+        sizes.add_argument("--sizes", default="1000,10000,100000")
+        sizes.add_argument("--encoder", default="standin", choices=("real", "standin"))
+        sizes.add_argument("extra", nargs="*", help="more options for each run (after --)")
+        tokens = sub.add_parser("tokens", help="schema-token economy")
+        tokens.add_argument("--benchmarks", help="folder of the public sets")
+        tokens.add_argument("--n", type=int, default=200, help="queries per catalog")
+        sub.add_parser("report", help="write the speed section of docs/benchmarks.md")
 
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="speed, memory and scale benchmark")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="build/open a synthetic index and time it")
-    run.add_argument("--tools", type=int, default=1000)
-    run.add_argument("--english-model", default="minilm", choices=("minilm", "none"))
-    run.add_argument("--encoder", default="real", choices=("real", "standin"),
-                     help="real models, or hashing stand-ins for the text models (scale runs)")
-    run.add_argument("--queries", type=int, default=200)
-    run.add_argument("--cache-queries", type=int, default=30)
-    run.add_argument("--image-queries", type=int, default=20)
-    run.add_argument("--image-every", type=int, default=500, help="one tool in N gets an example image")
-    run.add_argument("--edits", type=int, default=5)
-    run.add_argument("--server", action="store_true", help="also query the index through a Chroma server")
-    run.add_argument("--fresh", action="store_true", help="delete the index first (measures a full build)")
-    run.add_argument("--ratio-queries", type=int, default=100,
-                     help="requests timed against one plain MiniLM encode (real models only; 0 = skip)")
-    run.add_argument("--eval-rows", type=int, default=500, help="labelled requests evaluated (0 = skip)")
-    run.add_argument("--quick", action="store_true",
-                     help="1,000 tools and fewer requests: a before/after check in about a minute")
-    sizes = sub.add_parser("sizes", help="several sizes, each in its own process, then the table")
-    sizes.add_argument("--sizes", default="1000,10000,100000")
-    sizes.add_argument("--encoder", default="standin", choices=("real", "standin"))
-    sizes.add_argument("extra", nargs="*", help="more options for each run (after --)")
-    tokens = sub.add_parser("tokens", help="schema-token economy")
-    tokens.add_argument("--benchmarks", help="folder of the public sets")
-    tokens.add_argument("--n", type=int, default=200, help="queries per catalog")
-    sub.add_parser("report", help="write the speed section of docs/benchmarks.md")
-    args = parser.parse_args(raw)
-    args.argv = raw
+    args = parse_args("bench.latency", "speed, memory and scale benchmark", argv, options)
     if args.command == "run" and args.quick:
         args.tools, args.queries, args.cache_queries, args.image_queries = 1000, 60, 10, 10
         args.edits, args.ratio_queries, args.eval_rows = 2, 40, 100

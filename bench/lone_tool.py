@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import machine, open_retriever, say
+from bench.common import machine, open_retriever, parse_args, say
 from bench.datasets import SETS, prepare
 from bench.decisions import _bundled, _cache, _root, auc
 
@@ -65,15 +65,14 @@ def _counts(retriever: Any, rows: Any, thresholds: list[float], signals: list[st
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sets", default="bundled,metatool_task1,seal_in,gorilla")
-    parser.add_argument("--thresholds", default="1.5,2,2.5")
-    parser.add_argument("--benchmarks", default="../shared/benchmarks")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--limit", type=int, default=None)
-    parser.add_argument("--signals", default="dense_en,dense",
-                        help="text signals in order of preference: the first that reads the request counts")
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default="bundled,metatool_task1,seal_in,gorilla")
+        parser.add_argument("--thresholds", default="1.5,2,2.5")
+        parser.add_argument("--limit", type=int, default=None)
+        parser.add_argument("--signals", default="dense_en,dense",
+                            help="text signals in order of preference: the first that reads the request counts")
+
+    args = parse_args("bench.lone_tool", __doc__.split("\n\n")[0], argv, options, benchmarks=True)
     from toolrag import load_queries
     from toolrag.encode.models import load_models
     from toolrag.settings import Settings

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from bench.common import machine
+from bench.common import machine, parse_args
 
 __all__ = ["main"]
 
@@ -33,11 +33,12 @@ def _median_ms(fn: Callable[[], None], repeat: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=100_000)
-    parser.add_argument("--dim", type=int, default=384)
-    parser.add_argument("--repeat", type=int, default=9)
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--rows", type=int, default=100_000)
+        parser.add_argument("--dim", type=int, default=384)
+        parser.add_argument("--repeat", type=int, default=9)
+
+    args = parse_args("bench.matrix_copy", __doc__.split("\n\n")[0], argv, options, cache=False)
     rng = np.random.default_rng(0)
     first = rng.random((args.rows, args.dim), dtype=np.float32)
     second = rng.random((args.rows, args.dim), dtype=np.float32)

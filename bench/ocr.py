@@ -17,7 +17,7 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import REPO, machine, say
+from bench.common import REPO, at_least, machine, parse_args, say
 
 
 def _engines() -> dict[str, Any]:
@@ -31,11 +31,10 @@ def _engines() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=2, help="times each image is read by each engine")
-    args = parser.parse_args(argv)
-    if args.rounds < 1:
-        parser.error(f"--rounds must be at least 1, got {args.rounds}")
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--rounds", type=at_least(1), default=2, help="times each image is read by each engine")
+
+    args = parse_args("bench.ocr", __doc__, argv, options, cache=False)
     from PIL import Image
 
     from bench.latency import _image_queries

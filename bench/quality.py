@@ -15,7 +15,6 @@ catalog's decision model, shipped settings).
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,7 +22,20 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import SETS, engine_description, git_rev, machine, model_ids, open_retriever, prepare, say
+from bench.common import (
+    SETS,
+    engine_description,
+    git_rev,
+    keep_results,
+    machine,
+    model_ids,
+    open_retriever,
+    parse_args,
+    prepare,
+    say,
+)
+from bench.quality_table import LABELS, METRICS, quality_rows
+from bench.report import write_quality_section
 
 __all__ = ["METHODS", "auc", "main", "method_settings"]
 
@@ -31,17 +43,7 @@ REPORTED = ("metatool_single", "metatool_multi", "seal_in", "seal_out", "gorilla
 #: The labelled sample each catalog's "tuned" row learns its weights from (never a reported split).
 TUNE_FROM = {"metatool": "metatool_dev", "seal_tools": "seal_dev", "gorilla_hf": "gorilla_a"}
 TUNE_SAMPLE = 100
-METRICS = ("recall@5", "ndcg@5", "ndcg@10", "completeness@5", "mrr@10")
-METHODS = ("bm25", "dense_e5", "dense_minilm", "rrf", "hybrid", "tuned", "rerank")
-LABELS = {
-    "bm25": "BM25 only",
-    "dense_e5": "dense only: multilingual-e5-small",
-    "dense_minilm": "dense only: all-MiniLM-L6-v2",
-    "rrf": "RRF (k 60) of BM25, e5, MiniLM",
-    "hybrid": "**hybrid (shipped defaults)**",
-    "tuned": "hybrid, weights tuned on 100 labelled queries of the catalog (toolrag.evaluation.tune)",
-    "rerank": "hybrid + rerank",
-}
+METHODS = tuple(LABELS)
 
 
 def method_settings(method: str) -> Any:
@@ -189,46 +191,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default=",".join((*REPORTED, "metatool_task1")))
+        parser.add_argument("--methods", default=",".join(METHODS))
 
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="retrieval quality on public tool-retrieval sets")
-    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--sets", default=",".join((*REPORTED, "metatool_task1")))
-    parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--out", help="results JSON (default <bench dir>/quality.json)")
-    parser.add_argument("--write-docs", action="store_true", help="update the quality section of docs/benchmarks.md")
-    args = parser.parse_args(raw)
-    args.command_line = "python -m bench.quality " + " ".join(raw)
-    results = run(args)
-    from bench.datasets import bench_dir
-
-    out = Path(args.out) if args.out else bench_dir(args.bench_dir) / "quality.json"
-    out.write_text(json.dumps(results, indent=1), encoding="utf-8")
-    say(f"wrote {out}")
-    print(format_table(results))
-    if args.write_docs:
-        from bench.report import write_quality_section
-
-        write_quality_section(results)
-    return 0
-
-
-def format_table(results: dict[str, Any]) -> str:
-    """The results as a markdown table, values in percent."""
-    lines = ["| set | method | R@5 | NDCG@5 | NDCG@10 | Comp@5 | MRR@10 |", "|---|---|---|---|---|---|---|"]
-    for entry in results["sets"].values():
-        first = True
-        for method, values in entry["methods"].items():
-            label = entry["label"] if first else ""
-            first = False
-            if "skipped" in values:
-                lines.append(f"| {label} | {LABELS[method]} | n/a: {values['skipped'][:60]} | | | | |")
-                continue
-            cells = " | ".join(f"{100 * values[m]:.2f}" for m in METRICS)
-            lines.append(f"| {label} | {LABELS[method]} | {cells} |")
-    return "\n".join(lines)
+    args = parse_args("bench.quality", "retrieval quality on public tool-retrieval sets", argv, options,
+                      benchmarks=True, results="quality.json", docs="the quality section of docs/benchmarks.md")
+    return keep_results(args, run(args), "quality.json", lambda results: "\n".join(quality_rows(results)),
+                        write_quality_section)
 
 
 if __name__ == "__main__":

@@ -7,18 +7,19 @@ JSON files the scripts wrote, next to the command that produced them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO
-from bench.datasets import benchmarks_dir
+from bench.common import REPO, parse_args
+from bench.datasets import bench_dir, benchmarks_dir
+from bench.quality_table import METRICS, pct, quality_rows
 
 __all__ = ["baseline_rows", "write_latency_section", "write_quality_section", "write_section"]
 
 DOC = REPO / "docs" / "benchmarks.md"
-_METRICS = ("recall@5", "ndcg@5", "ndcg@10", "completeness@5", "mrr@10")
 _BASELINE_SETS = {"MetaTool single": "metatool_single", "MetaTool two-tool": "metatool_multi",
                   "Seal-Tools test in-domain": "seal_in", "Gorilla HF": "gorilla"}
 
@@ -61,10 +62,6 @@ def baseline_rows(readme: Path | None = None) -> dict[str, list[tuple[str, list[
     return out
 
 
-def _pct(v: float) -> str:
-    return f"{100 * v:.2f}"
-
-
 def _engine_line(results: dict[str, Any]) -> str:
     engine = str(results.get("engine", "this repository"))
     return f"Engine: {engine}  " if "revision" in engine else f"Engine: {engine}, revision {results['revision']}  "
@@ -72,8 +69,6 @@ def _engine_line(results: dict[str, Any]) -> str:
 
 def write_quality_section(results: dict[str, Any]) -> None:
     """The quality table, the comparison with the baseline table and the no-tool numbers."""
-    from bench.quality import LABELS
-
     lines = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
              _engine_line(results),
              "Models: " + ", ".join(f"{k} = `{v}`" for k, v in results.get("models", {}).items()) + "  ",
@@ -81,15 +76,7 @@ def write_quality_section(results: dict[str, Any]) -> None:
                  results["settings"]["normalization"], results["settings"]["fusion"],
                  ", ".join(f"{k} {v:g}" for k, v in results["settings"]["weights"].items()
                            if k in ("dense", "dense_en", "bm25"))),
-             "", "| set | method | R@5 | NDCG@5 | NDCG@10 | Comp@5 | MRR@10 |", "|---|---|---|---|---|---|---|"]
-    for entry in results["sets"].values():
-        for n, (method, values) in enumerate(entry["methods"].items()):
-            label = entry["label"] if n == 0 else ""
-            if "skipped" in values:
-                lines.append(f"| {label} | {LABELS.get(method, method)} | n/a: {values['skipped']} | | | | |")
-                continue
-            lines.append(f"| {label} | {LABELS.get(method, method)} | "
-                         + " | ".join(_pct(values[m]) for m in _METRICS) + " |")
+             "", *quality_rows(results)]
     lines += ["", "Shipped hybrid against the better single signal (same run) and the README's baseline table "
               "(its rows for the whole set; ours on the subset above):", "",
               "| set | hybrid NDCG@10 | best single NDCG@10 | best baseline NDCG@10 | hybrid R@5 | best single R@5 "
@@ -102,27 +89,27 @@ def write_quality_section(results: dict[str, Any]) -> None:
             continue
         singles = [v for k, v in methods.items() if k in ("bm25", "dense_e5", "dense_minilm") and "skipped" not in v]
         base = baselines.get(name, [])
-        best_single = {m: max(v[m] for v in singles) for m in _METRICS} if singles else {}
+        best_single = {m: max(v[m] for v in singles) for m in METRICS} if singles else {}
         best_base = [max(row[1][i] for row in base) for i in range(5)] if base else []
-        wins = sum(100 * methods["hybrid"][m] >= best_base[i] for i, m in enumerate(_METRICS)) if base else None
-        lines.append(f"| {entry['label']} | {_pct(methods['hybrid']['ndcg@10'])} | "
-                     f"{_pct(best_single.get('ndcg@10', float('nan')))} | "
-                     f"{best_base[2] if base else 'n/a'} | {_pct(methods['hybrid']['recall@5'])} | "
-                     f"{_pct(best_single.get('recall@5', float('nan')))} | {best_base[0] if base else 'n/a'} | "
+        wins = sum(100 * methods["hybrid"][m] >= best_base[i] for i, m in enumerate(METRICS)) if base else None
+        lines.append(f"| {entry['label']} | {pct(methods['hybrid']['ndcg@10'])} | "
+                     f"{pct(best_single.get('ndcg@10', float('nan')))} | "
+                     f"{best_base[2] if base else 'n/a'} | {pct(methods['hybrid']['recall@5'])} | "
+                     f"{pct(best_single.get('recall@5', float('nan')))} | {best_base[0] if base else 'n/a'} | "
                      f"{wins if wins is not None else 'n/a'} |")
     nt = results.get("no_tool")
     if nt:
         lines += ["", "No-tool detection on MetaTool `Task1.json` (520 need-a-tool + 520 need-no-tool queries):", "",
                   "| measure | value |", "|---|---|",
                   "| AUC of the decision's confidence (top e5 cosine among the top candidates) | "
-                  f"{_pct(nt['auc_confidence'])} |"]
+                  f"{pct(nt['auc_confidence'])} |"]
         for name, value in nt.get("auc_top_cosine", {}).items():
-            lines.append(f"| AUC of the top {name} score over the catalog | {_pct(value)} |")
+            lines.append(f"| AUC of the top {name} score over the catalog | {pct(value)} |")
         lines += [f"| decision accuracy of the shipped settings, the catalog's decision model (all 1,040) | "
-                  f"{_pct(nt['accuracy'])} |",
-                  f"| ... on the report half (rows 4k+2, 4k+3) | {_pct(nt['accuracy_report_half'])} |",
-                  f"| need-a-tool queries not answered NO_TOOL | {_pct(nt['tool_recall'])} |",
-                  f"| no-tool queries answered NO_TOOL | {_pct(nt['no_tool_recall'])} |"]
+                  f"{pct(nt['accuracy'])} |",
+                  f"| ... on the report half (rows 4k+2, 4k+3) | {pct(nt['accuracy_report_half'])} |",
+                  f"| need-a-tool queries not answered NO_TOOL | {pct(nt['tool_recall'])} |",
+                  f"| no-tool queries answered NO_TOOL | {pct(nt['no_tool_recall'])} |"]
     write_section("quality", "\n".join(lines))
 
 
@@ -134,40 +121,40 @@ def write_tuning_section(tune: dict[str, Any], previous: dict[str, Any] | None =
              f"Dev splits: {', '.join(sets)}; grid step {tune['step']}; exact scoring up to {tune['exact_limit']} "
              "tools, above it the candidate pool", "",
              "Single signals (NDCG@10 / R@5): " + "; ".join(
-                 f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}"
+                 f"{n}: " + ", ".join(f"{s} {pct(v['ndcg@10'])}/{pct(v['recall@5'])}"
                                       for s, v in tune["singles"][n].items())
                  for n in sets), "",
              "| normalisation | dense | dense_en | bm25 | " + " | ".join(f"{n} NDCG@10 / R@5" for n in sets)
              + " | worst margin | smoothed |", "|---|---|---|---|" + "---|" * len(sets) + "---|---|"]
     for r in tune["top"]:
         w = r["weights"]
-        cells = " | ".join(f"{_pct(r['sets'][n]['ndcg@10'])} / {_pct(r['sets'][n]['recall@5'])}" for n in sets)
+        cells = " | ".join(f"{pct(r['sets'][n]['ndcg@10'])} / {pct(r['sets'][n]['recall@5'])}" for n in sets)
         lines.append(f"| {r['method']} | {w['dense']:g} | {w['dense_en']:g} | {w['bm25']:g} | {cells} | "
                      f"{100 * r['margin']:+.2f} | {100 * r['smoothed']:+.2f} |")
     if previous is not None:
         lines += ["", f"The same single signals with the engine of `{previous['engine']}` "
                   f"(`{previous['command']}`, {previous['date']}): " + "; ".join(
-                      f"{n}: " + ", ".join(f"{s} {_pct(v['ndcg@10'])}/{_pct(v['recall@5'])}"
+                      f"{n}: " + ", ".join(f"{s} {pct(v['ndcg@10'])}/{pct(v['recall@5'])}"
                                            for s, v in previous["singles"][n].items())
                       for n in sets if n in previous["singles"])]
     cur = tune.get("current_defaults", {})
     if "sets" in cur:
         lines += ["", "Previous defaults ({} {}): ".format(cur["method"], cur["weights"]) + "; ".join(
-            f"{n} {_pct(v['ndcg@10'])} / {_pct(v['recall@5'])}" for n, v in cur["sets"].items())]
+            f"{n} {pct(v['ndcg@10'])} / {pct(v['recall@5'])}" for n, v in cur["sets"].items())]
     for n, v in tune.get("pool_statistics", {}).items():
         chosen = tune["chosen"]["sets"][n]
         lines += ["", f"{n}: the chosen weights with z-score statistics from the candidate pool instead of the "
-                  f"catalog: NDCG@10 {_pct(v['ndcg@10'])} / R@5 {_pct(v['recall@5'])} (catalog statistics: "
-                  f"{_pct(chosen['ndcg@10'])} / {_pct(chosen['recall@5'])})."]
+                  f"catalog: NDCG@10 {pct(v['ndcg@10'])} / R@5 {pct(v['recall@5'])} (catalog statistics: "
+                  f"{pct(chosen['ndcg@10'])} / {pct(chosen['recall@5'])})."]
     if "check" in tune:
         c = tune["check"]
         lines += ["", f"Check through the engine on the first {c['n']} queries of {sets[0]}: NDCG@10 engine "
-                  f"{_pct(c['engine']['ndcg@10'])}, offline re-fusion {_pct(c['offline']['ndcg@10'])}."]
+                  f"{pct(c['engine']['ndcg@10'])}, offline re-fusion {pct(c['offline']['ndcg@10'])}."]
     nt = tune.get("no_tool", {})
     if "dense" in nt:
         lines += ["", "NO_TOOL threshold calibrated on Task1 rows 4k, 4k+1 (reported on rows 4k+2, 4k+3): " + "; ".join(
-            f"{k}: threshold {v['threshold']:.3f}, accuracy {_pct(v['calibration_accuracy'])} / "
-            f"{_pct(v['report_half_accuracy'])}" for k, v in nt.items())]
+            f"{k}: threshold {v['threshold']:.3f}, accuracy {pct(v['calibration_accuracy'])} / "
+            f"{pct(v['report_half_accuracy'])}" for k, v in nt.items())]
     write_section("tuning", "\n".join(lines))
 
 
@@ -301,17 +288,14 @@ def latency_tables(root: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m bench.report [--quality F] [--tune F] [--tune-previous F] [--latency]``: regenerate sections."""
-    import argparse
 
-    from bench.datasets import bench_dir
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--quality", help="results of bench.quality (JSON)")
+        parser.add_argument("--tune", help="results of bench.tune (JSON)")
+        parser.add_argument("--tune-previous", help="bench.tune results of another engine, for comparison")
+        parser.add_argument("--latency", action="store_true", help="the speed section from <bench dir>/latency")
 
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--bench-dir")
-    parser.add_argument("--quality", help="results of bench.quality (JSON)")
-    parser.add_argument("--tune", help="results of bench.tune (JSON)")
-    parser.add_argument("--tune-previous", help="bench.tune results of another engine, for comparison")
-    parser.add_argument("--latency", action="store_true", help="the speed section from <bench dir>/latency")
-    args = parser.parse_args(argv)
+    args = parse_args("bench.report", main.__doc__ or "", argv, options)
     if args.quality:
         write_quality_section(json.loads(Path(args.quality).read_text(encoding="utf-8")))
     if args.tune:

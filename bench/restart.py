@@ -17,19 +17,19 @@ import statistics
 import time
 from pathlib import Path
 
-from bench.common import machine  # also sets the offline, no-telemetry environment
+from bench.common import machine, parse_args  # also sets the offline, no-telemetry environment
 from bench.datasets import bench_dir
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tools", type=int, default=100_000)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--index-dir", type=Path, help="index folder (default: the latency run's)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--tools", type=int, default=100_000)
+        parser.add_argument("--repeat", type=int, default=3)
+        parser.add_argument("--index-dir", type=Path, help="index folder (default: the latency run's)")
+
+    args = parse_args("bench.restart", __doc__.split("\n\n")[0], argv, options)
     from toolrag import load_catalog
     from toolrag.encode.models import load_models
     from toolrag.search.retriever import ToolRetriever

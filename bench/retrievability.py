@@ -25,13 +25,12 @@ import dataclasses
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, engine_description, machine, say
+from bench.common import REPO, engine_description, machine, parse_args, say
 from bench.datasets import bench_dir
 from bench.synthetic import ACTIONS, make_catalog
 
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "edit_update_s": statistics.median(e["update_s"] for e in edits) if edits else None,
         "edit_searched": statistics.median(e["searched"] for e in edits) if edits else None,
         "edits": edits, "found_first": h.found_first, "found_top5": h.found_top5,
-        "command": "python -m bench.retrievability " + " ".join(args.argv), "machine": machine(),
+        "command": args.command_line, "machine": machine(),
         "engine": engine_description(), "date": time.strftime("%Y-%m-%d"),
     }
 
@@ -133,15 +132,13 @@ def table(results: list[dict[str, Any]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="speed of the retrievability report")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--synthetic", type=int, help="a synthetic catalog of this many tools")
-    parser.add_argument("--examples", type=int, default=4, help="example requests per synthetic tool")
-    parser.add_argument("--edits", type=int, default=3, help="tools edited one after the other")
-    parser.add_argument("--print", action="store_true", help="print the table of the stored runs")
-    args = parser.parse_args(raw)
-    args.argv = raw
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--synthetic", type=int, help="a synthetic catalog of this many tools")
+        parser.add_argument("--examples", type=int, default=4, help="example requests per synthetic tool")
+        parser.add_argument("--edits", type=int, default=3, help="tools edited one after the other")
+        parser.add_argument("--print", action="store_true", help="print the table of the stored runs")
+
+    args = parse_args("bench.retrievability", "speed of the retrievability report", argv, options)
     out = bench_dir(args.bench_dir) / "retrievability"
     out.mkdir(parents=True, exist_ok=True)
     if not args.print:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import ENGINE, SETS, open_retriever, prepare, say
+from bench.common import ENGINE, SETS, open_retriever, parse_args, prepare, say
 
 __all__ = ["extract", "load_scores"]
 
@@ -79,12 +79,11 @@ def load_scores(root: Path, name: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default=",".join(DEFAULT_SETS))
-    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--force", action="store_true", help="recompute sets already stored")
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default=",".join(DEFAULT_SETS))
+        parser.add_argument("--force", action="store_true", help="recompute sets already stored")
+
+    args = parse_args("bench.scores", __doc__.splitlines()[0], argv, options, benchmarks=True)
     from toolrag import load_queries
     from toolrag.encode.models import load_models
     from toolrag.settings import Settings

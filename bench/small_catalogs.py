@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.common import REPO, machine, say
+from bench.common import REPO, machine, parse_args, say
 from bench.datasets import prepare
 
 __all__ = ["main"]
@@ -80,16 +80,15 @@ def _score(retriever: Any, requests: list[tuple[str, str | None]], tally: dict[s
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", default="2,3,5,8,13")
-    parser.add_argument("--catalogs", type=int, default=5, help="catalogs per size and source")
-    parser.add_argument("--sources", default="metatool,bundled")
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--few", type=int, default=None,
-                        help="FEW_TOOLS for the 'shipped' pass (default: the shipped value), to try another boundary")
-    parser.add_argument("--benchmarks", default="../shared/benchmarks")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sizes", default="2,3,5,8,13")
+        parser.add_argument("--catalogs", type=int, default=5, help="catalogs per size and source")
+        parser.add_argument("--sources", default="metatool,bundled")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--few", type=int, default=None,
+                            help="FEW_TOOLS for the 'shipped' pass (default: the shipped value), to try another boundary")
+
+    args = parse_args("bench.small_catalogs", __doc__.split("\n\n")[0], argv, options, benchmarks=True)
     from toolrag.encode.models import load_models
     from toolrag.search import decision_step
     from toolrag.search import retriever as retriever_module

@@ -15,10 +15,10 @@ Nothing from ``../shared/benchmarks`` is trained on.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
+from typing import Any
 
-from bench.common import say
+from bench.common import parse_args, say
 from bench.train_data import FOLDERS, prepare_training
 
 __all__ = ["main"]
@@ -48,12 +48,12 @@ def relevance(root: Path, *, epochs: float, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.train", description=__doc__.split("\n")[0])
-    parser.add_argument("--stage", choices=STAGES, action="append", help="run only these stages (repeatable)")
-    parser.add_argument("--training", help="the training sets' folder (default ../shared/training)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--epochs", type=float, default=1.0, help="epochs of the relevance model (default 1)")
-    args = parser.parse_args(argv)
+    def options(parser: Any) -> None:
+        parser.add_argument("--stage", choices=STAGES, action="append", help="run only these stages (repeatable)")
+        parser.add_argument("--training", help="the training sets' folder (default ../shared/training)")
+        parser.add_argument("--epochs", type=float, default=1.0, help="epochs of the relevance model (default 1)")
+
+    args = parse_args("bench.train", __doc__.split("\n")[0], argv, options)
     stages = args.stage or list(STAGES)
     root = prepare_training(args.training, args.bench_dir)
     if "mine" in stages:

@@ -20,7 +20,6 @@ tools), so a folder held out for validation takes its twin with it (:data:`GROUP
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 
 from bench.datasets import bench_dir, write_jsonl
 
-__all__ = ["FOLDERS", "GROUPS", "TrainPair", "prepare_training", "training_dir", "read_pairs"]
+__all__ = ["FOLDERS", "GROUPS", "TrainPair", "prepare_training", "read_pairs", "training_dir"]
 
 FORMAT_VERSION = "1"
 
@@ -55,7 +54,9 @@ def training_dir(explicit: str | Path | None = None) -> Path:
     repository or one of its parent folders, nearest first."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    env = os.environ.get("TOOLRAG_TRAINING", "").strip()
+    from toolrag import config
+
+    env = config.env(config.TRAINING_ENV)
     if env:
         return Path(env).expanduser().resolve()
     repo = Path(__file__).resolve().parent.parent

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import SETS, index_dir, prepare, say
+from bench.common import SETS, index_dir, parse_args, prepare, say
 from bench.train_data import FOLDERS, prepare_training, read_pairs
 
 __all__ = ["mine", "mined_dir"]
@@ -121,19 +121,17 @@ def mine_eval(bench_root: Path, name: str, *, models: Any, force: bool = False) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
-
     from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 
-    parser = argparse.ArgumentParser(prog="python -m bench.train_mine", description=__doc__.split("\n")[0])
-    parser.add_argument("--training", help="the training sets' folder (default ../shared/training)")
-    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
-    parser.add_argument("--folders", nargs="*", default=list(FOLDERS), choices=FOLDERS)
-    parser.add_argument("--eval", nargs="*", default=[], choices=EVAL_SETS,
-                        help="also mine these evaluation splits (for offline scoring only)")
-    parser.add_argument("--force", action="store_true")
-    args = parser.parse_args(argv)
+    def options(parser: Any) -> None:
+        parser.add_argument("--training", help="the training sets' folder (default ../shared/training)")
+        parser.add_argument("--folders", nargs="*", default=list(FOLDERS), choices=FOLDERS)
+        parser.add_argument("--eval", nargs="*", default=[], choices=EVAL_SETS,
+                            help="also mine these evaluation splits (for offline scoring only)")
+        parser.add_argument("--force", action="store_true")
+
+    args = parse_args("bench.train_mine", __doc__.split("\n")[0], argv, options)
     root = prepare_training(args.training, args.bench_dir)
     models = load_models(Settings())
     for folder in args.folders:

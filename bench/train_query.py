@@ -27,7 +27,7 @@ import numpy as np
 from bench.common import say
 from bench.train_sets import Mined, ranking_metrics
 
-__all__ = ["Space", "TowerConfig", "fit_linear", "fit_tower", "space_of", "score_space"]
+__all__ = ["Space", "TowerConfig", "fit_linear", "fit_tower", "score_space", "space_of"]
 
 
 @dataclass(frozen=True)

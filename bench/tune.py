@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import ENGINE, engine_description, machine, say
+from bench.common import ENGINE, engine_description, machine, parse_args, say
 from bench.datasets import bench_dir
 
 __all__ = ["fuse", "grid", "metrics"]
@@ -157,16 +157,13 @@ def _neighbours(w: dict[str, float], table: dict[tuple[float, ...], float], step
 
 
 def main(argv: list[str] | None = None) -> int:
-    import sys
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--sets", default="metatool_dev,seal_dev")
+        parser.add_argument("--step", type=float, default=0.05)
+        parser.add_argument("--methods", default="minmax,standard")
+        parser.add_argument("--check", type=int, default=0, help="re-run the choice through the engine on N queries")
 
-    raw = list(sys.argv[1:] if argv is None else argv)
-    parser = argparse.ArgumentParser(description="choose the default fusion on dev splits")
-    parser.add_argument("--bench-dir")
-    parser.add_argument("--sets", default="metatool_dev,seal_dev")
-    parser.add_argument("--step", type=float, default=0.05)
-    parser.add_argument("--methods", default="minmax,standard")
-    parser.add_argument("--check", type=int, default=0, help="re-run the choice through the engine on N queries")
-    args = parser.parse_args(raw)
+    args = parse_args("bench.tune", "choose the default fusion on dev splits", argv, options)
     from toolrag.search.retriever import EXACT_LIMIT
     from toolrag.settings import Settings
 
@@ -197,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     say(f"chosen: {chosen['method']} {chosen['weights']} margin {100 * chosen['margin']:.2f} "
         f"(smoothed {100 * chosen['smoothed']:.2f})")
     out = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "engine": engine_description(),
-           "command": "python -m bench.tune " + " ".join(raw), "sets": sets, "step": args.step,
+           "command": args.command_line, "sets": sets, "step": args.step,
            "exact_limit": EXACT_LIMIT, "singles": singles, "chosen": chosen, "top": results[:15],
            "current_defaults": _current(data, pools, cfg)}
     out["no_tool"] = _no_tool_threshold(root)

@@ -1,21 +1,39 @@
 #!/usr/bin/env bash
 # The README's test command: installs the test tools (and Debian's Chromium and a CJK font when missing),
 # then runs lint, type checks and the full test suite: real models, a real Chroma server, a real browser.
-# The suite sets its own environment (offline, telemetry off: tests/conftest.py, through toolrag.config).
+# `bash scripts/test.sh quick` is the quick tier: lint and the pure-logic tests only (pytest --quick: no model
+# load, no server, no browser, no child process; tests/quick_tier.py guards it). CI runs the full suite.
+# Other arguments go to pytest. The suite sets its own environment (offline, telemetry off: tests/conftest.py,
+# through toolrag.config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tier=full
+if [ "${1:-}" = quick ]; then
+  tier=quick
+  shift
+fi
 python -m pip install -q -r requirements-dev.txt
-if ! command -v chromium >/dev/null 2>&1 || [ ! -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
-  else
-    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-wqy-zenhei >/dev/null
+# the fonts the rendered sample documents use (tests/test_render_assets.py); Chromium for the browser tests
+packages="fonts-wqy-zenhei fonts-dejavu-core"
+if [ "$tier" = full ]; then
+  packages="chromium $packages"
+fi
+if { [ "$tier" = full ] && ! command -v chromium >/dev/null 2>&1; } || [ ! -f /usr/share/fonts/truetype/wqy/wqy-zenhei.ttc ] \
+    || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then
+    sudo=sudo
   fi
+  # shellcheck disable=SC2086
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages >/dev/null
 fi
 python -m ruff check .
-python -m mypy
 set +e
-python -m pytest "$@"
+if [ "$tier" = quick ]; then
+  python -m pytest --quick -q "$@"
+else
+  python -m mypy && python -m pytest "$@"
+fi
 rc=$?
 set -e
 if [ "$rc" = 5 ]; then

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,8 @@ os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
+
+pytest_plugins = ["quick_tier"]  # --quick: the pure-logic tier (bash scripts/test.sh quick)
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "sample_tools"
@@ -81,6 +85,46 @@ SMALL_CATALOG = """\
   category: office
   examples: [{query: book a meeting room for 3pm}, {query: 帮我订明天下午的会议室}, {query: reserve a room}]
 """
+
+
+_TREE_BEFORE = pytest.StashKey[set[str] | None]()
+
+
+def _tree_state() -> set[str] | None:
+    """``git status --porcelain`` of the repository as a set of lines (None outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
+                             capture_output=True, text=True, timeout=60, check=False)
+    except OSError:
+        return None
+    return set(out.stdout.splitlines()) if out.returncode == 0 else None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_TREE_BEFORE] = _tree_state()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite leaves the checkout as it found it: a file it wrote, changed or removed there fails the run
+    (docs/screenshots/ only with ``--update-screenshots``, whose purpose it is). Only states new since the start
+    count, so a commit made meanwhile fails nothing."""
+    before = session.config.stash.get(_TREE_BEFORE, None)
+    after = _tree_state()
+    if before is None or after is None:
+        return
+    changed = sorted(line for line in after - before
+                     if not (session.config.getoption("--update-screenshots") and "docs/screenshots/" in line))
+    if changed:
+        print(f"\nthe test run changed the checkout (write under tests/_artifacts/ or a temporary folder; a file "
+              f"edited by hand while the tests ran counts too: run them again): {changed}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-screenshots", action="store_true",
+                     help="browser tests write the README's screenshots to docs/screenshots/ "
+                          "(python -m scripts.screenshots); otherwise they go to tests/_artifacts/screenshots/")
 
 
 @pytest.fixture(scope="session")

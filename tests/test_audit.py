@@ -15,6 +15,7 @@ from toolrag.errors import SettingsError
 from toolrag.search.retriever import ToolRetriever
 
 
+@pytest.mark.slow
 def test_every_search_is_recorded_without_names_of_hidden_tools(small_retriever: Any, tmp_path: Path) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
     retriever = ToolRetriever(small_retriever.index, audit=audit)  # the same index, with an audit log
@@ -57,6 +58,7 @@ def test_rotation_by_size_keeps_every_record_readable(tmp_path: Path) -> None:
     assert summary.line().startswith("20 searches (EXECUTE 20), 0 calls (none), search latency p50 9 ms p95 18 ms")
 
 
+@pytest.mark.slow
 def test_an_unwritable_folder_warns_once_and_searches_go_on(small_retriever: Any, tmp_path: Path,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "not-a-folder"

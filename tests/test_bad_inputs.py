@@ -172,6 +172,7 @@ def test_a_closed_chroma_port_is_reported_before_the_models_load(no_models: None
     assert not backend.ready and backend.error is not None and "cannot reach a Chroma server" in backend.error
 
 
+@pytest.mark.slow
 def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: Path) -> None:
     """The bytes a terminal in another encoding sends: refused with a message when nothing readable is left."""
     done = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
@@ -197,6 +198,7 @@ def degenerate_catalog(folder: Path, image: Image.Image | bytes) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("image", "message"), [
     (Image.new("RGB", (1, 5000)), "is 1x5000 pixels: a side is under 16 pixels"),
     (Image.new("RGB", (2000, 60)), "is 2000x60 pixels: it is 33 times longer than wide"),
@@ -231,6 +233,7 @@ def shared_models(monkeypatch: pytest.MonkeyPatch, models: Any) -> None:
     monkeypatch.setattr(retriever_module, "load_models", lambda *a, **k: models)
 
 
+@pytest.mark.slow
 def test_a_cleaned_query_with_an_unknown_code_is_searched_with_warnings(
         capsys: pytest.CaptureFixture[str], shared_models: None, small_catalog_dir: Path, data_dir: Path) -> None:
     code, out, err = run(capsys, "search", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir),
@@ -243,6 +246,7 @@ def test_a_cleaned_query_with_an_unknown_code_is_searched_with_warnings(
     assert len(notes) == 2 and all(f"toolrag: warning: {n}\n" in err for n in notes)
 
 
+@pytest.mark.slow
 def test_a_huge_query_is_cut_and_never_echoed(capsys: pytest.CaptureFixture[str], shared_models: None,
                                               small_catalog_dir: Path, data_dir: Path) -> None:
     query = "will it rain tomorrow in Berlin " + "x" * 120_000  # about what one argument may carry
@@ -258,6 +262,7 @@ def test_a_huge_query_is_cut_and_never_echoed(capsys: pytest.CaptureFixture[str]
 # ---------------------------------------------------------------------------------------------- library
 
 
+@pytest.mark.slow
 def test_library_search_cleans_cuts_and_notes(small_retriever: Any) -> None:
     result = small_retriever.search("approve\x00 this month's \ud800payroll", role="hr_manager")
     assert result.ids[0] == "hr.payroll.approve" and result.query == "approve  this month's  payroll"
@@ -270,6 +275,7 @@ def test_library_search_cleans_cuts_and_notes(small_retriever: Any) -> None:
         small_retriever.search("\x00\x01")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(1, 5000), (5000, 1), (3, 3)])
 def test_a_degenerate_query_image_is_searched(small_retriever: Any, tmp_path: Path, size: tuple[int, int]) -> None:
     path = tmp_path / "strip.png"
@@ -278,6 +284,7 @@ def test_a_degenerate_query_image_is_searched(small_retriever: Any, tmp_path: Pa
     assert result.candidates and result.absent_signals.get("ocr") == "no text found in the image"
 
 
+@pytest.mark.slow
 def test_unknown_gold_ids_are_an_error_naming_the_closest(small_retriever: Any, tmp_path: Path) -> None:
     queries = tmp_path / "q.yaml"
     queries.write_text("- {query: weather now, gold: [weather.current]}\n"
@@ -311,6 +318,7 @@ def successor_retriever(tmp_path_factory: pytest.TempPathFactory, models: Any) -
     return ToolRetriever.from_catalog(folder, data_dir=folder / "data", models=models)
 
 
+@pytest.mark.slow
 def test_a_successor_the_caller_cannot_see_is_not_named(successor_retriever: ToolRetriever) -> None:
     settings = successor_retriever.settings.with_overrides(no_tool_threshold=-1.0)  # the prompt lists the tools
     guest = successor_retriever.search("export the payroll file", include_deprecated=True, settings=settings)
@@ -343,6 +351,7 @@ def chroma_writes(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     yield calls
 
 
+@pytest.mark.slow
 def test_an_unchanged_catalog_is_searched_without_a_write(small_catalog_dir: Path, tmp_path: Path, models: Any,
                                                           chroma_writes: list[str]) -> None:
     first = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models)  # type: ignore[arg-type]

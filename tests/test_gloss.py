@@ -65,6 +65,7 @@ def published(tmp_path_factory: pytest.TempPathFactory, models: Any) -> ToolRetr
     return ToolRetriever.from_catalog(CATALOG, data_dir=tmp_path_factory.mktemp("gloss"), models=models)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("query", "tool"), [
     # each ranked another tool first when read only by the multilingual model (before the gloss):
     ("读一下 config.yaml 的内容", "read_file"),             # was puppeteer_navigate
@@ -82,6 +83,7 @@ def test_a_chinese_request_finds_its_english_tool(published: ToolRetriever, quer
     assert f"English gloss: {english_gloss(query)}" in result.notes  # the caller sees how it was read
 
 
+@pytest.mark.slow
 def test_a_glossed_request_is_decided_on_both_readings(published: ToolRetriever) -> None:
     result = published.search("列出 src 目录下的文件")
     assert result.decision.value == "EXECUTE" and result.selected[0] == "list_directory", result.decision_reason
@@ -91,6 +93,7 @@ def test_a_glossed_request_is_decided_on_both_readings(published: ToolRetriever)
     assert "the model's view only: decided by the standout rule" in format_result(result)
 
 
+@pytest.mark.slow
 def test_a_gloss_alone_does_not_call_a_tool(published: ToolRetriever) -> None:
     """"一加一等于几" (arithmetic) glosses to "add equal", which the English model finds close to a tool that adds
     comments; read as typed it stands out for no tool. The lower of the two z decides: no tool."""
@@ -110,6 +113,7 @@ def test_a_gloss_alone_does_not_call_a_tool(published: ToolRetriever) -> None:
     assert f"z {typed:.2f} < {LONE_Z:.2f}" in result.decision_reason
 
 
+@pytest.mark.slow
 def test_prepared_chinese_requests_search_as_one_at_a_time(tmp_path: Path, published: ToolRetriever,
                                                            models: Any) -> None:
     # Evaluation encodes requests in batches (prepare): a Chinese request's English vector must be its gloss's,

@@ -40,6 +40,7 @@ def both() -> tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncod
     return enc_vision.ImageFeatureEncoder(), enc_vision.ImageFeatureEncoder(backend="torch")
 
 
+@pytest.mark.slow
 def test_onnx_features_and_concepts_match_pytorch_on_real_photos(
         both: tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncoder], models_dir: Path) -> None:
     onnx, torch = both
@@ -59,6 +60,7 @@ def test_onnx_features_and_concepts_match_pytorch_on_real_photos(
     assert info["min_cosine"] >= enc_vonnx.MIN_COSINE and info["max_probability_diff"] <= enc_vonnx.MAX_PROBABILITY_DIFF
 
 
+@pytest.mark.slow
 def test_the_onnx_image_model_never_imports_torch_once_built(
         both: tuple[enc_vision.ImageFeatureEncoder, enc_vision.ImageFeatureEncoder], models_dir: Path) -> None:
     both[0].features([PHOTOS[0]])  # built in this session's data dir
@@ -69,6 +71,7 @@ def test_the_onnx_image_model_never_imports_torch_once_built(
     assert out.stdout.strip() == "(1, 1280) False", out.stderr[-2000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["onnx", "torch"])
 def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A damaged weights file: PyTorch's load names it. No ONNX model can be exported from it either, so an
@@ -89,6 +92,7 @@ def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch
     assert not list((tmp_path / "data").rglob("model.onnx"))
 
 
+@pytest.mark.slow
 def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                   both: tuple[enc_vision.ImageFeatureEncoder, ...]) -> None:
     """The check compares the export with PyTorch; a build below the bound is refused and leaves no folder that a
@@ -103,6 +107,7 @@ def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: p
     np.testing.assert_array_equal(fresh.features([ASSETS / "coffee.jpg"]), both[1].features([ASSETS / "coffee.jpg"]))
 
 
+@pytest.mark.slow
 def test_a_damaged_onnx_file_names_the_folder(tmp_path: Path) -> None:
     folder = tmp_path / "image-onnx-x"
     folder.mkdir()
@@ -111,6 +116,7 @@ def test_a_damaged_onnx_file_names_the_folder(tmp_path: Path) -> None:
         enc_vonnx.OnnxImageRuntime(folder)
 
 
+@pytest.mark.slow
 def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.ONNX
     monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, " Torch ")
@@ -123,18 +129,20 @@ def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_choice_setting_reads_value_then_environment_then_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one parser behind TOOLRAG_IMAGE_BACKEND and TOOLRAG_TEXT_BACKEND."""
-    monkeypatch.delenv("TOOLRAG_TEST_CHOICE", raising=False)
-    pick = {"env": "TOOLRAG_TEST_CHOICE", "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
+    monkeypatch.delenv(cfg.IMAGE_BACKEND_ENV, raising=False)
+    pick = {"env": cfg.IMAGE_BACKEND_ENV, "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "  ")  # blank: the default
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "  ")  # blank: the default
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv("TOOLRAG_TEST_CHOICE", "TORCH")
+    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "TORCH")
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.TORCH
     assert cfg.choice_setting(enc_vonnx.ImageBackend, " onnx ", **pick) is enc_vonnx.ImageBackend.ONNX  # value wins
     onnx = enc_vonnx.ImageBackend.ONNX
     assert cfg.choice_setting(enc_vonnx.ImageBackend, onnx, **pick) is onnx  # a member as it is
-    with pytest.raises(SettingsError, match=r"test backend 'cuda' is not one of onnx, torch; fix TOOLRAG_TEST_CHOICE"):
+    with pytest.raises(SettingsError, match=r"backend 'cuda' is not one of onnx, torch; fix TOOLRAG_IMAGE_BACKEND"):
         cfg.choice_setting(enc_vonnx.ImageBackend, "cuda", **pick)
+    with pytest.raises(ValueError, match="TOOLRAG_TEST_CHOICE is not in toolrag.config.ENV_VARS"):
+        cfg.choice_setting(enc_vonnx.ImageBackend, None, **{**pick, "env": "TOOLRAG_TEST_CHOICE"})
 
 
 # --- built_folder: pure logic with stand-in builds ---------------------------------------------------------

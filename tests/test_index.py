@@ -17,6 +17,8 @@ from toolrag.catalog.profile import Catalog
 from toolrag.errors import CatalogError
 from toolrag.search.retriever import ToolRetriever
 
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
+
 
 class Counting:
     """Wraps a real text model and counts the passages it encodes (the model itself is untouched)."""

@@ -101,8 +101,9 @@ def test_strict_flag_refuses_an_import_and_lists_every_problem(tmp_path: Path) -
     with pytest.raises(ProfileError) as exc:
         load_catalog(file, mode="strict")
     assert len(exc.value.problems) == 2
-    assert "tool 'a': field 'parameters': expected a JSON Schema object" in exc.value.problems[0]
-    assert "tool 'b': field 'description': is required" in exc.value.problems[1]
+    assert "tool 'a': field 'parameters': expected a JSON Schema object" in str(exc.value.problems[0])
+    assert "tool 'b': field 'description': is required" in str(exc.value.problems[1])
+    assert [(p.tool, p.field) for p in exc.value.problems] == [("a", "parameters"), ("b", "description")]
 
 
 def test_yaml_is_strict_by_default_and_lenient_on_request(tmp_path: Path) -> None:

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import math
 import random
+import re
+import tempfile
 import threading
 import time
+from pathlib import Path
 
 import bm25s
 import numpy as np
@@ -82,10 +85,13 @@ def test_jieba_initialises_once_across_threads() -> None:
     assert len(results) == 4 and all(r is results[0] for r in results)
 
 
-def test_cache_dir_follows_environment(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("TOOLRAG_CACHE_DIR", str(tmp_path / "cache"))
-    assert lexical._cache_dir() == tmp_path / "cache"
-    assert (tmp_path / "cache").is_dir()
+def test_jieba_caches_in_the_data_folder(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "data"))
+    assert lexical._cache_dir() == tmp_path / "data" / "jieba"
+    assert (tmp_path / "data" / "jieba").is_dir()
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "file" / "data"))  # unusable: the temp folder
+    assert lexical._cache_dir() == Path(tempfile.gettempdir())
 
 
 # ------------------------------------------------------------------------------------------- BM25 scores
@@ -132,6 +138,20 @@ def test_bm25_equals_bm25s_own_index_on_random_corpus() -> None:
     for query in (["w1"], ["w2", "w3", "w59"], words[:20]):
         expected = reference.get_scores(query)
         assert index.scores(" ".join(query)) == pytest.approx(expected, rel=1e-5, abs=1e-6)
+
+
+def test_query_scores_sum_each_terms_entries() -> None:
+    weights, docs, starts = (np.array([0.5, 0.2, 0.4], dtype=np.float32), np.array([0, 1, 1], dtype=np.int32),
+                             np.array([0, 2, 3]))
+    assert bm25_triples.query_scores(weights, docs, starts, [0, 1], 2).tolist() == pytest.approx([0.5, 0.6])
+    assert bm25_triples.query_scores(weights, docs, starts, [1], 3).tolist() == pytest.approx([0.0, 0.4, 0.0])
+    assert bm25_triples.query_scores(weights, docs, starts, [], 2).dtype == np.float32
+
+
+def test_toolrag_does_not_import_bm25s() -> None:
+    package = Path(__file__).resolve().parent.parent / "toolrag"
+    users = [f for f in package.rglob("*.py") if re.search(r"^\s*(import|from) bm25s", f.read_text(), re.M)]
+    assert not users, f"toolrag scores BM25 itself (toolrag.index.bm25_triples.query_scores): {users}"
 
 
 def test_term_scores_sum_to_score() -> None:

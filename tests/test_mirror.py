@@ -17,6 +17,7 @@ def unit(rows: np.ndarray) -> np.ndarray:
     return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
+@pytest.mark.slow
 def test_mirror_agrees_with_chroma_through_edits(tmp_path: Path) -> None:
     client = open_client(StoreConfig(path=tmp_path / "chroma"))
     collection = VectorCollection(client, "mirror-test", dim=4, fingerprint="test")
@@ -52,6 +53,7 @@ def test_mirror_agrees_with_chroma_through_edits(tmp_path: Path) -> None:
         again.matrix(ids)
 
 
+@pytest.mark.slow
 def test_an_edit_reuses_the_matrix_nobody_holds_and_never_one_still_held(tmp_path: Path) -> None:
     """From the second edit on, an edit writes into the matrix of the snapshot before the live one when
     nothing holds it any more (no copy of the whole matrix); while anything still holds it (a search's

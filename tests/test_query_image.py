@@ -6,10 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from toolrag.images import load_image
 from toolrag.search.query import QUERY_OCR_LINES, QUERY_OCR_SIDE, QueryAnalyzer
 from toolrag.settings import Settings
+
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 

@@ -110,6 +110,7 @@ def report(small_retriever: Any, small_queries: Path, data_dir: Path) -> Any:
     return build_report(small_retriever, rows=load_queries(small_queries), checker=checker, tune=True, step=0.25)
 
 
+@pytest.mark.slow
 def test_build_report_holds_retrievability_labelled_metrics_and_tuning(report: Any, small_retriever: Any) -> None:
     from toolrag.evaluation.evaluator import Evaluator
 
@@ -124,6 +125,7 @@ def test_build_report_holds_retrievability_labelled_metrics_and_tuning(report: A
     assert len(data["tuning"]["grid"]) == 15 and data["no_tool_threshold"]["curve"]
 
 
+@pytest.mark.slow
 def test_html_report_is_self_contained(report: Any) -> None:
     from toolrag.evaluation.html_report import render_html
 
@@ -141,6 +143,7 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return code, out, err
 
 
+@pytest.mark.slow
 def test_cli_report_writes_html_and_json_and_gates_on_health(capsys: pytest.CaptureFixture[str], report: Any,
                                                             small_catalog_dir: Path, small_queries: Path,
                                                             data_dir: Path, tmp_path: Path) -> None:

@@ -100,6 +100,7 @@ def checked(own: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Pa
     return RetrievabilityChecker(cache_dir=cache).check(own), cache
 
 
+@pytest.mark.slow
 def test_leave_one_out_ranks_equal_an_index_really_built_without_the_example(checked: tuple[Any, Path],
                                                                               own: Any) -> None:
     report, _ = checked
@@ -129,6 +130,7 @@ def test_leave_one_out_ranks_equal_an_index_really_built_without_the_example(che
         own.reload(original)
 
 
+@pytest.mark.slow
 def test_the_vector_cache_makes_a_second_checker_encode_nothing(checked: tuple[Any, Path], own: Any) -> None:
     report, cache = checked
     again = RetrievabilityChecker(cache_dir=cache).check(own)
@@ -136,6 +138,7 @@ def test_the_vector_cache_makes_a_second_checker_encode_nothing(checked: tuple[A
     assert [(o.rank, o.above) for o in again.outcomes] == [(o.rank, o.above) for o in report.outcomes]
 
 
+@pytest.mark.slow
 def test_after_an_edit_only_what_it_can_move_is_searched_and_the_result_equals_a_full_check(
         own: Any, tmp_path: Path) -> None:
     checker = RetrievabilityChecker(cache_dir=tmp_path / "cache")

@@ -27,6 +27,7 @@ def check_invariants(result: Any, k: int) -> None:
             assert math.isclose(total, c.score, rel_tol=1e-4, abs_tol=1e-6)
 
 
+@pytest.mark.slow
 def test_english_and_chinese_queries_find_their_tool(small_retriever: Any) -> None:
     for query, expected in [
         ("what will the weather be like in Tokyo over the next three days", "weather.forecast"),
@@ -39,6 +40,7 @@ def test_english_and_chinese_queries_find_their_tool(small_retriever: Any) -> No
         assert result.candidates[0].id == expected, (query, result.ids)
 
 
+@pytest.mark.slow
 def test_every_signal_is_explained_and_absent_ones_are_named(small_retriever: Any) -> None:
     result = small_retriever.search("is it raining in London right now")
     top = result.candidates[0]
@@ -52,6 +54,7 @@ def test_every_signal_is_explained_and_absent_ones_are_named(small_retriever: An
     assert set(payload["candidates"][0]["signals"]["bm25"]) == {"raw", "norm", "rank", "weight", "contribution"}
 
 
+@pytest.mark.slow
 def test_chinese_query_reaches_the_english_model_through_its_gloss(small_retriever: Any) -> None:
     from toolrag.search.gloss import english_gloss
 
@@ -67,6 +70,7 @@ def test_chinese_query_reaches_the_english_model_through_its_gloss(small_retriev
     assert read.lexical == f"{query} {read.gloss}"  # BM25 reads both
 
 
+@pytest.mark.slow
 def test_image_query_uses_ocr_and_visual_signals(small_retriever: Any) -> None:
     result = small_retriever.search("", image=ASSETS / "queries" / "receipt_dinner.png")
     assert result.candidates[0].id == "finance.expense.submit", result.ids
@@ -79,6 +83,7 @@ def test_image_query_uses_ocr_and_visual_signals(small_retriever: Any) -> None:
     assert "visual" not in no_images.signals
 
 
+@pytest.mark.slow
 def test_permissions_hide_restricted_tools_everywhere(small_retriever: Any) -> None:
     employee = small_retriever.search("approve this month's payroll run", role="employee", top_k=8)
     text = json.dumps(employee.to_json(), ensure_ascii=False)
@@ -92,6 +97,7 @@ def test_permissions_hide_restricted_tools_everywhere(small_retriever: Any) -> N
     assert explicit.candidates[0].id == "hr.payroll.approve"
 
 
+@pytest.mark.slow
 def test_deprecated_excluded_unless_asked(small_retriever: Any) -> None:
     hidden = small_retriever.search("book a meeting room", top_k=8)
     assert "calendar.book_v1" not in hidden.ids and hidden.candidates[0].id == "calendar.book"
@@ -101,6 +107,7 @@ def test_deprecated_excluded_unless_asked(small_retriever: Any) -> None:
     assert old.deprecated and old.replaced_by == "calendar.book"
 
 
+@pytest.mark.slow
 def test_category_filter(small_retriever: Any) -> None:
     result = small_retriever.search("weather", categories=["travel"], top_k=8)
     assert {c.category for c in result.candidates} == {"travel"}
@@ -108,6 +115,7 @@ def test_category_filter(small_retriever: Any) -> None:
         small_retriever.search("weather", categories=["nope"])
 
 
+@pytest.mark.slow
 def test_large_catalog_path_takes_candidates_from_chroma_and_bm25(small_retriever: Any,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     from toolrag.search import retriever as module
@@ -130,6 +138,7 @@ def test_large_catalog_path_takes_candidates_from_chroma_and_bm25(small_retrieve
     assert travel.candidates and {c.category for c in travel.candidates} == {"travel"}
 
 
+@pytest.mark.slow
 def test_query_rows_applies_the_filters_both_ways(small_retriever: Any) -> None:
     snap = small_retriever.index.snapshot
     vector = small_retriever.analyzer.analyze("approve payroll", settings=small_retriever.settings).vectors["dense"]
@@ -142,6 +151,7 @@ def test_query_rows_applies_the_filters_both_ways(small_retriever: Any) -> None:
         assert all(mask[r] for r in rows), [snap.ids[r] for r in rows]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fusion", list(Fusion))
 def test_each_fusion_strategy(small_retriever: Any, fusion: Fusion) -> None:
     settings = small_retriever.settings.with_overrides(fusion=fusion, top_k=4)
@@ -150,6 +160,7 @@ def test_each_fusion_strategy(small_retriever: Any, fusion: Fusion) -> None:
     assert result.candidates[0].id == "weather.forecast"
 
 
+@pytest.mark.slow
 def test_weights_change_the_order_without_reencoding(small_retriever: Any) -> None:
     model = small_retriever.index.models.text
     calls = {"n": 0}
@@ -175,6 +186,7 @@ def test_weights_change_the_order_without_reencoding(small_retriever: Any) -> No
         del model.encode_queries
 
 
+@pytest.mark.slow
 def test_conversation_history_is_blended(small_retriever: Any) -> None:
     alone = small_retriever.search("and Shanghai?")
     with_history = small_retriever.search("and Shanghai?", history=["what's the weather forecast for Beijing"])
@@ -182,6 +194,7 @@ def test_conversation_history_is_blended(small_retriever: Any) -> None:
     assert alone.candidates[0].score != with_history.candidates[0].score
 
 
+@pytest.mark.slow
 def test_decisions(small_retriever: Any) -> None:
     clear = small_retriever.search("where is the function parseInvoice defined in our repos")
     assert clear.decision is Decision.EXECUTE and clear.tools and clear.tokens.selected > 0
@@ -194,6 +207,7 @@ def test_decisions(small_retriever: Any) -> None:
     assert all(name in (ambiguous.clarification or "") for name in names)
 
 
+@pytest.mark.slow
 def test_execute_share_sets_how_sure_a_call_must_be(small_retriever: Any) -> None:
     # The same search under rule 5's default (0.2), off (0) and the strictest setting (1.0: P(right) must reach
     # P(a tool fits), which only a certain top tool does).
@@ -211,6 +225,7 @@ def test_execute_share_sets_how_sure_a_call_must_be(small_retriever: Any) -> Non
         small_retriever.settings.with_overrides(execute_share=1.5)
 
 
+@pytest.mark.slow
 def test_prompt_material(small_retriever: Any) -> None:
     result = small_retriever.search("批准本月工资", role="hr_manager", top_k=2)
     assert result.tools[0]["type"] == "function"
@@ -219,6 +234,7 @@ def test_prompt_material(small_retriever: Any) -> None:
     assert 0 < result.tokens.selected < result.tokens.all
 
 
+@pytest.mark.slow
 def test_bad_queries(small_retriever: Any, tmp_path: Path) -> None:
     with pytest.raises(QueryError, match="empty query"):
         small_retriever.search("   ")
@@ -251,6 +267,7 @@ def test_settings_validation() -> None:
         Settings(top_k=0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("normalization", list(Normalization))
 def test_scores_are_finite(small_retriever: Any, normalization: Normalization) -> None:
     cfg = small_retriever.settings.with_overrides(normalization=normalization, top_k=8)
@@ -265,6 +282,7 @@ def test_scores_are_finite(small_retriever: Any, normalization: Normalization) -
                 assert 0.0 <= s.norm <= 1.0
 
 
+@pytest.mark.slow
 def test_standard_normalization_is_z_scores_against_the_catalog(small_retriever: Any) -> None:
     # All 8 tools permitted: the reference is every permitted tool, so each signal's normalised scores over
     # them have mean 0 and standard deviation 1.
@@ -302,6 +320,7 @@ def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_
     check_invariants(image_query, 8)
 
 
+@pytest.mark.slow
 def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_catalog_dir: Path, tmp_path: Path,
                                                              tiny_cross_encoder: Path) -> None:
     from toolrag.search.retriever import ToolRetriever
@@ -325,6 +344,7 @@ def test_rerank_reorders_by_cross_encoder_and_says_when_off(models: Any, small_c
     assert {c.id for c in head} == {c.id for c in fused.candidates[:4]}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fusion", [Fusion.LATE, Fusion.RRF])
 def test_explained_ranks_are_competition_ranks_over_all_candidates(small_retriever: Any, fusion: Fusion) -> None:
     from toolrag.search.fusion import competition_ranks
@@ -339,6 +359,7 @@ def test_explained_ranks_are_competition_ranks_over_all_candidates(small_retriev
         assert ranks == competition_ranks(raw, np.ones(8, dtype=bool)).tolist(), (name, raw, ranks)
 
 
+@pytest.mark.slow
 def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scores(
         small_retriever: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A large catalog's search scores a reference sample of the permitted tools besides its candidates; the
@@ -379,6 +400,7 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
     assert not replace(snap)._memo  # another snapshot (an edit) starts with nothing kept
 
 
+@pytest.mark.slow
 def test_the_two_text_models_encode_side_by_side_each_giving_its_own_vector(small_retriever: Any) -> None:
     """analyze() and prepare() run the English model in a worker thread beside the multilingual one; each
     vector must be exactly the one its model gives the text alone, with or without earlier turns."""
@@ -406,6 +428,7 @@ def test_the_two_text_models_encode_side_by_side_each_giving_its_own_vector(smal
             np.testing.assert_array_equal(again.vectors[kind], alone.vectors[kind])
 
 
+@pytest.mark.slow
 def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_catalog_dir: Path, tmp_path: Path,
                                                                         models: Any) -> None:
     retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=models)
@@ -422,6 +445,7 @@ def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_cat
     assert [held.ids[r] for r in rows] == [i for i in before if i != first][: len(rows)]
 
 
+@pytest.mark.slow
 def test_published_tools_without_descriptions_are_found_by_name(tmp_path: Path, models: Any) -> None:
     # MCP servers often publish tools with a name and a schema only; they stay in the catalog, described by
     # their name and parameters, and a request for what the name says finds them.

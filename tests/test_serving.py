@@ -47,6 +47,7 @@ def _results(retriever: ToolRetriever) -> list[tuple[tuple[str, ...], list[float
     return out
 
 
+@pytest.mark.slow
 def test_restart_from_the_saved_state_equals_a_rebuild_from_chroma(models: Any, small_catalog_dir: Path,
                                                                   tmp_path: Path) -> None:
     catalog_dir = shutil.copytree(small_catalog_dir, tmp_path / "cat")
@@ -81,6 +82,7 @@ def _with_description(tool: Any, suffix: str) -> Any:
     return dataclasses.replace(tool, description=tool.description + suffix)
 
 
+@pytest.mark.slow
 def test_a_stale_or_damaged_state_is_never_used(models: Any, small_catalog_dir: Path, tmp_path: Path) -> None:
     catalog_dir = shutil.copytree(small_catalog_dir, tmp_path / "cat")
     data = tmp_path / "d"
@@ -123,6 +125,7 @@ def test_a_stale_or_damaged_state_is_never_used(models: Any, small_catalog_dir: 
     _same_snapshot(garbage.index.snapshot, reverted.index.snapshot)
 
 
+@pytest.mark.slow
 def test_an_index_built_with_one_text_backend_is_never_read_with_another(models: Any, small_catalog_dir: Path,
                                                                          tmp_path: Path) -> None:
     """The default (ONNX int8) index and a sentence-transformers one live side by side: opening the data
@@ -218,6 +221,7 @@ def test_ann_lists_of_wide_vectors_scan_a_projection() -> None:
     assert projection(data[:100, :64]) is None  # narrow vectors are scanned as they are
 
 
+@pytest.mark.slow
 def test_large_catalog_path_uses_the_ann_lists(models: Any, small_catalog_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """The candidate path of catalogs above the exact-scoring limit, run on the small catalog with the limits
@@ -266,6 +270,7 @@ class _OneAtATime:
         return self.inner.search(*args, **kwargs)
 
 
+@pytest.mark.slow
 def test_batched_evaluation_equals_one_at_a_time(models: Any, data_dir: Path) -> None:
     from conftest import SAMPLE
 
@@ -286,6 +291,7 @@ def test_batched_evaluation_equals_one_at_a_time(models: Any, data_dir: Path) ->
             np.testing.assert_array_equal(a.vectors[key], b.vectors[key])
 
 
+@pytest.mark.slow
 def test_edits_never_change_a_snapshot_someone_still_holds(models: Any, small_catalog_dir: Path,
                                                            tmp_path: Path) -> None:
     """Edits write into an older snapshot's matrices once nothing holds them (no copy of the whole matrix):

@@ -121,10 +121,12 @@ def client(tmp_path: Path) -> Iterator[Any]:
 
 
 # --------------------------------------------------------------------------------------- embedded
+@pytest.mark.slow
 def test_round_trip_embedded(client: Any) -> None:
     _round_trip(client, collection_name("text", "model-a"))
 
 
+@pytest.mark.slow
 def test_persistence_across_clients(tmp_path: Path) -> None:
     ids, vecs, metas = _rows(seed=3)
     name = collection_name("text", "model-p")
@@ -146,6 +148,7 @@ def test_persistence_across_clients(tmp_path: Path) -> None:
         c2.close()
 
 
+@pytest.mark.slow
 def test_fingerprint_or_dim_change_recreates_empty(client: Any) -> None:
     ids, vecs, metas = _rows()
     name = "toolrag-text-shared"
@@ -160,6 +163,7 @@ def test_fingerprint_or_dim_change_recreates_empty(client: Any) -> None:
         smaller.upsert(ids[:2], vecs[:2], metas[:2])
 
 
+@pytest.mark.slow
 def test_large_upsert_is_batched_and_reads_are_paged(client: Any) -> None:
     n = client.get_max_batch_size() + 37
     rng = np.random.default_rng(5)
@@ -178,6 +182,7 @@ def test_large_upsert_is_batched_and_reads_are_paged(client: Any) -> None:
     assert col.count() == n - len(ids[::100])
 
 
+@pytest.mark.slow
 def test_rename_swaps_staging_into_place(client: Any) -> None:
     ids, vecs, metas = _rows()
     final = collection_name("text", "m")
@@ -192,6 +197,7 @@ def test_rename_swaps_staging_into_place(client: Any) -> None:
     assert {c.name for c in client.list_collections()} == {final}
 
 
+@pytest.mark.slow
 def test_empty_collection_and_large_k(client: Any) -> None:
     col = VectorCollection(client, "toolrag-empty", dim=DIM, fingerprint="e")
     q = _unit(np.random.default_rng(0), 1)[0]
@@ -201,6 +207,7 @@ def test_empty_collection_and_large_k(client: Any) -> None:
     assert got_ids == [] and got.shape == (0, DIM)
 
 
+@pytest.mark.slow
 def test_concurrent_queries_during_upserts(client: Any) -> None:
     ids, vecs, metas = _rows()
     col = VectorCollection(client, "toolrag-threads", dim=DIM, fingerprint="t")
@@ -259,6 +266,7 @@ def test_build_where_shapes() -> None:
 CALLERS = [set(), {"hr.payroll"}, {"hr.payroll", "finance.approve"}, None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("codes", CALLERS, ids=["none", "payroll", "payroll+approve", "unfiltered"])
 @pytest.mark.parametrize("cats", [None, {"hr"}, {"finance", "it"}], ids=["allcats", "hr", "fin+it"])
 @pytest.mark.parametrize("deprecated", [False, True], ids=["nodep", "dep"])
@@ -284,6 +292,7 @@ def test_filtered_query_equals_brute_force_over_allowed_subset(
         _check_hits(hits, 6, *_brute(ids, vecs, q, 6, keep))
 
 
+@pytest.mark.slow
 def test_nothing_allowed_returns_empty(
     filtered_col: tuple[VectorCollection, list[str], np.ndarray, list[dict[str, Any]]],
 ) -> None:
@@ -325,6 +334,7 @@ def test_collection_name_is_valid_and_model_specific() -> None:
         collection_name("-text", "m")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("make", "message"),
     [
@@ -348,6 +358,7 @@ def test_bad_upsert_raises(client: Any, make: Any, message: str) -> None:
     assert col.count() == 0
 
 
+@pytest.mark.slow
 def test_bad_query_raises(client: Any) -> None:
     col = VectorCollection(client, "toolrag-badq", dim=DIM, fingerprint="bad")
     with pytest.raises(ValueError, match="shape"):

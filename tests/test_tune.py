@@ -40,6 +40,7 @@ def test_simplex_grid_counts_and_sums() -> None:
             simplex_grid(["a", "b"], bad)
 
 
+@pytest.mark.slow
 def test_tuning_moves_weight_to_the_signals_that_rank_the_gold_tools(small_retriever: object) -> None:
     keyword_only = Settings().with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.7})
     result = tune_weights(small_retriever, PARAPHRASES, base=keyword_only, step=0.25, z=0.0)
@@ -63,6 +64,7 @@ def test_tuning_moves_weight_to_the_signals_that_rank_the_gold_tools(small_retri
     assert "new weights" in result.summary()
 
 
+@pytest.mark.slow
 def test_an_insignificant_gain_keeps_the_current_weights(small_retriever: object) -> None:
     base = Settings()
     result = tune_weights(small_retriever, PARAPHRASES[:3], base=base, step=0.5, z=1000.0)
@@ -72,6 +74,7 @@ def test_an_insignificant_gain_keeps_the_current_weights(small_retriever: object
     assert "kept the current weights" in result.summary()
 
 
+@pytest.mark.slow
 def test_tune_rejects_bad_input(small_retriever: object) -> None:
     with pytest.raises(QueryError, match="labelled"):
         tune_weights(small_retriever, [QueryRow("hello there", ())])
@@ -83,6 +86,7 @@ def test_tune_rejects_bad_input(small_retriever: object) -> None:
         tune_weights(object(), PARAPHRASES)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow
 def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: object, tmp_path: Path) -> None:
     keyword_only = Settings().with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.7})
     result = tune_weights(small_retriever, PARAPHRASES, base=keyword_only, step=0.25, z=0.0)
@@ -102,6 +106,7 @@ def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: o
         result.save(tmp_path / "no-such-folder" / "settings.yaml")
 
 
+@pytest.mark.slow
 def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                                         data_dir: Path, tmp_path: Path) -> None:
     queries = tmp_path / "labelled.jsonl"
@@ -133,6 +138,7 @@ NO_TOOL_ROWS = [
 ]
 
 
+@pytest.mark.slow
 def test_no_tool_threshold_is_calibrated_through_the_retriever(small_retriever: Any) -> None:
     rows = PARAPHRASES + NO_TOOL_ROWS
     result = calibrate_no_tool(small_retriever, rows, z=0.0)

@@ -1,6 +1,7 @@
 """The playground driven in Chromium as a person would use it (Playwright, auto-waits, no sleeps).
 
-Screenshots of the three tabs are written to docs/screenshots/ (shown in the README).
+Screenshots of the three tabs go to tests/_artifacts/screenshots/; `python -m scripts.screenshots` writes
+them to docs/screenshots/ (shown in the README).
 """
 
 from __future__ import annotations
@@ -10,14 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ASSETS, ROOT
+from conftest import ASSETS
 
 from toolrag.settings import SIGNALS
 from toolrag.ui import format as fmt
 
 pytest_plugins = ["ui_support"]
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 
 
 def expect(locator: Any) -> Any:
@@ -38,7 +38,7 @@ def column_ids(page: Any, n: int) -> list[str]:
     return [page.locator(f"#results [data-testid=cell-{r}-2]").inner_text().strip() for r in range(n)]
 
 
-def test_search_in_chinese_and_english_and_sliders_rerank(page: Any, ui_server: Any) -> None:
+def test_search_in_chinese_and_english_and_sliders_rerank(page: Any, ui_server: Any, screenshot: Any) -> None:
     expect(page.locator("#status")).to_contain_text("ready")
     retriever = ui_server.backend.retriever
     search(page, "帮我把这张发票报销了，是昨天和客户吃饭的")
@@ -54,8 +54,7 @@ def test_search_in_chinese_and_english_and_sliders_rerank(page: Any, ui_server: 
     english = retriever.search(query, role="employee", top_k=5)
     expect(page.locator("#results [data-testid=cell-0-2]")).to_have_text(english.ids[0])
     assert column_ids(page, len(english.ids)) == english.ids
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "search.png"), full_page=True)
+    screenshot(page, "search")
     # Only BM25 left: the library predicts a different order, and the page follows after the sliders move.
     from toolrag.settings import Settings
 
@@ -88,7 +87,7 @@ def test_empty_query_shows_an_error_toast_and_the_app_keeps_working(page: Any) -
     expect(page.locator("#results [data-testid=cell-0-2]")).not_to_be_empty()
 
 
-def test_map_shows_the_query_point(page: Any, ui_server: Any) -> None:
+def test_map_shows_the_query_point(page: Any, ui_server: Any, screenshot: Any) -> None:
     from toolrag.evaluation import projection
 
     projection.warm_up()  # waits for the app's background warm-up, so the map (and screenshot) is UMAP
@@ -102,7 +101,7 @@ def test_map_shows_the_query_point(page: Any, ui_server: Any) -> None:
     expect(points.nth(n_tools)).to_be_attached()  # every tool plus the query star
     expect(page.locator("#map-info")).to_contain_text("look-alike pair")
     expect(page.locator("#tool-map .gtitle")).to_contain_text("UMAP")
-    page.screenshot(path=str(SCREENSHOTS / "tool_space.png"), full_page=True)
+    screenshot(page, "tool_space")
 
 
 def pick_tool(page: Any, tool_id: str) -> None:
@@ -113,7 +112,7 @@ def pick_tool(page: Any, tool_id: str) -> None:
     expect(page.locator("#profile-yaml .cm-content")).to_contain_text(f"id: {tool_id}")
 
 
-def test_edit_a_profile_and_see_its_rank_move(page: Any, ui_server: Any) -> None:
+def test_edit_a_profile_and_see_its_rank_move(page: Any, ui_server: Any, screenshot: Any) -> None:
     page.get_by_role("tab", name="Profiles").click()
     tool_id = "data.chart.read_values"
     query = "帮我查一下下周去深圳的机票和酒店"
@@ -131,7 +130,7 @@ def test_edit_a_profile_and_see_its_rank_move(page: Any, ui_server: Any) -> None
     assert found, status.inner_text()
     assert found.group(1) == "not ranked" or int(found.group(2)) < int(found.group(1)[1:])
     assert query in Path(ui_server.backend.catalog_path / "data.yaml").read_text(encoding="utf-8")
-    page.screenshot(path=str(SCREENSHOTS / "profiles.png"), full_page=True)
+    screenshot(page, "profiles")
 
 
 def test_invalid_yaml_shows_the_error_and_changes_nothing(page: Any, ui_server: Any) -> None:

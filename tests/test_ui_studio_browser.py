@@ -2,7 +2,8 @@
 evaluate labelled requests, open a failing one, fix its tool's profile, save and see the request improve;
 check retrievability, tune, export the HTML report and open it offline; open a link to one search.
 
-The Evaluate tab's screenshot is written to docs/screenshots/evaluate.png (shown in the README).
+The Evaluate tab's screenshot goes to tests/_artifacts/screenshots/; `python -m scripts.screenshots` writes it
+to docs/screenshots/evaluate.png (shown in the README).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from toolrag.settings import SIGNALS, Settings
 
 pytest_plugins = ["ui_support"]
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
-SCREENSHOTS = ROOT / "docs" / "screenshots"
 CSV = ROOT / "tests" / "data" / "studio_queries.csv"
 REQUEST = "will it be sunny in Frankfurt on Thursday and Friday?"
 
@@ -35,16 +35,17 @@ def failing_requests(page: Any) -> list[str]:
     return [page.locator(f"#eval-failing [data-testid=cell-{r}-0]").inner_text().strip() for r in range(rows.count())]
 
 
-def test_an_author_fixes_a_failing_request_and_sees_it_improve(page: Any, ui_server: Any, browser: Any) -> None:
+def test_an_author_fixes_a_failing_request_and_sees_it_improve(page: Any, ui_server: Any, browser: Any,
+                                                              screenshot: Any) -> None:
     editor = ui_server.backend.editor
     original = editor.profile_yaml("travel.weather.forecast")
     try:
-        _walk(page, ui_server, browser)
+        _walk(page, ui_server, browser, screenshot)
     finally:
         editor.save("travel.weather.forecast", original)  # other tests see the catalog as it was
 
 
-def _walk(page: Any, ui_server: Any, browser: Any) -> None:
+def _walk(page: Any, ui_server: Any, browser: Any, screenshot: Any) -> None:
     expect(page.locator("#status")).to_contain_text("ready")
     page.get_by_role("tab", name="Evaluate").click()
     page.locator("#eval-file input[type=file]").set_input_files(str(CSV))
@@ -103,8 +104,7 @@ def _walk(page: Any, ui_server: Any, browser: Any) -> None:
     page.locator("#report-export").click()
     link = page.locator("#report-file a")
     expect(link).to_have_attribute("href", re.compile(r"toolrag-report\.html$"))
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "evaluate.png"), full_page=True)
+    screenshot(page, "evaluate")
     file = Path(unquote(urlparse(link.get_attribute("href")).path.split("file=", 1)[1]))
     _open_offline(browser, file, travel)
 

@@ -7,8 +7,12 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from toolrag.encode.ocr import OcrEngine
 from toolrag.search.warmup import warm_up
+
+pytestmark = pytest.mark.slow  # real models or a real Chroma index
 
 
 def test_warm_up_loads_ocr_and_runs_every_model(models: Any) -> None:

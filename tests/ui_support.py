@@ -31,7 +31,10 @@ os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="toolrag-gradio
 from conftest import ASSETS, ROOT, SAMPLE
 
 CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = ROOT / "docs" / "screenshots"
+#: The README's screenshots: written only by ``python -m scripts.screenshots`` (``--update-screenshots``).
+DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
+#: Where every other run writes them (ignored by git), so the suite leaves a clone unchanged.
+ARTIFACT_SCREENSHOTS = ROOT / "tests" / "_artifacts" / "screenshots"
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "0.0.0.0", ""}
 
 
@@ -82,6 +85,22 @@ def network_guard() -> Iterator[_Guard]:
     finally:
         GUARD.active = False
     assert not GUARD.violations, f"non-loopback connections attempted: {GUARD.violations}"
+
+
+@pytest.fixture(scope="session")
+def screenshot(request: pytest.FixtureRequest) -> Any:
+    """``screenshot(page, name)`` saves a full-page PNG under tests/_artifacts/screenshots/, or under
+    docs/screenshots/ with ``--update-screenshots``, and returns its path (checked to be a written PNG)."""
+    folder = DOCS_SCREENSHOTS if request.config.getoption("--update-screenshots") else ARTIFACT_SCREENSHOTS
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def take(page: Any, name: str) -> Path:
+        path = folder / f"{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
+        return path
+
+    return take
 
 
 # ------------------------------------------------------------------------------------------ catalog + app

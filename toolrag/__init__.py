@@ -4,7 +4,7 @@ Typical use::
 
     from toolrag import ToolRetriever
     retriever = ToolRetriever.from_catalog("sample_tools")
-    result = retriever.search("帮我报销这张餐饮发票", image="assets/queries/receipt_lunch.png")
+    result = retriever.search("帮我报销这张餐饮发票", image="assets/queries/receipt_dinner.png")
     result.decision, result.candidates[0].id, result.tools   # decision, best tool, OpenAI tools JSON
 
 Importing toolrag loads no model and changes no environment variable; call
@@ -21,6 +21,7 @@ from toolrag.errors import (
     CatalogError,
     ImageError,
     ModelUnavailable,
+    Problem,
     ProfileError,
     QueryError,
     SettingsError,
@@ -64,6 +65,7 @@ __all__ = [
     "ModelSet",
     "ModelUnavailable",
     "Normalization",
+    "Problem",
     "ProfileError",
     "QueryError",
     "QueryRow",

@@ -19,7 +19,6 @@ import hashlib
 import json
 import logging
 import math
-import os
 import queue
 import threading
 import weakref
@@ -30,7 +29,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests
+from toolrag.config import AUDIT_LOG_ENV, audit_hashes_requests, env
 from toolrag.errors import SettingsError
 
 __all__ = ["AuditLog", "AuditSummary", "read_audit", "summarize"]
@@ -67,7 +66,7 @@ class AuditLog:
     @classmethod
     def from_env(cls) -> AuditLog | None:
         """The log named by ``TOOLRAG_AUDIT_LOG`` (``TOOLRAG_AUDIT_REQUESTS=hash`` stores hashes), or ``None``."""
-        path = os.environ.get(AUDIT_LOG_ENV, "").strip()
+        path = env(AUDIT_LOG_ENV)
         if not path:
             return None
         return cls(path, hash_requests=audit_hashes_requests())
@@ -153,15 +152,6 @@ class AuditLog:
             if older.exists():
                 older.replace(self.path.with_name(f"{self.path.name}.{n + 1}"))
         self.path.replace(self.path.with_name(f"{self.path.name}.1"))
-
-
-def requests_setting(value: str) -> bool:
-    """``text`` -> False, ``hash`` -> True (whether requests are stored as hashes); anything else is an error."""
-    choice = value.strip().lower()
-    if choice not in ("text", "hash"):
-        raise SettingsError(f"{AUDIT_REQUESTS_ENV}={value!r}: use 'text' (store requests) or 'hash' (store only "
-                            "their SHA-256)")
-    return choice == "hash"
 
 
 @atexit.register

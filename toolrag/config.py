@@ -1,5 +1,11 @@
-"""The process environment in one place: toolrag's variables, the online check, the "off" parser, the data
-folder and the offline set-up of the libraries toolrag uses.
+"""The process environment in one place: the table of every environment variable toolrag reads, the one
+reader of them, the online check, the "off" parser, the data folder and the offline set-up of the libraries
+toolrag uses.
+
+Every variable is read through :func:`env` (or :func:`environ` for a mapping of them), which refuses a name that
+is not in :data:`ENV_VARS`: a variable cannot be read without a row saying its default and meaning, and the
+README's configuration section is rendered from that table (:func:`env_table_markdown`). What toolrag writes
+for the libraries it imports is :data:`LIBRARY_ENV`, written only through :func:`set_default`.
 
 ``import toolrag`` changes nothing in the process environment. :func:`configure_environment` is called by
 the entry points (``toolrag`` CLI, ``app.py``, the test suite) or by a library caller that wants the same
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 from typing import TypeVar
@@ -22,24 +29,47 @@ from toolrag.errors import SettingsError
 __all__ = [
     "AUDIT_LOG_ENV",
     "AUDIT_REQUESTS_ENV",
+    "AUTH_ENV",
+    "BENCHMARKS_ENV",
+    "BENCH_DIR_ENV",
+    "BENCH_ENGINE_ENV",
+    "BENCH_THREADS_ENV",
+    "CATALOG_CACHE_ENV",
+    "CATALOG_ENV",
     "CHROMA_URL_ENV",
     "CLIP_ENV",
     "DATA_DIR_ENV",
+    "EDITING_ENV",
+    "EDITORS_ENV",
     "ENGLISH_MODEL_ENV",
+    "ENV_VARS",
     "IMAGE_BACKEND_ENV",
+    "LIBRARY_ENV",
+    "LOG_LEVEL_ENV",
     "ONLINE_ENV",
     "RERANK_ENV",
+    "SPACE_ID_ENV",
     "TEXT_BACKEND_ENV",
     "TEXT_MODEL_ENV",
+    "THREADS_ENV",
+    "TRAINING_ENV",
+    "EnvVar",
+    "LibraryVar",
     "audit_hashes_requests",
     "choice_setting",
+    "chroma_url",
     "configure_environment",
     "data_dir",
+    "env",
     "env_setting",
+    "env_table_markdown",
+    "environ",
     "is_off",
     "is_online",
+    "on_space",
     "optional_setting",
     "quiet_library_defaults",
+    "set_default",
 ]
 
 log = logging.getLogger(__name__)
@@ -48,19 +78,177 @@ ONLINE_ENV = "TOOLRAG_ONLINE"
 DATA_DIR_ENV = "TOOLRAG_DATA_DIR"
 TEXT_MODEL_ENV = "TOOLRAG_TEXT_MODEL"
 TEXT_BACKEND_ENV = "TOOLRAG_TEXT_BACKEND"
-#: ``onnx`` (default) runs the image model in ONNX Runtime, ``torch`` in PyTorch.
 IMAGE_BACKEND_ENV = "TOOLRAG_IMAGE_BACKEND"
 ENGLISH_MODEL_ENV = "TOOLRAG_ENGLISH_MODEL"
 CLIP_ENV = "TOOLRAG_CLIP_MODEL"
 RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
-#: The audit log file (JSON Lines) every search and forwarded call is appended to; unset = no audit log.
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
-#: ``text`` (default) keeps each request's text in the audit log, ``hash`` only its SHA-256.
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
-#: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
-#: (:mod:`toolrag.catalog.cache`).
 CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"
+THREADS_ENV = "OMP_NUM_THREADS"
+SPACE_ID_ENV = "SPACE_ID"
+CATALOG_ENV = "TOOLRAG_CATALOG"
+LOG_LEVEL_ENV = "TOOLRAG_LOG_LEVEL"
+EDITING_ENV = "TOOLRAG_EDITING"
+AUTH_ENV = "TOOLRAG_AUTH"
+EDITORS_ENV = "TOOLRAG_EDITORS"
+BENCHMARKS_ENV = "TOOLRAG_BENCHMARKS"
+BENCH_DIR_ENV = "TOOLRAG_BENCH_DIR"
+BENCH_THREADS_ENV = "TOOLRAG_BENCH_THREADS"
+BENCH_ENGINE_ENV = "TOOLRAG_BENCH_ENGINE"
+TRAINING_ENV = "TOOLRAG_TRAINING"
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One environment variable toolrag reads: its name, its default in words, what it does and who reads it
+    (``library``: every entry point; ``app``: the playground; ``bench``: the benchmark scripts)."""
+
+    name: str
+    default: str
+    meaning: str
+    used_by: str = "library"
+
+
+#: Every environment variable read in this repository (outside the tests), in the order the README lists them.
+ENV_VARS: tuple[EnvVar, ...] = (
+    EnvVar(ONLINE_ENV, "off (on when `SPACE_ID` is set)",
+           "`1`: model hubs may be used (Hub model ids instead of packaged weights; CLIP on); `0`: offline, "
+           "even on a Space"),
+    EnvVar(DATA_DIR_ENV, "`$XDG_CACHE_HOME/toolrag`, else `~/.cache/toolrag`",
+           "where built models, the embedded Chroma index, the serving state and the caches live"),
+    EnvVar("XDG_CACHE_HOME", "`~/.cache`", f"the parent of the data folder when `{DATA_DIR_ENV}` is unset"),
+    EnvVar(TEXT_MODEL_ENV, "`e5`",
+           "the multilingual text model: `e5`, `minilm`, a local sentence-transformers folder or (online) a Hub "
+           "id; `--text-model` and settings files win"),
+    EnvVar(ENGLISH_MODEL_ENV, "`minilm`", "the English text model of the `dense_en` signal; `none` turns it off"),
+    EnvVar(TEXT_BACKEND_ENV, "`onnx-int8`",
+           "how the text models run: `onnx-int8`, `onnx` (fp32) or `torch` (sentence-transformers)"),
+    EnvVar(IMAGE_BACKEND_ENV, "`onnx`", "how the image model runs: `onnx` (ONNX Runtime) or `torch`"),
+    EnvVar(CLIP_ENV, "`none` offline, multilingual CLIP online",
+           "the open_clip model of the `clip` signal: `ARCH:/path/to/weights.pt`, (online) a Hub id, or `none`"),
+    EnvVar(RERANK_ENV, "`none` offline, `BAAI/bge-reranker-v2-m3` online",
+           "the cross-encoder that reranks the top candidates: a local folder, (online) a Hub id, or `none`"),
+    EnvVar(CHROMA_URL_ENV, "unset: an embedded index in the data folder",
+           "a Chroma server (`http://host:port`) when `--chroma-url` is not given"),
+    EnvVar(AUDIT_LOG_ENV, "unset: no audit log",
+           "the JSON Lines file every search and forwarded call is appended to (`--audit-log` wins)"),
+    EnvVar(AUDIT_REQUESTS_ENV, "`text`", "`text` keeps each request's text in the audit log, `hash` only its SHA-256"),
+    EnvVar(CATALOG_CACHE_ENV, "`on`",
+           "`off` reads a large catalog's files at every start instead of its validated copy in the data folder"),
+    EnvVar(THREADS_ENV, "the cores, at most 4",
+           "intra-op threads of the ONNX Runtime models (text, image, OCR; torch reads it too)"),
+    EnvVar(SPACE_ID_ENV, "unset (set by Hugging Face Spaces)",
+           "on a Space: online unless `TOOLRAG_ONLINE=0`, and the playground counts as shared"),
+    EnvVar(CATALOG_ENV, "`sample_tools` beside `app.py`", "the catalog folder or file the playground opens", "app"),
+    EnvVar(LOG_LEVEL_ENV, "`INFO`", "the playground's log level", "app"),
+    EnvVar(EDITING_ENV, "on locally, off when shared",
+           "`on`: a shared playground may edit (with sign-in); `off`: any playground is read-only", "app"),
+    EnvVar(AUTH_ENV, "unset", "`user:password,...`: Gradio's sign-in for the whole playground", "app"),
+    EnvVar(EDITORS_ENV, "unset", "`hf_user,...`: on a Space, the Hugging Face users who may edit after signing in",
+           "app"),
+    EnvVar("GRADIO_SERVER_NAME", "`127.0.0.1`", "where the playground listens; another address than loopback "
+           "makes it shared (read-only unless editing is on)", "app"),
+    EnvVar("GRADIO_SHARE", "off", "`1`/`on`: a share link, which makes the playground shared", "app"),
+    EnvVar(BENCHMARKS_ENV, "`shared/benchmarks` beside the repository or a parent folder",
+           "where the public benchmark sets are read from (`--benchmarks` wins)", "bench"),
+    EnvVar(BENCH_DIR_ENV, "`<temp>/toolrag-bench`",
+           "the benchmarks' cache of converted sets and indexes (`--bench-dir` wins)", "bench"),
+    EnvVar(BENCH_THREADS_ENV, "`1`", f"the `{THREADS_ENV}` a benchmark script sets unless already set", "bench"),
+    EnvVar(BENCH_ENGINE_ENV, "unset: this repository's toolrag",
+           "a folder holding another `toolrag` package to measure (its indexes are kept apart)", "bench"),
+    EnvVar(TRAINING_ENV, "`shared/training` beside the repository or a parent folder",
+           "where the public training sets are read from by `python -m bench.train` (`--training` wins)", "bench"),
+)
+_BY_NAME: dict[str, EnvVar] = {var.name: var for var in ENV_VARS}
+
+
+@dataclass(frozen=True)
+class LibraryVar:
+    """A variable toolrag sets for a library it imports, only when the user has not set it: its value, when
+    (``quiet``: at every entry point, by :func:`quiet_library_defaults`, to exactly ``value``) and why."""
+
+    name: str
+    value: str
+    why: str
+    quiet: bool = False
+
+
+#: What toolrag writes into the environment, always with :func:`set_default` (the user's value wins).
+LIBRARY_ENV: tuple[LibraryVar, ...] = (
+    LibraryVar("GRADIO_ANALYTICS_ENABLED", "False", "telemetry off", quiet=True),
+    LibraryVar("HF_HUB_DISABLE_TELEMETRY", "1", "telemetry off", quiet=True),
+    LibraryVar("ANONYMIZED_TELEMETRY", "False", "telemetry off (chromadb)", quiet=True),
+    LibraryVar("HF_HUB_DISABLE_PROGRESS_BARS", "1", "model loading progress bars would garble the CLI's output "
+               "and JSON; toolrag reports progress itself", quiet=True),
+    LibraryVar("TRANSFORMERS_VERBOSITY", "error", "the same, for transformers' messages", quiet=True),
+    LibraryVar("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1", "numba (under UMAP) otherwise wraps and later "
+               "restores sys.stdout/sys.stderr from whatever thread compiles: the main thread then writes to a "
+               "stale stream", quiet=True),
+    LibraryVar("HF_HUB_OFFLINE", "1 when offline", "a Hub id then fails in 0.2 s instead of after about 70 s of "
+               "retries"),
+    LibraryVar("NUMBA_CACHE_DIR", "`<data folder>/numba` (the map's warm-up)",
+               "the map's compiled code is reused by later processes"),
+    LibraryVar(THREADS_ENV, f"`${BENCH_THREADS_ENV}`, else 1, in the benchmark scripts",
+               "torch's default (one busy-waiting thread per core) made query encoding 7x slower on a shared "
+               "2-core machine under load"),
+)
+_SETTABLE = frozenset(var.name for var in LIBRARY_ENV)
+
+
+def _known(name: str) -> EnvVar:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"{name} is not in toolrag.config.ENV_VARS; add a row (default, meaning) before "
+                         "reading it") from None
+
+
+def env(name: str) -> str:
+    """The value of the environment variable ``name`` without surrounding spaces (``""`` when unset or blank).
+
+    ``name`` must be a row of :data:`ENV_VARS` (ValueError otherwise): the one way toolrag reads its
+    environment, so every variable it reads is documented."""
+    _known(name)
+    return os.environ.get(name, "").strip()
+
+
+_read = env  # for functions whose keyword ``env`` (a variable's name) hides the function
+
+
+def environ() -> dict[str, str]:
+    """The variables of :data:`ENV_VARS` that are set, as a mapping (for code that also takes a test mapping)."""
+    return {var.name: os.environ[var.name] for var in ENV_VARS if var.name in os.environ}
+
+
+def set_default(name: str, value: str) -> None:
+    """Set ``name`` for a library unless the user already set it; ``name`` must be a row of :data:`LIBRARY_ENV`."""
+    if name not in _SETTABLE:
+        raise ValueError(f"{name} is not in toolrag.config.LIBRARY_ENV; add a row (value, why) before setting it")
+    os.environ.setdefault(name, value)
+
+
+def chroma_url(explicit: str | None = None) -> str | None:
+    """The Chroma server to use: ``explicit`` (``--chroma-url``), else ``$TOOLRAG_CHROMA_URL``, else ``None``
+    (an embedded index). The one fallback of the CLI, the MCP server and the app."""
+    return (explicit or "").strip() or env(CHROMA_URL_ENV) or None
+
+
+def on_space() -> bool:
+    """True on a Hugging Face Space (``SPACE_ID`` set)."""
+    return bool(env(SPACE_ID_ENV))
+
+
+def env_table_markdown() -> str:
+    """The README's configuration tables: :data:`ENV_VARS` (read) and :data:`LIBRARY_ENV` (set for libraries)."""
+    lines = ["| variable | default | meaning | read by |", "|---|---|---|---|"]
+    lines += [f"| `{v.name}` | {v.default} | {v.meaning} | {v.used_by} |" for v in ENV_VARS]
+    lines += ["", "Set for the libraries toolrag imports, only where you have not set them yourself:", "",
+              "| variable | value | why |", "|---|---|---|"]
+    lines += [f"| `{v.name}` | {v.value} | {v.why} |" for v in LIBRARY_ENV]
+    return "\n".join(lines) + "\n"
+
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -95,7 +283,7 @@ def choice_setting(kind: type[_Choice], value: str | _Choice | None, *, env: str
                    what: str) -> _Choice:
     """``value``, else the environment variable ``env``, else ``default``, as a member of the str enum ``kind``
     (case and surrounding spaces ignored); SettingsError naming ``what``, the choices and the variable to fix."""
-    raw = value if value is not None else os.environ.get(env, "").strip() or default
+    raw = value if value is not None else _read(env) or default
     try:
         return kind(raw.strip().lower() if isinstance(raw, str) else raw)
     except ValueError:
@@ -105,18 +293,20 @@ def choice_setting(kind: type[_Choice], value: str | _Choice | None, *, env: str
 
 def env_setting(name: str, default: str | None) -> str | None:
     """An environment variable as a model setting: unset or blank -> ``default``; an off word -> ``None``."""
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
+    raw = env(name)
+    if not raw:
         return default
-    return None if is_off(raw) else raw.strip()
+    return None if is_off(raw) else raw
 
 
-def audit_hashes_requests() -> bool:
-    """Whether the audit log keeps each request only as its SHA-256 (``TOOLRAG_AUDIT_REQUESTS=hash``) instead of
-    its text (``text``, the default): the redaction setting the audit log and the Evaluate tab read."""
-    choice = os.environ.get(AUDIT_REQUESTS_ENV, "").strip().lower() or "text"
+def audit_hashes_requests(value: str | None = None) -> bool:
+    """Whether the audit log keeps each request only as its SHA-256 (``hash``) instead of its text (``text``, the
+    default): ``value`` (``--audit-requests``), else ``TOOLRAG_AUDIT_REQUESTS``; the redaction setting the audit
+    log and the Evaluate tab read. Anything else is an error."""
+    raw = value if value is not None else (env(AUDIT_REQUESTS_ENV) or "text")
+    choice = raw.strip().lower()
     if choice not in ("text", "hash"):
-        raise SettingsError(f"{AUDIT_REQUESTS_ENV}={choice!r}: use 'text' (store requests) or 'hash' (store only "
+        raise SettingsError(f"{AUDIT_REQUESTS_ENV}={raw!r}: use 'text' (store requests) or 'hash' (store only "
                             "their SHA-256)")
     return choice == "hash"
 
@@ -126,28 +316,23 @@ def is_online() -> bool:
 
     ``TOOLRAG_ONLINE=0`` forces offline even on a Space.
     """
-    flag = os.environ.get(ONLINE_ENV, "").strip().lower()
+    flag = env(ONLINE_ENV).lower()
     if flag in _TRUE:
         return True
     if flag in _FALSE:
         return False
     if flag:
         log.warning("ignoring %s=%r: use 1 (online) or 0 (offline)", ONLINE_ENV, flag)
-    return bool(os.environ.get("SPACE_ID"))
+    return on_space()
 
 
 def quiet_library_defaults() -> None:
-    """Telemetry and progress bars off for the libraries toolrag imports (``setdefault``: the user's values
-    win). Called right before toolrag itself imports chromadb, transformers or gradio."""
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
-    # Model loading progress bars would garble the CLI's output and JSON; toolrag reports progress itself.
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    # numba (under UMAP) otherwise wraps and later restores sys.stdout/sys.stderr with colorama from whatever
-    # thread compiles, e.g. the app's map warm-up: output of the main thread then goes to a stale stream.
-    os.environ.setdefault("NUMBA_DISABLE_ERROR_MESSAGE_HIGHLIGHTING", "1")
+    """Telemetry and progress bars off for the libraries toolrag imports: the ``quiet`` rows of
+    :data:`LIBRARY_ENV` (the user's values win). Called right before toolrag itself imports chromadb,
+    transformers or gradio."""
+    for var in LIBRARY_ENV:
+        if var.quiet:
+            set_default(var.name, var.value)
 
 
 def configure_environment(*, offline: bool | None = None) -> None:
@@ -158,17 +343,17 @@ def configure_environment(*, offline: bool | None = None) -> None:
     """
     quiet_library_defaults()
     if offline if offline is not None else not is_online():
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        set_default("HF_HUB_OFFLINE", "1")
 
 
 def data_dir() -> Path:
     """The folder for built models, indexes and caches: ``$TOOLRAG_DATA_DIR``, else
     ``$XDG_CACHE_HOME/toolrag``, else ``~/.cache/toolrag``. Created on demand."""
-    explicit = os.environ.get(DATA_DIR_ENV, "").strip()
+    explicit = env(DATA_DIR_ENV)
     if explicit:
         path = Path(explicit).expanduser()
     else:
-        cache = os.environ.get("XDG_CACHE_HOME", "").strip()
+        cache = env("XDG_CACHE_HOME")
         path = (Path(cache).expanduser() if cache else Path.home() / ".cache") / "toolrag"
     try:
         path.mkdir(parents=True, exist_ok=True)

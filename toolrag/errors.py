@@ -1,7 +1,9 @@
 """The errors toolrag raises for mistakes a user can make and fix.
 
 Every one derives from :class:`ToolragError`, so the CLI turns it into a one-line message (exit 2) and the app
-into a toast, never a traceback. Messages name the file, field or value at fault and say how to fix it.
+into a toast, never a traceback. Messages name the file, field or value at fault and say how to fix it; the
+same facts are also fields of the error (``file``, ``line``, ``tool``, ``field``, ``None`` where they do not
+apply), as an ``httpx`` error carries its request, so a caller can point at them without parsing the text.
 Misuse of the Python API (a wrong type, an array of the wrong shape) raises ``TypeError``/``ValueError``
 instead: that is a bug in the calling code, not something a user of the CLI or the app can fix.
 """
@@ -9,11 +11,13 @@ instead: that is a bug in the calling code, not something a user of the CLI or t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 __all__ = [
     "CatalogError",
     "ImageError",
     "ModelUnavailable",
+    "Problem",
     "ProfileError",
     "QueryError",
     "SettingsError",
@@ -22,8 +26,42 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True)
+class Problem:
+    """One problem found in a catalog: its one-line ``message`` (``str(problem)``, what ``toolrag lint``
+    prints) and the facts in it as fields: the ``file`` (or the origin of records read from memory, such as a
+    live MCP server), the ``line`` there, the ``tool`` id and the ``field`` of the profile; ``None`` where one
+    does not apply (a file that is not valid YAML has no tool)."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    tool: str | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+    def relocated(self, old: str, new: str) -> Problem:
+        """The same problem with the path ``old`` read as ``new`` (a check made on a copy, reported on the
+        original), in the message and the file."""
+        file = self.file.replace(old, new) if self.file is not None else None
+        return replace(self, message=self.message.replace(old, new), file=file)
+
+    def to_json(self) -> dict[str, str | int | None]:
+        """The problem as JSON: the message and every field."""
+        return {"message": self.message, "file": self.file, "line": self.line, "tool": self.tool,
+                "field": self.field}
+
+
 class ToolragError(Exception):
-    """Base class of every error that toolrag raises on purpose."""
+    """Base class of every error that toolrag raises on purpose: the message, and as fields the ``file``,
+    ``line``, ``tool`` and ``field`` it names (``None`` where it names none)."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None, tool: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message)
+        self.file, self.line, self.tool, self.field = file, line, tool, field
 
 
 class CatalogError(ToolragError):
@@ -33,12 +71,16 @@ class CatalogError(ToolragError):
 
 class ProfileError(CatalogError):
     """One or more tool profiles are invalid. The message names the first problem (file, line, tool id,
-    field); :attr:`problems` lists them all (``toolrag lint`` prints them)."""
+    field); :attr:`problems` lists them all as :class:`Problem` records (``toolrag lint`` prints each one's
+    message), and the error's own ``file``/``line``/``tool``/``field`` are the first problem's."""
 
-    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.problems: list[str] = list(problems) or [message]
-
+    def __init__(self, message: str, problems: Sequence[Problem | str] = (), *, file: str | None = None,
+                 line: int | None = None, tool: str | None = None, field: str | None = None) -> None:
+        found = [p if isinstance(p, Problem) else Problem(p) for p in problems]
+        self.problems: list[Problem] = found or [Problem(message, file, line, tool, field)]
+        first = self.problems[0]
+        super().__init__(message, file=first.file if file is None else file, line=first.line if line is None else line,
+                         tool=first.tool if tool is None else tool, field=first.field if field is None else field)
 
 class QueryError(ToolragError):
     """A request or a labelled query file is invalid (empty request, unknown role or category, bad row)."""

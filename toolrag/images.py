@@ -54,22 +54,23 @@ def load_image(
     if isinstance(source, Image.Image):
         rgb = _to_rgb(source, name="the given image", max_pixels=max_pixels)
         return fit_for_models(rgb) if fit else rgb
+    file: str | None = None  # the image's path, an error's field
     if isinstance(source, bytes | bytearray | memoryview):
         data, name = bytes(source), f"the uploaded image ({len(source):,} bytes)"
     elif isinstance(source, str | Path):
         path = Path(source).expanduser()
-        name = str(path)
+        name = file = str(path)
         if not path.is_file():
             reason = "is a folder, not an image file" if path.is_dir() else "not found"
-            raise ImageError(f"image file {name}: {reason}")
+            raise ImageError(f"image file {name}: {reason}", file=file)
         size = path.stat().st_size
         if size > max_bytes:
             raise ImageError(f"image file {name} is {size:,} bytes, above the limit of {max_bytes:,} bytes; "
-                             "use a smaller or more compressed image")
+                             "use a smaller or more compressed image", file=file)
         try:
             data = path.read_bytes()
         except OSError as exc:
-            raise ImageError(f"image file {name} cannot be read: {exc}") from exc
+            raise ImageError(f"image file {name} cannot be read: {exc}", file=file) from exc
     else:
         raise TypeError(f"unsupported image source type {type(source).__name__}")
     if len(data) > max_bytes:
@@ -81,12 +82,12 @@ def load_image(
             _check_pixels(img, name, max_pixels)
             img.load()
     except Image.DecompressionBombError as exc:
-        raise ImageError(f"{name} has too many pixels (decompression bomb?): {exc}") from exc
+        raise ImageError(f"{name} has too many pixels (decompression bomb?): {exc}", file=file) from exc
     except UnidentifiedImageError as exc:
-        raise ImageError(f"{name} is not an image Pillow can read (PNG, JPEG, WebP, ...)") from exc
+        raise ImageError(f"{name} is not an image Pillow can read (PNG, JPEG, WebP, ...)", file=file) from exc
     except (OSError, SyntaxError, ValueError) as exc:
         kind = "is truncated or corrupt" if "truncat" in str(exc).lower() else "cannot be decoded"
-        raise ImageError(f"{name} {kind}: {exc}") from exc
+        raise ImageError(f"{name} {kind}: {exc}", file=file) from exc
     rgb = _to_rgb(img, name=name, max_pixels=max_pixels)
     return fit_for_models(rgb) if fit else rgb
 

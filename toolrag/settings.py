@@ -179,8 +179,9 @@ class Settings:
             try:
                 settings = settings.with_overrides(**{str(key): _plain(value)})
             except SettingsError as exc:
-                where = f"{file}:{lines[str(key)]}" if str(key) in lines else str(file)
-                raise SettingsError(f"{where}: {exc}") from None
+                line = lines.get(str(key))
+                where = f"{file}:{line}" if line else str(file)
+                raise SettingsError(f"{where}: {exc}", file=str(file), line=line, field=str(key)) from None
         return settings
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,11 +7,12 @@ least :data:`CACHE_MIN_TOOLS` tools are kept (smaller ones load in well under a 
 
 Never trusted when anything it came from changed: the key covers the content (SHA-256) of every file the loader
 reads (the profile files, ``catalog.yaml``), the catalog's path, the load mode, the Python version and the
-source of the code that parses and validates (the ``toolrag.catalog`` package and the modules it reads YAML and
-text with), so a new toolrag version or a local change to the loader starts afresh. The example images a
-profile points to are checked again (still files, same size and modification time), because the loader refuses
-a missing one. A cache file is written beside its final name and renamed into place, so a crash leaves no half
-file in use; one that cannot be read is ignored and replaced. ``TOOLRAG_CATALOG_CACHE=off`` turns it off.
+source of the code that parses and validates (the ``toolrag.catalog`` package and every toolrag module it
+imports, found by reading its imports: :func:`code_files`), so a new toolrag version or a local change to the
+loader starts afresh. The example images a profile points to are checked again (still files, same size and
+modification time), because the loader refuses a missing one. A cache file is written beside its final name
+and renamed into place, so a crash leaves no half file in use; one that cannot be read is ignored and
+replaced. ``TOOLRAG_CATALOG_CACHE=off`` turns it off.
 
 The cache is a pickle in the data folder (``$TOOLRAG_DATA_DIR``, else ``~/.cache/toolrag``): whoever can write
 there can also replace the models and the index, so it is trusted like them.
@@ -19,6 +20,7 @@ there can also replace the models and the index, so it is trusted like them.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import logging
 import os
@@ -30,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
-from toolrag.config import CATALOG_CACHE_ENV, data_dir, is_off
+from toolrag.config import CATALOG_CACHE_ENV, data_dir, env, is_off
 from toolrag.errors import SettingsError
 from toolrag.gcpause import paused_gc
 
@@ -51,10 +53,10 @@ def cached(root: Path, files: Sequence[Path], mode: str, load: Callable[[], Cata
            folder: Path | None = None) -> Catalog:
     """The catalog ``load()`` gives, read from the cache when its key matches; written there after a load of
     a catalog of :data:`CACHE_MIN_TOOLS` tools or more. ``files``: every file the loader reads."""
-    setting = os.environ.get(CATALOG_CACHE_ENV)
-    if setting is not None and is_off(setting):
+    setting = env(CATALOG_CACHE_ENV)
+    if setting and is_off(setting):
         return load()
-    if setting is not None and setting.strip() and setting.strip().lower() not in _ON:
+    if setting and setting.lower() not in _ON:
         log.warning("ignoring %s=%r: use off to read the catalog's files at every start, or on", CATALOG_CACHE_ENV,
                     setting)
     try:
@@ -95,15 +97,37 @@ def _key(root: Path, files: Sequence[Path], mode: str) -> str:
 
 
 def _code() -> str:
-    """Digest of the source of the code that parses and validates catalogs."""
+    """Digest of the source of the code that parses and validates catalogs (:func:`code_files`)."""
     global _code_digest
     if _code_digest is None:
-        package = Path(__file__).resolve().parent
         digest = hashlib.sha256()
-        for file in [*sorted(package.glob("*.py")), package.parent / "yamlio.py", package.parent / "text.py"]:
+        for file in code_files():
             digest.update(file.name.encode() + b"\0" + file.read_bytes())
         _code_digest = digest.hexdigest()
     return _code_digest
+
+
+def code_files() -> list[Path]:
+    """The ``toolrag.catalog`` package's files and every toolrag module they import, directly or not (lazy
+    imports included), read from their source: the code a cached catalog depends on, listed by no one by hand."""
+    toolrag = Path(__file__).resolve().parent.parent
+    todo = sorted(toolrag.joinpath("catalog").glob("*.py"))
+    seen: set[Path] = set()
+    while todo:
+        file = todo.pop()
+        if file in seen:
+            continue
+        seen.add(file)
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else (
+                [alias.name for alias in node.names] if isinstance(node, ast.Import) else [])
+            if isinstance(node, ast.ImportFrom) and node.module == "toolrag":
+                names = [f"toolrag.{alias.name}" for alias in node.names]
+            for name in names:
+                if name.startswith("toolrag."):
+                    base = toolrag.parent.joinpath(*name.split("."))
+                    todo += [p for p in (base.with_suffix(".py"), base / "__init__.py") if p.is_file()]
+    return sorted(seen)
 
 
 def _images(catalog: Catalog) -> list[tuple[str, int, int]]:

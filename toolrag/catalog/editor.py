@@ -280,7 +280,7 @@ class CatalogEditor:
         clash = self.catalog.get(profile.id)
         if clash is not None and (old is None or clash.id != old.id):
             raise ProfileError(f"id {profile.id!r} is already used by another tool ({clash.source}:"
-                               f"{clash.line}); ids must be unique: pick another id")
+                               f"{clash.line}); ids must be unique: pick another id", tool=profile.id, field="id")
         item = item_text(yaml_text)
         current = source.read_text(encoding="utf-8") if source.exists() else ""
         if old is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolrag.catalog.profile import Catalog, ToolProfile
-from toolrag.errors import ImageError
+from toolrag.errors import ImageError, Problem
 from toolrag.images import check_example_image
 
 __all__ = ["STUFFING_THRESHOLD", "LintWarning", "image_problems", "keyword_stuffing", "lint_catalog", "lint_profile",
@@ -76,10 +76,10 @@ def stuffing_warnings(catalog: Catalog) -> list[LintWarning]:
     return [w for tool in catalog for w in lint_profile(tool) if w.code == "keyword-stuffing"]
 
 
-def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> list[str]:
+def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> list[Problem]:
     """``file:line: tool 'id': problem`` for each example image (``images`` and ``examples[].image``) of
-    ``tools`` (default: all) that the index or the editor would refuse."""
-    problems: list[str] = []
+    ``tools`` (default: all) that the index or the editor would refuse, with the field that names it."""
+    problems: list[Problem] = []
     checked: dict[Path, str | None] = {}
     for tool in tools if tools is not None else catalog.tools:
         for file in dict.fromkeys([*(i.file for i in tool.images), *(e.image for e in tool.examples if e.image)]):
@@ -91,7 +91,9 @@ def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> 
                     checked[file] = str(exc)
             if checked[file]:
                 where = f"{tool.source}:{tool.line}" if tool.source else catalog.name
-                problems.append(f"{where}: tool {tool.id!r}: {checked[file]}")
+                field = "images" if any(i.file == file for i in tool.images) else "examples"
+                problems.append(Problem(f"{where}: tool {tool.id!r}: {checked[file]}",
+                                        str(tool.source) if tool.source else catalog.name, tool.line, tool.id, field))
     return problems
 
 

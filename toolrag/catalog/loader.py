@@ -36,7 +36,7 @@ from toolrag.catalog.fields import (
 from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
 from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_load
 from toolrag.catalog.report import LoadMode, LoadReport
-from toolrag.errors import CatalogError, ProfileError
+from toolrag.errors import CatalogError, Problem, ProfileError
 from toolrag.gcpause import paused_gc
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
@@ -115,18 +115,19 @@ def catalog_files(path: str | Path) -> list[Path]:
 def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path) -> ToolProfile:
     """Parse one profile from YAML text (the app's editor), strictly; raise ``ProfileError`` naming every
     problem."""
-    problems: list[str] = []
+    problems: list[Problem] = []
     data = yaml_load(text, source, problems)
     if isinstance(data, list) and len(data) == 1:
         data = data[0]
     if not problems and not isinstance(data, dict):
-        problems.append(f"{source}: expected one tool profile (a YAML mapping with id, description, ...)")
+        problems.append(Problem(f"{source}: expected one tool profile (a YAML mapping with id, description, ...)",
+                                str(source)))
     if problems:
         _raise(problems)
     builder = _Builder(LoadMode.STRICT, assets_dir)
     profile = builder.build(data, where=str(source), source=source, line=getattr(data, "line", 1), lenient=False)
     if builder.errors or profile is None:
-        _raise(builder.errors or [f"{source}: invalid profile"])
+        _raise(builder.errors or [Problem(f"{source}: invalid profile", str(source))])
     return profile  # type: ignore[return-value]
 
 
@@ -137,9 +138,9 @@ def _mode(mode: LoadMode | str) -> LoadMode:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(m.value for m in LoadMode)}") from None
 
 
-def _raise(problems: list[str]) -> None:
+def _raise(problems: list[Problem]) -> None:
     extra = len(problems) - _MAX_PROBLEMS_SHOWN
-    message = "; ".join(problems[:_MAX_PROBLEMS_SHOWN])
+    message = "; ".join(str(p) for p in problems[:_MAX_PROBLEMS_SHOWN])
     if extra > 0:
         message += f" (+{extra} more problem{'s' if extra > 1 else ''}; `toolrag lint` lists them all)"
     raise ProfileError(message, problems)
@@ -151,7 +152,7 @@ class _Builder:
     def __init__(self, mode: LoadMode, assets: Path) -> None:
         self.mode, self.assets = mode, assets
         self.profiles: list[ToolProfile] = []
-        self.errors: list[str] = []
+        self.errors: list[Problem] = []
         self.warnings: list[str] = []
         self.skipped = 0
         self._degraded: set[int] = set()
@@ -159,7 +160,7 @@ class _Builder:
 
     def add_file(self, file: Path) -> None:
         lenient = self.mode.lenient_for(file)
-        problems: list[str] = []
+        problems: list[Problem] = []
         records = read_records(file, problems)
         self._unreadable(problems, lenient)
         for raw, line in records:
@@ -170,7 +171,7 @@ class _Builder:
             self._keep(self.build(from_foreign(raw, mcp=True), where=f"{where} #{number}", source=None, line=None,
                                   lenient=lenient), lenient)
 
-    def _unreadable(self, problems: list[str], lenient: bool) -> None:
+    def _unreadable(self, problems: list[Problem], lenient: bool) -> None:
         if lenient:
             self.warnings.extend(f"{p}; skipped" for p in problems)
             self.skipped += len(problems)
@@ -187,18 +188,21 @@ class _Builder:
         """One profile from one raw record, or ``None`` (its problems recorded)."""
         here = f"{where}:{line}" if line else where
         if not isinstance(raw, dict):
-            self._unreadable([f"{here}: expected a tool profile mapping, got {type(raw).__name__}"], lenient)
+            self._unreadable([Problem(f"{here}: expected a tool profile mapping, got {type(raw).__name__}", where,
+                                      line)], lenient)
             return None
         raw_id = raw.get("id")
         label = "tool without id" if raw_id is None else f"tool {raw_id!r}"
         key_lines: dict[str, int] = getattr(raw, "key_lines", {})
-        fatal: list[str] = []
+        fatal: list[Problem] = []
         notes: list[str] = []
+        tool = None if raw_id is None else str(raw_id)
 
-        def message(field_name: str, text: str) -> str:
+        def message(field_name: str, text: str) -> Problem:
             at = key_lines.get(field_name, line)
-            return f"{where}:{at}: {label}: field {field_name!r}: {text}" if at else \
+            said = f"{where}:{at}: {label}: field {field_name!r}: {text}" if at else \
                 f"{where}: {label}: field {field_name!r}: {text}"
+            return Problem(said, where, at or None, tool, field_name)
 
         def problem(field_name: str, text: str, *, required: bool = False) -> None:
             if not lenient:
@@ -206,7 +210,7 @@ class _Builder:
             elif required:
                 fatal.append(message(field_name, f"{text}; tool skipped"))
             else:
-                notes.append(message(field_name, f"{text}; field dropped"))
+                notes.append(str(message(field_name, f"{text}; field dropped")))
 
         for key in raw:
             if key not in _KNOWN:
@@ -220,8 +224,8 @@ class _Builder:
                     # MCP and OpenAI make the description optional: a published tool without one is kept,
                     # findable by its name, instead of vanishing from the catalog
                     values[key] = derived_description(raw, values["id"])
-                    notes.append(message(key, f"{exc}; using {values[key]!r} (its name and parameters) so "
-                                              "requests can still find the tool: write a description"))
+                    notes.append(str(message(key, f"{exc}; using {values[key]!r} (its name and parameters) so "
+                                                  "requests can still find the tool: write a description")))
                 else:
                     problem(key, str(exc), required=True)
         if "id" in values:
@@ -232,7 +236,7 @@ class _Builder:
                 values["name"] = tool_name({}, values["id"])
 
         def warn(field_name: str, text: str) -> None:
-            notes.append(message(field_name, text))
+            notes.append(str(message(field_name, text)))
 
         for key in raw:
             convert = CONVERTERS.get(key)
@@ -243,7 +247,7 @@ class _Builder:
                     problem(exc.field_name, str(exc))
         if fatal:
             if lenient:
-                self.warnings.append(fatal[0])
+                self.warnings.append(str(fatal[0]))
                 self.skipped += 1
             else:
                 self.errors.extend(fatal)
@@ -270,7 +274,7 @@ class _Builder:
                 self.warnings.append(f"{text}; kept the first, skipped the second")
                 self.skipped += 1
             else:
-                self.errors.append(text)
+                self.errors.append(_problem(text, profile, "id"))
         for i, profile in enumerate(kept):
             if profile.replaced_by and profile.replaced_by not in seen:
                 text = f"{_at(profile)}: tool {profile.id!r}: field 'replaced_by': no tool has id " \
@@ -280,7 +284,7 @@ class _Builder:
                     kept[i] = dataclasses.replace(profile, replaced_by=None)
                     self._degraded.add(id(kept[i]))
                 else:
-                    self.errors.append(text)
+                    self.errors.append(_problem(text, profile, "replaced_by"))
         if self.errors:
             _raise(self.errors)
         report = LoadReport(len(kept), self.skipped, sum(1 for p in kept if id(p) in self._degraded),
@@ -292,6 +296,11 @@ class _Builder:
         folder = root if root is None or root.is_dir() else root.parent
         assets = self.assets if root is not None else None
         return Catalog(tuple(kept), name, folder, assets, roles, report=report)
+
+
+def _problem(text: str, profile: ToolProfile, field: str) -> Problem:
+    """A problem of one loaded profile: where it was read, its id and the field at fault."""
+    return Problem(text, str(profile.source) if profile.source is not None else None, profile.line, profile.id, field)
 
 
 def _at(profile: ToolProfile) -> str:
@@ -312,7 +321,7 @@ def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
 
 
 def _load_meta(file: Path) -> dict[str, Any]:
-    problems: list[str] = []
+    problems: list[Problem] = []
     data = yaml_load(file.read_text(encoding="utf-8"), file, problems)
     if problems:
         _raise(problems)

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from toolrag.errors import Problem
 from toolrag.yamlio import YamlSyntaxError, read_yaml
 
 __all__ = ["JsonRecord", "from_foreign", "is_blank", "read_records", "yaml_load"]
@@ -27,22 +28,24 @@ def _from_json(item: Any, *, mcp: bool = False) -> Any:
     return JsonRecord(record) if type(record) is dict else record
 
 
-def yaml_load(text: str, file: Path, problems: list[str]) -> Any:
+def yaml_load(text: str, file: Path, problems: list[Problem]) -> Any:
     """:func:`read_yaml` for catalog files: a syntax error becomes a located entry in ``problems``."""
     try:
         return read_yaml(text)
     except YamlSyntaxError as exc:
         where = f"{file}:{exc.line}" if exc.line else str(file)
-        problems.append(f"{where}: invalid YAML: {exc.problem}; fix the syntax (indentation, quotes, colons)")
+        problems.append(Problem(f"{where}: invalid YAML: {exc.problem}; fix the syntax (indentation, quotes, colons)",
+                                str(file), exc.line or None))
         return None
 
 
-def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]]:
-    """The raw profile records of one file, converted from OpenAI/MCP shapes where needed."""
+def read_records(file: Path, problems: list[Problem]) -> list[tuple[Any, int | None]]:
+    """The raw profile records of one file, converted from OpenAI/MCP shapes where needed; what cannot be
+    read becomes a located entry in ``problems``."""
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(f"{file}: cannot read the file ({exc}); check it is UTF-8 text")
+        problems.append(Problem(f"{file}: cannot read the file ({exc}); check it is UTF-8 text", str(file)))
         return []
     suffix = file.suffix.lower()
     if suffix == ".jsonl":
@@ -53,13 +56,14 @@ def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]
             try:
                 records.append((_from_json(json.loads(line)), number))
             except json.JSONDecodeError as exc:
-                problems.append(f"{file}:{number}: invalid JSON: {exc.msg}; each line must be one JSON object")
+                problems.append(Problem(f"{file}:{number}: invalid JSON: {exc.msg}; each line must be one JSON "
+                                        "object", str(file), number))
         return records
     if suffix == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            problems.append(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}")
+            problems.append(Problem(f"{file}:{exc.lineno}: invalid JSON: {exc.msg}", str(file), exc.lineno))
             return []
     else:
         data = yaml_load(text, file, problems)
@@ -69,7 +73,8 @@ def read_records(file: Path, problems: list[str]) -> list[tuple[Any, int | None]
     if mcp:
         data = data["tools"]
         if not isinstance(data, list):
-            problems.append(f"{file}: 'tools' must be a list of tools, got {type(data).__name__}")
+            problems.append(Problem(f"{file}: 'tools' must be a list of tools, got {type(data).__name__}", str(file),
+                                    field="tools"))
             return []
     items = data if isinstance(data, list) else [data]
     convert = _from_json if suffix == ".json" else from_foreign

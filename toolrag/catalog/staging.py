@@ -57,15 +57,15 @@ def check_in_copy(path: Path, catalog: Catalog, file: Path, new_text: str, profi
         except (ProfileError, CatalogError) as exc:
             message = str(exc).replace(str(tmp), str(folder))
             if isinstance(exc, ProfileError):
-                raise ProfileError(message, [p.replace(str(tmp), str(folder)) for p in exc.problems]) from None
+                raise ProfileError(message, [p.relocated(str(tmp), str(folder)) for p in exc.problems]) from None
             raise CatalogError(message) from None
         if profile is not None and checked.get(profile.id) != profile:
             raise CatalogError(f"the edited profile of {profile.id!r} does not read back the same from "
                                f"{file.name}; check its indentation (start keys at column 0)")
         edited = checked.get(profile.id) if profile is not None else None
-        problems = [p.replace(str(tmp), str(folder)) for p in image_problems(checked, [edited])] if edited else []
+        problems = [p.relocated(str(tmp), str(folder)) for p in image_problems(checked, [edited])] if edited else []
         if problems:  # what the index would refuse is refused before the file is touched
-            raise ProfileError(problems[0], problems)
+            raise ProfileError(str(problems[0]), problems)
         return checked
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

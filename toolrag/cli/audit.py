@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 from typing import Any
 
 from toolrag.audit import summarize
-from toolrag.config import AUDIT_LOG_ENV
+from toolrag.config import AUDIT_LOG_ENV, env
 from toolrag.errors import SettingsError
 from toolrag.evaluation.unmatched import read_unmatched
 
@@ -31,7 +30,7 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 
 def run(args: argparse.Namespace) -> int:
-    path = args.log or os.environ.get(AUDIT_LOG_ENV, "").strip()
+    path = args.log or env(AUDIT_LOG_ENV)
     if not path:
         raise SettingsError(f"which audit log? pass --log FILE or set {AUDIT_LOG_ENV}")
     if args.below is not None and not args.unmatched:

@@ -37,7 +37,7 @@ def run_lint(args: argparse.Namespace) -> int:
         catalog = load_catalog(args.catalog, mode=load_mode(args))
         problems = image_problems(catalog)  # what the index would refuse, too
         if problems:
-            raise ProfileError(problems[0] + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
+            raise ProfileError(str(problems[0]) + (f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""),
                                problems)
     except ProfileError as exc:
         for problem in exc.problems:
@@ -49,8 +49,8 @@ def run_lint(args: argparse.Namespace) -> int:
         print(json.dumps({"n_tools": len(catalog), "load": report.to_json(),
                           "warnings": [w.to_json() for w in warnings]}, ensure_ascii=False, indent=2))
     else:
-        for problem in report.warnings:
-            print(problem)
+        for warning in report.warnings:
+            print(warning)
         for w in warnings:
             print(f"{w.tool_id}: {w.message}")
         print(f"{report.summary()}; {len(warnings)} quality warnings")

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 from collections.abc import Iterable
 
-from toolrag.audit import AuditLog, requests_setting
+from toolrag.audit import AuditLog
 from toolrag.catalog.loader import catalog_files, load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.report import LoadMode
-from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV
+from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV, audit_hashes_requests, chroma_url
 from toolrag.errors import SettingsError
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
@@ -133,7 +132,7 @@ def audit_from_args(args: argparse.Namespace) -> AuditLog | None:
     path = getattr(args, "audit_log", None)
     audit = AuditLog(path) if path else AuditLog.from_env()
     if audit is not None and getattr(args, "audit_requests", None):
-        audit.hash_requests = requests_setting(args.audit_requests)
+        audit.hash_requests = audit_hashes_requests(args.audit_requests)
     return audit
 
 
@@ -157,7 +156,7 @@ def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalo
 
     return ToolRetriever.from_catalog(
         catalog if catalog is not None else open_catalog(args), settings=settings, data_dir=args.data_dir,
-        chroma_url=args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None, progress=progress,
+        chroma_url=chroma_url(args.chroma_url), progress=progress,
         audit=audit_from_args(args),
     )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from toolrag.catalog.profile import Catalog
 from toolrag.cli.common import audit_from_args, catalog_options, load_mode, open_retriever, settings_from_args
-from toolrag.config import CHROMA_URL_ENV
+from toolrag.config import chroma_url
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
@@ -126,6 +126,4 @@ def _first_toolrag_error(exc: BaseException) -> ToolragError | None:
 
 
 def _chroma(args: argparse.Namespace) -> str | None:
-    import os
-
-    return args.chroma_url or os.environ.get(CHROMA_URL_ENV) or None
+    return chroma_url(args.chroma_url)

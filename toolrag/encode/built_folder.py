@@ -8,6 +8,7 @@ one renamed first.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -16,15 +17,25 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from toolrag.config import DATA_DIR_ENV
 from toolrag.errors import ModelUnavailable
 
-__all__ = ["BUILD_MARKER", "built_folder"]
+__all__ = ["BUILD_MARKER", "build_info", "built_folder"]
 
 log = logging.getLogger(__name__)
 
 BUILD_MARKER = "toolrag_build.json"  # written last: a folder without it is not a finished build
+
+
+
+def build_info(folder: Path) -> dict[str, Any]:
+    """The marker of a finished build, as its builder wrote it (the ONNX text models: dimension, prompts,
+    tokenizer settings, inputs and the check's result)."""
+    info: dict[str, Any] = json.loads((folder / BUILD_MARKER).read_text(encoding="utf-8"))
+    return info
+
 
 _STALE_AFTER_S = 3600.0  # a temporary build folder this old was left by a crashed build
 

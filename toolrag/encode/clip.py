@@ -3,14 +3,13 @@ unless a local checkpoint is configured; online it defaults to the multilingual 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from toolrag.config import CLIP_ENV, ONLINE_ENV, is_off, is_online
+from toolrag.config import CLIP_ENV, ONLINE_ENV, env, is_off, is_online
 from toolrag.encode.common import check_texts, require, unit_rows
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.errors import ModelUnavailable, SettingsError
@@ -23,7 +22,7 @@ ONLINE_CLIP = "xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k"
 
 def default_clip_setting() -> str:
     """``$TOOLRAG_CLIP_MODEL``, else the multilingual CLIP online and ``"none"`` offline (no weights ship)."""
-    return os.environ.get(CLIP_ENV, "").strip() or (ONLINE_CLIP if is_online() else "none")
+    return env(CLIP_ENV) or (ONLINE_CLIP if is_online() else "none")
 
 
 def _offline_clip(setting: str) -> ModelUnavailable:

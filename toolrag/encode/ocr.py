@@ -52,8 +52,8 @@ class OcrEngine:
     MODEL_FILES: ClassVar[dict[str, str]] = {
         "Det": "PP-OCRv6_det_small.onnx", "Rec": "PP-OCRv6_rec_small.onnx",
         "Cls": "ch_ppocr_mobile_v2.0_cls_mobile.onnx"}
-    #: The models and how lines are read (each line alone since 2026-12-02): the collection of the text read in
-    #: example images is named after it, so text read one way is never mixed with text read another way.
+    #: The models and how lines are read (each line alone: docs/measurements.md): the collection of the text read
+    #: in example images is named after it, so text read one way is never mixed with text read another way.
     model_id = "rapidocr-3.10/PP-OCRv6-small-ch/line-by-line"
 
     def __init__(self, *, min_score: float = 0.5, detector_side: int = DETECTOR_SIDE) -> None:

@@ -32,9 +32,10 @@ from toolrag.config import TEXT_BACKEND_ENV, choice_setting, data_dir
 from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.fingerprint import weights_digest
+from toolrag.encode.onnx_text import OnnxTextRuntime
 from toolrag.errors import ModelUnavailable
 
-__all__ = ["TextBackend", "build_info", "onnx_text_folder", "text_backend"]
+__all__ = ["TextBackend", "onnx_text_folder", "text_backend"]
 
 log = logging.getLogger(__name__)
 
@@ -99,12 +100,6 @@ _PROBES = (
 def text_backend(value: str | TextBackend | None = None) -> TextBackend:
     """The backend named by ``value``, else by ``TOOLRAG_TEXT_BACKEND``, else :data:`DEFAULT_BACKEND`."""
     return choice_setting(TextBackend, value, env=TEXT_BACKEND_ENV, default=DEFAULT_BACKEND, what="text backend")
-
-
-def build_info(folder: Path) -> dict[str, Any]:
-    """The marker of a finished build: dimension, prompts, tokenizer settings, inputs and the check's result."""
-    info: dict[str, Any] = json.loads((folder / BUILD_MARKER).read_text(encoding="utf-8"))
-    return info
 
 
 def onnx_text_folder(location: str, *, model_id: str, weights: str | None, local: bool,
@@ -231,8 +226,6 @@ def _fuse(raw: Path, out: Path, config: Any) -> Path:
 def _check(model: Any, folder: Path, info: dict[str, Any], backend: TextBackend) -> float:
     """Least cosine between the build's vectors and sentence-transformers' on the probe texts (both prompts,
     one text at a time and as one batch); raises ModelUnavailable below :data:`MIN_COSINE`."""
-    from toolrag.encode.onnx_text import OnnxTextRuntime
-
     runtime = OnnxTextRuntime(folder, info=info, threads=1)
     worst = 1.0
     for prompt in sorted(set(info["prompts"].values()) or {""}):

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.config import THREADS_ENV, env
+from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import require
 from toolrag.errors import ModelUnavailable
 
@@ -31,7 +33,7 @@ _MAX_BATCH_TOKENS = 2048
 
 def default_threads() -> int:
     """Intra-op threads: ``OMP_NUM_THREADS`` when set (the usual knob, also torch's), else the cores, up to 4."""
-    raw = os.environ.get("OMP_NUM_THREADS", "").strip()
+    raw = env(THREADS_ENV)
     if raw.isdigit() and int(raw) > 0:
         return int(raw)
     return max(1, min(4, os.cpu_count() or 1))
@@ -42,8 +44,6 @@ class OnnxTextRuntime:
 
     def __init__(self, folder: Path, *, info: dict[str, Any] | None = None, threads: int | None = None,
                  batch_size: int = 16) -> None:
-        from toolrag.encode.onnx_build import build_info
-
         ort = require("onnxruntime", "onnxruntime")
         tokenizers = require("tokenizers", "tokenizers")
         self.folder = folder

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from toolrag.config import ONLINE_ENV, RERANK_ENV, is_off, is_online
+from toolrag.config import ONLINE_ENV, RERANK_ENV, env, is_off, is_online
 from toolrag.encode.common import check_texts, require
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.errors import ModelUnavailable
@@ -20,7 +19,7 @@ ONLINE_RERANK = "BAAI/bge-reranker-v2-m3"
 
 def default_rerank_setting() -> str:
     """``$TOOLRAG_RERANK_MODEL``, else bge-reranker-v2-m3 online and ``"none"`` offline (no weights ship)."""
-    return os.environ.get(RERANK_ENV, "").strip() or (ONLINE_RERANK if is_online() else "none")
+    return env(RERANK_ENV) or (ONLINE_RERANK if is_online() else "none")
 
 
 class CrossEncoderReranker:

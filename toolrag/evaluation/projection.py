@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 import time
 import warnings
@@ -30,6 +29,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from toolrag.config import set_default
 from toolrag.search.features import LOOKALIKE
 
 __all__ = [
@@ -210,7 +210,7 @@ def warm_up(data_dir: str | Path | None = None) -> float:
         if data_dir is not None:
             cache = Path(data_dir) / "numba"
             cache.mkdir(parents=True, exist_ok=True)
-            os.environ.setdefault("NUMBA_CACHE_DIR", str(cache))
+            set_default("NUMBA_CACHE_DIR", str(cache))
         rng = np.random.default_rng(0)
         data = rng.normal(size=(UMAP_MIN_POINTS + 5, 8)).astype(np.float32)
         _, model = _umap(data)

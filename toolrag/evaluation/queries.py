@@ -51,7 +51,7 @@ class _Row:
         line = self.field_lines.get(field_name or "", self.line)
         where = f"{self.path}, row {self.number}" + (f", line {line}" if line else "")
         what = f", field '{field_name}'" if field_name else ""
-        return QueryError(f"{where}{what}: {message}")
+        return QueryError(f"{where}{what}: {message}", file=str(self.path), line=line or None, field=field_name)
 
     def text_list(self, data: dict[str, Any], name: str, example: str) -> tuple[str, ...] | None:
         value = data.get(name)
@@ -131,7 +131,8 @@ def _yaml_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int], 
         data = read_yaml(text)
     except YamlSyntaxError as exc:
         where = f", line {exc.line}, column {exc.column}" if exc.line else ""
-        raise QueryError(f"{path}{where}: invalid YAML ({exc.problem}); fix the syntax there") from None
+        raise QueryError(f"{path}{where}: invalid YAML ({exc.problem}); fix the syntax there", file=str(path),
+                         line=exc.line or None) from None
     if data is None:
         return []
     if isinstance(data, dict) and set(data) == {"queries"}:  # also accept `queries: [...]`
@@ -148,7 +149,8 @@ def _jsonl_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int],
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             where = f"{path}, line {exc.lineno}, column {exc.colno}"
-            raise QueryError(f"{where}: invalid JSON ({exc.msg}); fix the syntax there") from None
+            raise QueryError(f"{where}: invalid JSON ({exc.msg}); fix the syntax there", file=str(path),
+                             line=exc.lineno) from None
         return [(None, {}, item) for item in data]
     rows: list[tuple[int | None, dict[str, int], object]] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -173,12 +175,12 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int], o
     except StopIteration:
         return []
     except csv.Error as exc:
-        raise QueryError(f"{path}, line 1: invalid CSV ({exc})") from None
+        raise QueryError(f"{path}, line 1: invalid CSV ({exc})", file=str(path), line=1) from None
     for name in header:
         if name not in CSV_FIELDS:
             close = difflib.get_close_matches(name, CSV_FIELDS, n=1, cutoff=0.5)
             hint = f"did you mean '{close[0]}'?" if close else f"valid columns: {', '.join(CSV_FIELDS)}"
-            raise QueryError(f"{path}, line 1: unknown column '{name}'; {hint}")
+            raise QueryError(f"{path}, line 1: unknown column '{name}'; {hint}", file=str(path), line=1, field=name)
     missing = [name for name in ("query", "gold") if name not in header]
     if missing:
         raise QueryError(f"{path}, line 1: the header needs the columns query and gold (missing: "
@@ -201,7 +203,7 @@ def _csv_rows(path: Path, text: str) -> list[tuple[int | None, dict[str, int], o
                 rows.append((line, {}, data))
             line = reader.line_num + 1
     except csv.Error as exc:
-        raise QueryError(f"{path}, line {line}: invalid CSV ({exc})") from None
+        raise QueryError(f"{path}, line {line}: invalid CSV ({exc})", file=str(path), line=line) from None
     return rows
 
 

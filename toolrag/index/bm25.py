@@ -18,7 +18,7 @@ __all__ = ["BM25Index"]
 
 
 class BM25Index:
-    """An immutable Okapi BM25 index over tool texts, scored with ``bm25s`` (method "lucene").
+    """An immutable Okapi BM25 index over tool texts, scored as ``bm25s`` (method "lucene") scores.
 
     Score of document d for query q, summed over the *distinct* known terms t of q::
 
@@ -29,11 +29,13 @@ class BM25Index:
     avgdl = mean |d|. This is bm25s's "lucene" variant (Lucene >= 8 drops the constant (k1 + 1) factor,
     which does not change rankings). Repeated query terms count once.
 
-    The index keeps the (term, document, tf) triples in the CSC order bm25s uses and computes the score
-    matrix from them with vectorised numpy (bm25s's own ``index()`` loops over documents in Python: 0.7 s
-    for 10,000 tools); :meth:`update` splices changed documents into the triples instead of re-sorting.
-    Queries are scored by ``bm25s.BM25.get_scores_from_ids``. Tests check scores against bm25s's own
-    ``index()`` and against hand arithmetic.
+    The index keeps the (term, document, tf) triples in CSC order (a term's entries together) and computes
+    every entry's weight from them with vectorised numpy (bm25s's own ``index()`` loops over documents in
+    Python: 0.7 s for 10,000 tools); :meth:`update` splices changed documents into the triples instead of
+    re-sorting. A query sums its terms' entries (:func:`toolrag.index.bm25_triples.query_scores`, the
+    arithmetic of ``bm25s.BM25.get_scores_from_ids``), so no private attribute of bm25s is written or read and
+    bm25s is no runtime dependency. Tests check scores against bm25s's own ``index()`` (the reference, in
+    requirements-dev.txt) and against hand arithmetic.
     """
 
     def __init__(
@@ -81,7 +83,7 @@ class BM25Index:
             # rank of each id in ascending string order: the tie-breaker of top()
             self._id_rank = np.empty(len(ids), dtype=np.int64)
             self._id_rank[np.argsort(np.asarray(ids, dtype=object), kind="stable")] = np.arange(len(ids))
-        self._retriever = self._make_retriever(df)
+        self._weigh(df)
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
@@ -257,28 +259,17 @@ class BM25Index:
         """The token cache or the vocabulary has outgrown the live texts: :meth:`_assemble` trims them."""
         return len(cache) > bm25_triples.cache_bound(n_docs) or len(vocab) > bm25_triples.vocab_bound(self._live_terms)
 
-    def _make_retriever(self, df: np.ndarray | None = None) -> Any:
-        import bm25s
-
-        n_docs, n_vocab = len(self._ids), len(self._vocab)
-        lengths = self._lengths
+    def _weigh(self, df: np.ndarray | None = None) -> None:
+        """Each term's document frequency, where its entries start, and every entry's weight."""
+        n_vocab = len(self._vocab)
         if df is None or len(df) != n_vocab:
             df = np.bincount(self._terms, minlength=n_vocab)
         self._df = df
         self._live_terms = int(np.count_nonzero(df))
-        weights = bm25_triples.lucene_weights(self._terms, self._docs, self._tf, lengths, df, k1=self._k1, b=self._b)
-        retriever = bm25s.BM25(k1=self._k1, b=self._b, method="lucene", backend="numpy")
-        # the attributes bm25s.BM25.index()/load() fill in
-        retriever.scores = {
-            "data": weights,
-            "indices": self._docs.astype(np.int32),
-            "indptr": np.concatenate([[0], np.cumsum(df)]).astype(np.int64),
-            "num_docs": n_docs,
-        }
-        retriever.vocab_dict = self._vocab
-        retriever.unique_token_ids_set = set(self._vocab.values())
-        retriever.nonoccurrence_array = None
-        return retriever
+        self._weights = bm25_triples.lucene_weights(self._terms, self._docs, self._tf, self._lengths, df,
+                                                    k1=self._k1, b=self._b)
+        self._doc_index = self._docs.astype(np.int32)
+        self._starts = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
 
     # ------------------------------------------------------------------------------------------ queries
     @property
@@ -348,11 +339,8 @@ class BM25Index:
         cached = self._last_scores
         if cached is not None and cached[0] == query:
             return cached[1]
-        term_ids = self._query_term_ids(query)
-        if term_ids:
-            out = np.asarray(self._retriever.get_scores_from_ids(term_ids), dtype=np.float32)
-        else:
-            out = np.zeros(len(self._ids), dtype=np.float32)
+        out = bm25_triples.query_scores(self._weights, self._doc_index, self._starts, self._query_term_ids(query),
+                                        len(self._ids))
         out.flags.writeable = False
         self._last_scores = (query, out)
         return out
@@ -362,14 +350,13 @@ class BM25Index:
         if doc_id not in self._position:
             raise KeyError(f"id {doc_id!r} is not in the BM25 index")
         doc = self._position[doc_id]
-        store = self._retriever.scores
         terms = {v: k for k, v in self._vocab.items()}
         out: dict[str, float] = {}
         for tid in self._query_term_ids(query):
-            lo, hi = int(store["indptr"][tid]), int(store["indptr"][tid + 1])
-            pos = lo + int(np.searchsorted(store["indices"][lo:hi], doc))
-            if pos < hi and store["indices"][pos] == doc:
-                out[terms[tid]] = float(store["data"][pos])
+            lo, hi = int(self._starts[tid]), int(self._starts[tid + 1])
+            pos = lo + int(np.searchsorted(self._doc_index[lo:hi], doc))
+            if pos < hi and self._doc_index[pos] == doc:
+                out[terms[tid]] = float(self._weights[pos])
         return out
 
     def top(self, query: str, *, k: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:

@@ -1,8 +1,8 @@
 """The (term, document, tf) triples behind :class:`toolrag.index.bm25.BM25Index`: built from tokens, an edit
 spliced into them, and the Lucene BM25 weight of every entry. Pure numpy, no tokenising.
 
-Triples are kept sorted by term, then document (CSC order: the entries of one term are contiguous, which is
-what ``bm25s`` scores from).
+Triples are kept sorted by term, then document (CSC order: the entries of one term are contiguous), so a
+query's scores are the sum of its terms' slices (:func:`query_scores`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FEW_DOCS", "cache_bound", "insertion_points", "lucene_weights", "splice", "term_triples", "vocab_bound"]
+__all__ = ["FEW_DOCS", "cache_bound", "insertion_points", "lucene_weights", "query_scores", "splice", "term_triples",
+           "vocab_bound"]
 
 
 def lucene_weights(terms: np.ndarray, docs: np.ndarray, tf: np.ndarray, lengths: np.ndarray, df: np.ndarray, *,
@@ -36,6 +37,22 @@ def lucene_weights(terms: np.ndarray, docs: np.ndarray, tf: np.ndarray, lengths:
     weights = idf[terms]
     weights *= tfc
     return weights.astype(np.float32)
+
+
+def query_scores(weights: np.ndarray, docs: np.ndarray, starts: np.ndarray, term_ids: Sequence[int],
+                 n_docs: int) -> np.ndarray:
+    """Every document's score for a query of distinct term ids (float32): the sum of the query terms' entry
+    weights. ``starts``: where each term's entries begin in ``weights``/``docs`` (length vocabulary + 1).
+
+    The same arithmetic, in the same order, as ``bm25s.BM25.get_scores_from_ids`` (float32 sums, one term at a
+    time in query order): a term's entries name each document once, so one fancy-indexed add per term is exact.
+    Example: weights [0.5, 0.2, 0.4], docs [0, 1, 1], starts [0, 2, 3]: term 0 gives document 0 0.5 and
+    document 1 0.2, term 1 gives document 1 0.4; the query [0, 1] scores [0.5, 0.6]."""
+    scores = np.zeros(n_docs, dtype=np.float32)
+    for term in term_ids:
+        lo, hi = int(starts[term]), int(starts[term + 1])
+        scores[docs[lo:hi]] += weights[lo:hi]
+    return scores
 
 
 #: Up to this many replaced documents, an edit finds their old entries by one comparison pass each.

@@ -3,27 +3,23 @@
 Dense embeddings miss exact identifiers ("SKU-1001", "query_stock") and rare domain words; BM25 over a
 tokenisation that understands identifiers and Chinese catches them. This module is pure CPU code: no models.
 
-Tokenisation choices, measured with BM25 on the 16-tool / 24-query English+Chinese mini catalog in
-tests/test_lexical.py (top-1 hits; MRR@5):
+Tokenisation choices (each measured on the mini catalog of tests/test_lexical.py: docs/measurements.md):
 
 * Chinese runs are segmented with ``jieba.lcut_for_search`` (search-engine mode: a long word is emitted
   *and* its dictionary sub-words, so "电子邮件" yields 电子, 邮件, 电子邮件 and the query "发邮件" still meets
-  the tool "发送电子邮件"): 24/24, MRR 1.000. Plain ``lcut`` emits only the long word: 21/24, MRR 0.875
-  (misses "发邮件给张三", "明天北京天气怎么样", "把这段话翻译成英文").
+  the tool "发送电子邮件"); plain ``lcut`` emits only the long word and missed requests.
 * Identifiers are split into their words (snake, kebab, dotted, camel and Pascal case); letters followed by
   digits stay together ("V2" -> "v2", "utf8"). The whole identifier is *not* emitted as an extra token:
-  it changed nothing measurable (24/24 and MRR 1.000 either way) while inflating term frequencies and
-  document lengths; its parts already match.
+  it changed nothing measurable while inflating term frequencies and document lengths; its parts already match.
 * A tiny plural stripper ("invoices" -> "invoice", "queries" -> "query", "batches" -> "batch") is applied
-  to documents and queries alike: 24/24 with it, 23/24 (MRR 0.979) without ("claim my travel expenses"
-  missed). It is deliberately not a full stemmer: verb forms stay as written.
+  to documents and queries alike ("claim my travel expenses" was missed without it). It is deliberately not a
+  full stemmer: verb forms stay as written.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import tempfile
 import threading
@@ -31,7 +27,8 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-from toolrag.errors import ModelUnavailable
+from toolrag.config import data_dir
+from toolrag.errors import ModelUnavailable, SettingsError
 from toolrag.text import CJK_RANGES
 
 __all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "segment", "tokenize"]
@@ -77,13 +74,13 @@ _JIEBA: Any = None
 
 
 def _cache_dir() -> Path:
-    """Writable folder for jieba's prefix-dictionary cache (``TOOLRAG_CACHE_DIR`` or the temp folder)."""
-    base = os.environ.get("TOOLRAG_CACHE_DIR")
-    folder = Path(base) if base else Path(tempfile.gettempdir()) / "toolrag"
+    """Writable folder for jieba's prefix-dictionary cache: ``jieba`` in the data folder
+    (:func:`toolrag.config.data_dir`), else the temp folder."""
     try:
+        folder = data_dir() / "jieba"
         folder.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        logger.warning("cannot create cache folder %s; jieba caches into the temp folder", folder)
+    except (OSError, SettingsError) as exc:
+        logger.warning("jieba caches into the temp folder: %s", exc)
         return Path(tempfile.gettempdir())
     return folder
 

@@ -38,9 +38,7 @@ CLARIFY_SHARE = 0.04
 FLOOR_SHARE = 0.02
 #: A request is asked about only when its top tool leads the second by no more than this quantile of the leads
 #: among the catalog's simulated ambiguous requests (``clarify_max_gap``). Their largest lead (1.0) is set by one
-#: request; the upper quartile was measured better on every set (`python -m bench.decisions`: bundled 82.1 ->
-#: 83.0, MetaTool single 86.6 -> 88.5, Seal-Tools in 90.0 -> 92.3, none lower), the median cost bundled CLARIFY
-#: recall 47.8 -> 34.8 (docs/decisions.md).
+#: request; the upper quartile did better on every set and the median cost CLARIFY recall (docs/measurements.md).
 LEAD_QUANTILE = 0.75
 #: Share of the simulated two-tool requests completed by the top five that the selection must complete too.
 SELECTION_KEEP = 0.92
@@ -56,19 +54,15 @@ TOOL_SKIPS = ("cjk", "cover", "cover2", "unknown")
 #: comes to requests that need no tool, plus the request's length and whether it is an image. Not the leads of the
 #: top tool over the next ones, the signals' agreement, the look-alike cosine or the change-reader flag: they say
 #: how the top tools compare with each other, which is the ambiguity and right-tool models' question; read by the
-#: "a tool fits" model they followed how the simulated cases are made (`python -m bench.decisions`, 2026-12-02:
-#: Seal-Tools in / out 93.7 / 95.0 -> 95.0 / 95.6, MetaTool single 89.8 -> 90.1, the others within 0.2).
-#: Labelled requests (:func:`fit_model`'s ``labelled``) are real ones: with them it reads every feature but
-#: :data:`TOOL_SKIPS` (the bundled catalog refined with its labelled half: no-tool AUC 97.6 against 91.2).
+#: "a tool fits" model they followed how the simulated cases are made (docs/measurements.md). Labelled requests
+#: (:func:`fit_model`'s ``labelled``) are real ones: with them it reads every feature but :data:`TOOL_SKIPS`.
 TOOL_FEATURES = ("sem_top_raw", "sem_max_z", "en_top_raw", "en_max_z", "kw_top_log", "kw_max_z", "fused_top",
                  "chat_sim", "chat_sim_en", "image", "image_top", "length")
 #: What the ambiguity model reads when it is fitted from the catalog alone: how the top tools compare (the leads
 #: per signal and fused, the agreement of the signals, the look-alike cosine, how much of the request each of the
 #: top two covers), with the fused top score, the request's length and language. Not how strongly the best tool
 #: matches or how close the request comes to requests that need no tool, which is the "a tool fits" model's
-#: question (`python -m bench.decisions`, 2026-12-02: mcp_en 76.0 -> 80.0 with clear requests asked about 20.0 ->
-#: 14.3%, bundled 83.4 -> 83.9, Seal-Tools in 95.0 -> 95.6, MetaTool two-tool 88.7 -> 88.1). With labelled requests
-#: it reads every feature.
+#: question (docs/measurements.md). With labelled requests it reads every feature.
 AMBIGUITY_FEATURES = ("sem_gap_z", "en_gap_z", "kw_gap_z", "fused_top", "fused_gap", "fused_gap3", "agree",
                       "lookalike", "cover", "cover2", "length", "cjk")
 #: Folds of the cross-fitting that gives held-out probabilities of the simulated requests.

@@ -148,6 +148,12 @@ class ToolRetriever:
     def models(self) -> ModelSet:
         return self.index.models
 
+    @property
+    def snapshot(self) -> IndexSnapshot:
+        """The index as searches see it now: an immutable view that an edit replaces, never changes (what
+        :meth:`search` takes as ``snapshot=`` to search an earlier or a modified view)."""
+        return self.index.snapshot
+
     def warm_up(self) -> list[str]:
         """Load and run every model once (OCR, image, text, jieba's dictionary), so the first request with an
         image or Chinese text pays no load; returns what was warmed. The app and ``toolrag serve`` do this in

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import html
 import logging
-import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -24,7 +23,9 @@ from toolrag.catalog.editor import CatalogEditor
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.staging import catalog_state
+from toolrag.config import AUTH_ENV, EDITING_ENV, EDITORS_ENV
 from toolrag.config import data_dir as default_data_dir
+from toolrag.config import environ as config_environ
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.search.retriever import ToolRetriever
@@ -35,9 +36,6 @@ __all__ = ["AUTH_ENV", "EDITING_ENV", "EDITORS_ENV", "Access", "Backend"]
 
 log = logging.getLogger(__name__)
 
-EDITING_ENV = "TOOLRAG_EDITING"
-AUTH_ENV = "TOOLRAG_AUTH"
-EDITORS_ENV = "TOOLRAG_EDITORS"
 _LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 _ON, _OFF = frozenset({"1", "on", "true", "yes"}), frozenset({"0", "off", "false", "no"})
 
@@ -66,7 +64,7 @@ class Access:
                  environ: Mapping[str, str] | None = None) -> Access:
         """The access of an app served at ``server_name`` (default ``GRADIO_SERVER_NAME``, else loopback)
         with or without a share link (default ``GRADIO_SHARE``), from the environment."""
-        env = os.environ if environ is None else environ
+        env = config_environ() if environ is None else environ
         flag = env.get(EDITING_ENV, "").strip().lower()
         if flag and flag not in _ON | _OFF:
             raise SettingsError(f"{EDITING_ENV}={flag!r}: use on (edit, with credentials when shared) or off "

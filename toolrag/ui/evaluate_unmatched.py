@@ -12,14 +12,13 @@ real requests are the users' words, never shown on a read-only demo.
 from __future__ import annotations
 
 import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 import pandas as pd
 
-from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests
+from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests, env
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.changes import gold_rank, is_failing
 from toolrag.evaluation.queries import load_queries
@@ -62,7 +61,7 @@ class UnmatchedHandlers:
         audit = self.b.require().audit if self.b.ready else None
         if audit is not None:
             return Path(audit.path)
-        named = os.environ.get(AUDIT_LOG_ENV, "").strip()
+        named = env(AUDIT_LOG_ENV)
         return Path(named).expanduser() if named else None
 
     def redacted(self) -> bool:

@@ -102,14 +102,14 @@ class Studio:
         """The snapshot an edit will be compared with: the live one when nothing is remembered yet."""
         with self._lock:
             if self._baseline is None:
-                self._baseline = self.b.require().index.snapshot
+                self._baseline = self.b.require().snapshot
             return self._baseline
 
     def evaluate(self, rows: Sequence[QueryRow], settings: Settings, *, snapshot: IndexSnapshot | None = None,
                  progress: Progress | None = None) -> EvalReport:
         """Every row through the real search on ``snapshot`` (default: the live index); recent runs are reused."""
         retriever = self.b.require()
-        snap = snapshot if snapshot is not None else retriever.index.snapshot
+        snap = snapshot if snapshot is not None else retriever.snapshot
         key = (id(snap), hash(tuple(rows)), json.dumps(settings.to_dict(), sort_keys=True, default=str))
         with self._lock:
             hit = self._evals.get(key)
@@ -140,7 +140,7 @@ class Studio:
         current index becomes the baseline of the next edit."""
         say = progress or (lambda f, m: None)
         retriever = self.b.require()
-        before_snap, now = self.remember(), retriever.index.snapshot
+        before_snap, now = self.remember(), retriever.snapshot
         changes = EvalChanges(())
         after = None
         if rows:

@@ -6,12 +6,12 @@ crosses tabs (the page load, the last search feeding the Profiles tab's rank que
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import gradio as gr
 
+from toolrag.config import on_space
 from toolrag.evaluation import projection
 from toolrag.settings import Normalization
 from toolrag.signals import SIGNALS, signal
@@ -180,7 +180,7 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
         if not editing:
             gr.Markdown(f"**Read-only** — {backend.access.reason}. Tools that need permissions are not listed.",
                         elem_id="profiles-readonly")
-        elif backend.access.editors and not backend.access.auth and os.environ.get("SPACE_ID"):
+        elif backend.access.editors and not backend.access.auth and on_space():
             gr.LoginButton(elem_id="login")  # Hugging Face sign-in exists on a Space only
         with gr.Row():
             with gr.Column(scale=3):

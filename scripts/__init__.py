@@ -1,0 +1,1 @@
+"""Maintenance commands of the repository (``python -m scripts.<name>``); no part of the toolrag package."""

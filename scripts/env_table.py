@@ -1,0 +1,46 @@
+"""Rewrite the README's configuration tables from :data:`toolrag.config.ENV_VARS` and ``LIBRARY_ENV``.
+
+``python -m scripts.env_table`` replaces what lies between the two markers of the README's *Configuration*
+section; ``tests/test_config.py`` fails while the README and the table differ.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from toolrag.config import env_table_markdown
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+BEGIN = "<!-- env-table: begin (python -m scripts.env_table) -->"
+END = "<!-- env-table: end -->"
+
+
+def section(text: str) -> str:
+    """What the README holds between the markers (ValueError naming the marker when one is missing)."""
+    for marker in (BEGIN, END):
+        if marker not in text:
+            raise ValueError(f"README.md has no {marker!r} line; put the two markers in its Configuration section")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
+
+
+def rendered(text: str) -> str:
+    """``text`` with the section between the markers replaced by the rendered tables."""
+    section(text)
+    head, rest = text.split(BEGIN, 1)
+    return f"{head}{BEGIN}\n{env_table_markdown()}{END}{rest.split(END, 1)[1]}"
+
+
+def main() -> int:
+    text = README.read_text(encoding="utf-8")
+    new = rendered(text)
+    if new != text:
+        README.write_text(new, encoding="utf-8")
+        print(f"rewrote the configuration tables of {README.name}")
+    else:
+        print(f"{README.name} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,100 @@
+"""toolrag.config: the one table of environment variables, its one reader, and the README rendered from it."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from scripts import env_table
+from toolrag import config as cfg
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_readme_configuration_is_the_table() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert env_table.section(readme) == cfg.env_table_markdown(), "run python -m scripts.env_table"
+    assert env_table.rendered(readme) == readme
+    for var in cfg.ENV_VARS:
+        assert f"| `{var.name}` | {var.default} |" in readme
+
+
+def test_a_variable_outside_the_table_cannot_be_read_or_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLRAG_NOT_A_SETTING", "x")
+    with pytest.raises(ValueError, match=r"TOOLRAG_NOT_A_SETTING is not in toolrag.config.ENV_VARS; add a row"):
+        cfg.env("TOOLRAG_NOT_A_SETTING")
+    with pytest.raises(ValueError, match=r"PATH is not in toolrag.config.LIBRARY_ENV"):
+        cfg.set_default("PATH", "/nowhere")
+    assert "TOOLRAG_NOT_A_SETTING" not in cfg.environ()
+
+
+def test_env_strips_and_reads_unset_as_empty(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(cfg.LOG_LEVEL_ENV, "  DEBUG \n")
+    assert cfg.env(cfg.LOG_LEVEL_ENV) == "DEBUG"
+    assert cfg.environ()[cfg.LOG_LEVEL_ENV] == "  DEBUG \n"  # as set: Access parses its own values
+    monkeypatch.delenv(cfg.LOG_LEVEL_ENV)
+    assert cfg.env(cfg.LOG_LEVEL_ENV) == "" and cfg.LOG_LEVEL_ENV not in cfg.environ()
+
+
+def test_set_default_keeps_the_users_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", "mine")
+    cfg.set_default("NUMBA_CACHE_DIR", "toolrag's")
+    assert os.environ["NUMBA_CACHE_DIR"] == "mine"
+    monkeypatch.delenv("NUMBA_CACHE_DIR")
+    cfg.set_default("NUMBA_CACHE_DIR", "toolrag's")
+    assert os.environ["NUMBA_CACHE_DIR"] == "toolrag's"
+
+
+def test_chroma_url_flag_then_environment_then_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(cfg.CHROMA_URL_ENV, raising=False)
+    assert cfg.chroma_url() is None and cfg.chroma_url("") is None
+    monkeypatch.setenv(cfg.CHROMA_URL_ENV, " http://env:8000 ")
+    assert cfg.chroma_url() == "http://env:8000"
+    assert cfg.chroma_url(None) == "http://env:8000"
+    assert cfg.chroma_url("http://flag:9000") == "http://flag:9000"
+
+
+def _sources() -> list[Path]:
+    return sorted([*(ROOT / "toolrag").rglob("*.py"), ROOT / "app.py", *(ROOT / "bench").rglob("*.py"),
+                   *(ROOT / "scripts").rglob("*.py")])
+
+
+def test_only_config_touches_the_environment() -> None:
+    """``os.environ`` appears in toolrag/ and app.py only in toolrag/config.py; in bench/ only where the engine
+    to measure is chosen before any toolrag import, and where a child process inherits the environment."""
+    allowed = {"toolrag/config.py", "bench/common.py", "bench/image_model.py"}
+    found = {f.relative_to(ROOT).as_posix() for f in _sources() if re.search(r"os\.environ|getenv", f.read_text())}
+    assert found <= allowed, f"read these through toolrag.config.env: {sorted(found - allowed)}"
+    assert "toolrag/config.py" in found
+    common = (ROOT / "bench" / "common.py").read_text()
+    assert [line.strip() for line in common.splitlines() if "os.environ" in line] == [
+        'ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()']
+
+
+def test_every_variable_named_in_the_code_is_in_the_table() -> None:
+    names = {var.name for var in cfg.ENV_VARS}
+    named = {(f.relative_to(ROOT).as_posix(), m) for f in _sources()
+             for m in re.findall(r"\bTOOLRAG_[A-Z][A-Z_]*[A-Z]\b", f.read_text())}
+    missing = sorted((file, name) for file, name in named if name not in names)
+    assert not missing, f"add these to toolrag.config.ENV_VARS (or stop reading them): {missing}"
+
+
+@pytest.mark.parametrize(("space", "online", "offline_flag"), [("me/demo", "0", "1"), ("me/demo", "", None),
+                                                              ("", "1", None), ("", "", "1")])
+def test_bench_is_online_exactly_when_config_says(monkeypatch: pytest.MonkeyPatch, space: str, online: str,
+                                                  offline_flag: str | None) -> None:
+    """bench.common sets HF_HUB_OFFLINE by toolrag.config.is_online: SPACE_ID with TOOLRAG_ONLINE=0 is offline."""
+    from bench import common
+
+    monkeypatch.setenv("SPACE_ID", space)
+    monkeypatch.setenv(cfg.ONLINE_ENV, online)
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv(cfg.THREADS_ENV, raising=False)
+    monkeypatch.setenv(cfg.BENCH_THREADS_ENV, "3")
+    common.set_up_environment()
+    assert os.environ.get("HF_HUB_OFFLINE") == offline_flag
+    assert cfg.is_online() is (offline_flag is None)
+    assert os.environ[cfg.THREADS_ENV] == "3"
