@@ -5,7 +5,7 @@ folder and the offline set-up of the libraries toolrag uses.
 the entry points (``toolrag`` CLI, ``app.py``, the test suite) or by a library caller that wants the same
 set-up: telemetry off for gradio, huggingface_hub and chromadb, progress bars off, and ``HF_HUB_OFFLINE=1``
 when toolrag is offline (a Hub id then fails in 0.2 s instead of after about 70 s of retries). Values the
-user already set always win. The library itself never needs the Hub offline flag: offline, models resolve to
+user already set always win. The library itself never needs the Hub offline flag: the default models are
 local folders (see :mod:`toolrag.encode.resolve`), which load without any network call.
 """
 
@@ -111,7 +111,8 @@ def env_setting(name: str, default: str | None) -> str | None:
 
 
 def is_online() -> bool:
-    """True when model hubs may be used: ``TOOLRAG_ONLINE=1`` or a Hugging Face Space (``SPACE_ID`` set).
+    """True when an opt-in Hub model may be downloaded: ``TOOLRAG_ONLINE=1`` or a Hugging Face Space
+    (``SPACE_ID`` set). The default models are packaged either way (:data:`toolrag.settings.PACKAGED_MODELS`).
 
     ``TOOLRAG_ONLINE=0`` forces offline even on a Space.
     """
