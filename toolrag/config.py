@@ -11,7 +11,7 @@ for the libraries it imports is :data:`LIBRARY_ENV`, written only through :func:
 the entry points (``toolrag`` CLI, ``app.py``, the test suite) or by a library caller that wants the same
 set-up: telemetry off for gradio, huggingface_hub and chromadb, progress bars off, and ``HF_HUB_OFFLINE=1``
 when toolrag is offline (a Hub id then fails in 0.2 s instead of after about 70 s of retries). Values the
-user already set always win. The library itself never needs the Hub offline flag: offline, models resolve to
+user already set always win. The library itself never needs the Hub offline flag: the default models are
 local folders (see :mod:`toolrag.encode.resolve`), which load without any network call.
 """
 
@@ -312,7 +312,8 @@ def audit_hashes_requests(value: str | None = None) -> bool:
 
 
 def is_online() -> bool:
-    """True when model hubs may be used: ``TOOLRAG_ONLINE=1`` or a Hugging Face Space (``SPACE_ID`` set).
+    """True when an opt-in Hub model may be downloaded: ``TOOLRAG_ONLINE=1`` or a Hugging Face Space
+    (``SPACE_ID`` set). The default models are packaged either way (:data:`toolrag.settings.PACKAGED_MODELS`).
 
     ``TOOLRAG_ONLINE=0`` forces offline even on a Space.
     """

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 __all__ = [
     "CatalogError",
+    "HubModelUnavailable",
     "ImageError",
     "ModelUnavailable",
     "Problem",
@@ -96,6 +97,17 @@ class SettingsError(ToolragError):
 
 class ModelUnavailable(SettingsError):
     """A configured model cannot be loaded here; the message names the setting that chooses another."""
+
+
+class HubModelUnavailable(ModelUnavailable):
+    """A model named by a Hub id cannot be loaded (the Hub unreachable or rate-limited, toolrag offline and the
+    model not in the local cache, an id that does not exist). Model loading falls back to the packaged model of
+    the same role (:mod:`toolrag.encode.fallback`) instead of failing. :attr:`reason` is why, without the
+    setting's name (the fallback's note names the setting itself)."""
+
+    def __init__(self, message: str, *, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class StoreError(ToolragError):

@@ -24,8 +24,8 @@ from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
 
 __all__ = [
-    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion",
-    "Normalization", "Settings",
+    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
+    "Fusion", "Normalization", "Settings",
 ]
 
 
@@ -53,6 +53,15 @@ class Normalization(str, Enum):
         # "zscore" named the logistic of the z-score before 0.2; settings files that say so keep working.
         return cls.LOGISTIC if isinstance(value, str) and value.strip().lower() == "zscore" else None
 
+
+#: The model of each role that ships inside the installed packages, by its setting: what every measurement in
+#: docs/ was made with, the default everywhere (online or not, on a Space or not), and what an opt-in Hub model
+#: of the same role falls back to when it cannot be loaded (:mod:`toolrag.encode.fallback`). ``None``: no
+#: packaged weights for that role, so it is off unless set (and a failed opt-in turns it off). The text model
+#: has one always: every index needs it.
+_PACKAGED_TEXT = "e5"
+PACKAGED_MODELS: Mapping[str, str | None] = {
+    "text_model": _PACKAGED_TEXT, "english_model": "minilm", "clip_model": None, "rerank_model": None}
 
 #: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
 NO_TOOL_THRESHOLDS: Mapping[str, float] = {"e5": 0.80, "minilm": 0.30}
@@ -88,16 +97,18 @@ def _default_weights() -> dict[str, float]:
 class Settings:
     """Everything that changes what a search returns. Defaults are the measured, shipped configuration."""
 
-    text_model: str = field(default_factory=lambda: env_setting(TEXT_MODEL_ENV, "e5") or "e5")
-    """Multilingual text encoder: ``e5`` (packaged offline / Hub online), a local path or a Hub id
-    (env ``TOOLRAG_TEXT_MODEL``)."""
-    english_model: str | None = field(default_factory=lambda: env_setting(ENGLISH_MODEL_ENV, "minilm"))
-    """Second dense encoder used for English queries against English tools; ``None`` (``none``/``off``/
-    ``null`` in files and flags) turns it off (env ``TOOLRAG_ENGLISH_MODEL``)."""
+    text_model: str = field(default_factory=lambda: env_setting(TEXT_MODEL_ENV, _PACKAGED_TEXT) or _PACKAGED_TEXT)
+    """Multilingual text encoder: ``e5`` (packaged weights, everywhere), a local path or a Hub id (an opt-in
+    that falls back to ``e5`` when it cannot be loaded) (env ``TOOLRAG_TEXT_MODEL``)."""
+    english_model: str | None = field(
+        default_factory=lambda: env_setting(ENGLISH_MODEL_ENV, PACKAGED_MODELS["english_model"]))
+    """Second dense encoder used for English queries against English tools: ``minilm`` (packaged), a path or a
+    Hub id (falls back to ``minilm``); ``None`` (``none``/``off``/``null`` in files and flags) turns it off
+    (env ``TOOLRAG_ENGLISH_MODEL``)."""
     clip_model: str | None = None
-    """open_clip setting; ``None`` = the default for this environment (off offline, multilingual CLIP online)."""
+    """open_clip setting; ``None`` = ``TOOLRAG_CLIP_MODEL``, else off (no CLIP weights ship in a package)."""
     rerank_model: str | None = None
-    """Cross-encoder for reranking; ``None`` = the default for this environment (none offline)."""
+    """Cross-encoder for reranking; ``None`` = ``TOOLRAG_RERANK_MODEL``, else off (none ship in a package)."""
     fusion: Fusion = Fusion.LATE
     normalization: Normalization = Normalization.STANDARD
     weights: Mapping[str, float] = field(default_factory=_default_weights)

@@ -143,22 +143,26 @@ def load_inputs(args: argparse.Namespace) -> tuple[Catalog, Settings]:
 
 
 def warn(notes: Iterable[str]) -> None:
-    """Notes on a request (cleaned text, a cut query, an unknown permission code) as warnings on stderr."""
+    """Notes on a request (cleaned text, a cut query, an unknown permission code) or on the models (a fallback)
+    as warnings on stderr."""
     for note in notes:
         print(f"toolrag: warning: {note}", file=sys.stderr)
 
 
 def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalog | None = None) -> ToolRetriever:
-    """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``."""
+    """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``; an opt-in
+    Hub model that fell back to the packaged one is a warning on stderr."""
 
     def progress(fraction: float, message: str) -> None:
         log.info("%3.0f%% %s", fraction * 100, message)
 
-    return ToolRetriever.from_catalog(
+    retriever = ToolRetriever.from_catalog(
         catalog if catalog is not None else open_catalog(args), settings=settings, data_dir=args.data_dir,
         chroma_url=chroma_url(args.chroma_url), progress=progress,
         audit=audit_from_args(args),
     )
+    warn(retriever.model_notes())
+    return retriever
 
 
 def codes(text: str) -> list[str]:

@@ -36,6 +36,8 @@ def run(args: argparse.Namespace) -> int:
         args.query, image=args.image, history=args.history, permissions=codes(args.permissions),
         role=args.role, categories=args.category, include_deprecated=args.include_deprecated,
     )
+    if retriever.reranker_fallback:  # the reranker loads on the first reranked search
+        warn([retriever.reranker_fallback])
     print(result.to_json_str() if args.json else format_result(result))
     return 0
 

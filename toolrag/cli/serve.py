@@ -9,7 +9,14 @@ import sys
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
-from toolrag.cli.common import audit_from_args, catalog_options, load_mode, open_retriever, settings_from_args
+from toolrag.cli.common import (
+    audit_from_args,
+    catalog_options,
+    load_mode,
+    open_retriever,
+    settings_from_args,
+    warn,
+)
 from toolrag.config import chroma_url
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.search.retriever import ToolRetriever
@@ -63,6 +70,7 @@ def run_import(args: argparse.Namespace) -> int:
                                                data_dir=args.data_dir, chroma_url=_chroma(args))
         print(f"indexed {len(retriever.catalog)} tools ({retriever.index.encoded_last_sync} texts/images encoded, "
               "the rest unchanged)")
+        warn(retriever.model_notes())
     return 0
 
 
@@ -93,8 +101,10 @@ def run_serve(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
 
         def build(catalog: Catalog) -> ToolRetriever:
-            return ToolRetriever.from_catalog(catalog, settings=settings, data_dir=args.data_dir,
-                                              chroma_url=_chroma(args), audit=audit_from_args(args))
+            retriever = ToolRetriever.from_catalog(catalog, settings=settings, data_dir=args.data_dir,
+                                                   chroma_url=_chroma(args), audit=audit_from_args(args))
+            warn(retriever.model_notes())
+            return retriever
 
         anyio.run(functools.partial(run_gateway, config, build_retriever=build, transport=args.transport,
                                     host=args.host, port=args.port, on_ready=_report_upstreams))

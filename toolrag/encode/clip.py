@@ -1,5 +1,7 @@
-"""CLIP (open_clip): text and images in one space. No CLIP weights ship in any package, so offline it is off
-unless a local checkpoint is configured; online it defaults to the multilingual xlm-roberta ViT-B-32."""
+"""CLIP (open_clip): text and images in one space. No CLIP weights ship in any package, so it is off unless
+``TOOLRAG_CLIP_MODEL`` / ``--clip-model`` turns it on: a local checkpoint, or pretrained weights from the Hub
+(e.g. :data:`ONLINE_CLIP`, the multilingual xlm-roberta ViT-B-32), downloaded when toolrag is online. A Hub
+CLIP that cannot be loaded raises HubModelUnavailable: the CLIP signal is then off, with a note."""
 
 from __future__ import annotations
 
@@ -11,25 +13,27 @@ import numpy as np
 
 from toolrag.config import CLIP_ENV, ONLINE_ENV, env, is_off, is_online
 from toolrag.encode.common import check_texts, require, unit_rows
+from toolrag.encode.fallback import hub_error
 from toolrag.encode.fingerprint import fingerprint
-from toolrag.errors import ModelUnavailable, SettingsError
+from toolrag.errors import HubModelUnavailable, ModelUnavailable, SettingsError
 from toolrag.images import ImageSource, load_image
 
 __all__ = ["ONLINE_CLIP", "ClipEncoder", "default_clip_setting"]
 
+#: The CLIP to opt in to where the Hub is reachable (multilingual: Chinese and English requests).
 ONLINE_CLIP = "xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k"
 
 
 def default_clip_setting() -> str:
-    """``$TOOLRAG_CLIP_MODEL``, else the multilingual CLIP online and ``"none"`` offline (no weights ship)."""
-    return env(CLIP_ENV) or (ONLINE_CLIP if is_online() else "none")
+    """``$TOOLRAG_CLIP_MODEL``, else ``"none"`` everywhere: no CLIP weights ship in a package."""
+    return env(CLIP_ENV) or "none"
 
 
-def _offline_clip(setting: str) -> ModelUnavailable:
-    return ModelUnavailable(
-        f"CLIP needs weights that are not available offline: {setting!r} would download them from a hub. "
-        f"Set {ONLINE_ENV}=1 where the Hub is reachable (on a Hugging Face Space it is on), or set "
-        f"{CLIP_ENV} / --clip-model to a local checkpoint 'ARCH:/path/to/weights.pt', or to 'none'")
+def _offline_clip(setting: str) -> HubModelUnavailable:
+    reason = (f"toolrag is offline and {setting!r} would download its weights (set {ONLINE_ENV}=1 where the "
+              f"Hub is reachable, or {CLIP_ENV} / --clip-model to a local checkpoint 'ARCH:/path/to/weights.pt' "
+              "or 'none')")
+    return HubModelUnavailable(f"CLIP needs weights that are not available offline: {reason}", reason=reason)
 
 
 class ClipEncoder:
@@ -49,6 +53,8 @@ class ClipEncoder:
                 model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=pretrained)
             self._tokenizer = open_clip.get_tokenizer(arch)
         except (OSError, RuntimeError, ValueError, KeyError) as exc:
+            if weights is None and (pretrained is not None or raw.startswith("hf-hub:")):
+                raise hub_error("CLIP", raw, exc) from exc
             raise ModelUnavailable(
                 f"CLIP model {raw!r} cannot be loaded: {exc}; check {CLIP_ENV} / --clip-model") from exc
         self._model = model.eval()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from toolrag.config import CLIP_ENV, is_off
 from toolrag.encode.clip import ClipEncoder, default_clip_setting
 from toolrag.encode.common import shared
+from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.ocr import OcrEngine
 from toolrag.encode.onnx_build import TextBackend, text_backend
 from toolrag.encode.protocols import ClipModel, ImageModel, OcrModel, TextModel
@@ -49,6 +50,9 @@ class ModelSet:
     clip: ClipModel | None = None
     ocr_factory: Callable[[], OcrModel] | None = None
     unavailable: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    """Opt-in Hub models that could not be loaded, by setting (``text_model``, ``english_model``,
+    ``clip_model``) -> the note saying which packaged model (or none) runs instead (:mod:`.fallback`)."""
     # Not init fields: dataclasses.replace(models, ocr_factory=...) starts without the old OCR instance.
     _ocr: OcrModel | None = field(default=None, init=False, repr=False)
     _ocr_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
@@ -105,14 +109,20 @@ def get_reranker(setting: str | None = None) -> CrossEncoderReranker:
 
 
 def load_models(settings: Settings, *, progress: Progress | None = None) -> ModelSet:
-    """Load the real models named by ``settings``; a model that can't load makes its signals absent."""
+    """Load the real models named by ``settings``; a model that can't load makes its signals absent, and an
+    opt-in Hub model that can't load is replaced by the packaged model of its role (``fallbacks`` says so)."""
     say = progress or (lambda f, m: None)
     say(0.0, f"loading text model {settings.text_model}")
-    models = ModelSet(text=get_text_encoder(settings.text_model), ocr_factory=get_ocr)
+    text, note = load_or_fall_back("text_model", settings.text_model, get_text_encoder)
+    if text is None:  # only when PACKAGED_MODELS names no text model: every index needs one
+        raise ModelUnavailable(f"no text model could be loaded: {note}")
+    models = ModelSet(text=text, ocr_factory=get_ocr)
+    models.fallbacks.update({"text_model": note} if note else {})
     if settings.english_model:
         say(0.3, f"loading English model {settings.english_model}")
         try:
-            models.english = get_text_encoder(settings.english_model)
+            models.english, note = load_or_fall_back("english_model", settings.english_model, get_text_encoder)
+            models.fallbacks.update({"english_model": note} if note else {})
         except ModelUnavailable as exc:
             models.unavailable[ModelRole.ENGLISH.value] = str(exc)
     else:
@@ -126,12 +136,14 @@ def load_models(settings: Settings, *, progress: Progress | None = None) -> Mode
     if not is_off(clip_setting):
         say(0.7, f"loading CLIP {clip_setting}")
         try:
-            models.clip = get_clip(clip_setting)
+            models.clip, note = load_or_fall_back("clip_model", clip_setting, get_clip)
+            if note:
+                models.fallbacks["clip_model"] = models.unavailable[ModelRole.CLIP.value] = note
         except ModelUnavailable as exc:
             models.unavailable[ModelRole.CLIP.value] = str(exc)
     else:
         models.unavailable[ModelRole.CLIP.value] = (
-            f"CLIP is off: no CLIP weights are available offline; set {CLIP_ENV} (or --clip-model) to an "
-            "open_clip model to enable it")
+            f"CLIP is off: no CLIP weights ship in a package; set {CLIP_ENV} (or --clip-model) to an open_clip "
+            "model to enable it")
     say(1.0, "models ready")
     return models

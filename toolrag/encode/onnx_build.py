@@ -33,7 +33,7 @@ from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.fingerprint import weights_digest
 from toolrag.encode.onnx_text import OnnxTextRuntime
-from toolrag.errors import ModelUnavailable
+from toolrag.errors import HubModelUnavailable, ModelUnavailable
 
 __all__ = ["TextBackend", "onnx_text_folder", "text_backend"]
 
@@ -115,11 +115,12 @@ def onnx_text_folder(location: str, *, model_id: str, weights: str | None, local
     source = weights_digest(weights) if weights else "id"
     key = hashlib.sha256(f"{model_id}|{source}|{backend.value}|{_BUILD_FORMAT}".encode()).hexdigest()[:16]
     target = data_dir() / "models" / f"text-onnx-{backend.value}-{key}"
-    return built_folder(target, lambda tmp: _build(location, tmp, model_id=model_id, local=local, backend=backend),
+    return built_folder(target, lambda tmp: _build(location, tmp, model_id=model_id, local=local, backend=backend,
+                                                   hub=weights is None),
                         what=f"the ONNX text model {model_id} ({backend.value})")
 
 
-def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: TextBackend) -> None:
+def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: TextBackend, hub: bool) -> None:
     """Export, fuse, (quantise), check and write a complete folder; the marker file is written last."""
     st = require("sentence_transformers", "sentence-transformers==6.2.0")
     torch = require("torch", "torch")
@@ -129,6 +130,9 @@ def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: 
         model = st.SentenceTransformer(location, local_files_only=local,
                                        model_kwargs={"attn_implementation": "eager"})
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        if hub:  # the Hub could not serve it: the caller falls back, no second try with torch
+            raise HubModelUnavailable(f"text model {model_id} cannot be loaded for export: {exc}",
+                                      reason=str(exc)) from exc
         raise ModelUnavailable(f"text model {model_id} cannot be loaded for export: {exc}") from exc
     modules = list(model)
     pooling = modules[1] if len(modules) > 1 else None

@@ -1,4 +1,7 @@
-"""Cross-encoder reranking (sentence-transformers CrossEncoder) from a local folder or, online, a Hub id."""
+"""Cross-encoder reranking (sentence-transformers CrossEncoder) from a local folder or a Hub id. No
+cross-encoder weights ship in a package, so it is off unless ``TOOLRAG_RERANK_MODEL`` / ``--rerank-model``
+names one; a Hub id is downloaded when toolrag is online, else read from the local Hugging Face cache, and one
+that cannot be loaded raises HubModelUnavailable (reranking is then off, with a note)."""
 
 from __future__ import annotations
 
@@ -7,19 +10,21 @@ from pathlib import Path
 
 import numpy as np
 
-from toolrag.config import ONLINE_ENV, RERANK_ENV, env, is_off, is_online
+from toolrag.config import RERANK_ENV, env, is_off, is_online
 from toolrag.encode.common import check_texts, require
+from toolrag.encode.fallback import hub_error
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["ONLINE_RERANK", "CrossEncoderReranker", "default_rerank_setting"]
 
+#: The reranker to opt in to where the Hub is reachable (multilingual).
 ONLINE_RERANK = "BAAI/bge-reranker-v2-m3"
 
 
 def default_rerank_setting() -> str:
-    """``$TOOLRAG_RERANK_MODEL``, else bge-reranker-v2-m3 online and ``"none"`` offline (no weights ship)."""
-    return env(RERANK_ENV) or (ONLINE_RERANK if is_online() else "none")
+    """``$TOOLRAG_RERANK_MODEL``, else ``"none"`` everywhere: no cross-encoder weights ship in a package."""
+    return env(RERANK_ENV) or "none"
 
 
 class CrossEncoderReranker:
@@ -35,17 +40,14 @@ class CrossEncoderReranker:
             location, weights = str(path.resolve()), path
         elif raw.startswith(("/", ".", "~")) or path.exists():
             raise ModelUnavailable(f"reranker folder {raw!r} not found (or not a folder); fix {RERANK_ENV}")
-        elif not is_online():
-            raise ModelUnavailable(
-                f"reranker {raw!r} is a Hub id and toolrag is offline (no cross-encoder weights ship in any "
-                f"package). Set {ONLINE_ENV}=1 where the Hub is reachable, or {RERANK_ENV} / "
-                "--rerank-model to a local folder, or 'none'")
         else:
             location, weights = raw, None
         st = require("sentence_transformers", "sentence-transformers==6.2.0")
-        try:
-            self._model = st.CrossEncoder(location)
+        try:  # a Hub id: downloaded online; offline only the local Hugging Face cache is read
+            self._model = st.CrossEncoder(location, local_files_only=weights is not None or not is_online())
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            if weights is None:
+                raise hub_error("reranker", raw, exc) from exc
             raise ModelUnavailable(f"reranker {raw!r} cannot be loaded: {exc}; check {RERANK_ENV}") from exc
         self.name, self.model_id, self.batch_size = raw, location, batch_size
         self.fingerprint = fingerprint(location, dim=1, weights=weights)

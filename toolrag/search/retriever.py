@@ -20,6 +20,7 @@ from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
+from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
@@ -74,6 +75,8 @@ class ToolRetriever:
         self._reranker_lock = threading.Lock()
         self.reranker_note = reranker_note or (
             "no reranker configured" if reranker is None and reranker_factory is None else "")
+        #: The note of an opt-in Hub reranker that could not be loaded (set on the first reranked search).
+        self.reranker_fallback: str | None = None
         self._tokens_cache: tuple[Catalog, np.ndarray] | None = None
         self._names_cache: tuple[Catalog, dict[str, int]] | None = None
 
@@ -106,11 +109,18 @@ class ToolRetriever:
         decisions = DecisionCalibrator(models, folder=folder / "decisions")
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
+            def load_reranker() -> Reranker:
+                reranker, note = load_or_fall_back("rerank_model", setting, get_reranker)
+                retriever.reranker_fallback = note
+                if reranker is None:
+                    raise ModelUnavailable(note or f"reranker {setting!r} cannot be loaded")
+                return reranker
+
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
-            retriever = cls(index, settings=settings, reranker_factory=lambda: get_reranker(setting),
-                            audit=audit, decisions=decisions)
+            retriever = cls(index, settings=settings, reranker_factory=load_reranker, audit=audit,
+                            decisions=decisions)
         else:
-            note = (f"reranker off: no cross-encoder weights are available offline; set {RERANK_ENV} "
+            note = (f"reranker off: no cross-encoder weights ship in a package; set {RERANK_ENV} "
                     "(or --rerank-model) to a cross-encoder path or Hub id")
             retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decisions=decisions)
         if progress is not None:
@@ -159,6 +169,11 @@ class ToolRetriever:
         image or Chinese text pays no load; returns what was warmed. The app and ``toolrag serve`` do this in
         the background; a library caller can too: ``threading.Thread(target=retriever.warm_up).start()``."""
         return warm_up(self.models)
+
+    def model_notes(self) -> list[str]:
+        """Opt-in Hub models that could not be loaded, each with the packaged model (or none) used instead
+        (:mod:`toolrag.encode.fallback`): what the app's status line and the CLI's stderr show."""
+        return [*self.models.fallbacks.values(), *([self.reranker_fallback] if self.reranker_fallback else [])]
 
     def signal_notes(self) -> dict[str, str]:
         """Why each signal that cannot run here is off (signal -> reason), from the models' roles."""
@@ -266,7 +281,7 @@ class ToolRetriever:
         timing["fusion"] = (time.perf_counter() - t3) * 1000
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
                                       codes) for i in order[: cfg.top_k]]
-        notes = list(request.notes)
+        notes = [*request.notes, *self.models.fallbacks.values()]
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
         sure = top_confidence(scores, order[: cfg.top_k])
@@ -359,7 +374,7 @@ class ToolRetriever:
                 try:
                     self.reranker = factory()
                 except ModelUnavailable as exc:
-                    self.reranker_note = f"reranker off: {exc}"
+                    self.reranker_note = self.reranker_fallback or f"reranker off: {exc}"
             return self.reranker
 
     def _name_lookup(self, snap: IndexSnapshot) -> dict[str, int]:

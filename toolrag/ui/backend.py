@@ -204,6 +204,8 @@ class Backend:
         retriever = self.require()
         off = ", ".join(sorted(retriever.signal_notes()))
         extra = f" · off here: {off} (see the notes by the sliders)" if off else " · all signals on"
+        # An opt-in Hub model that could not be loaded: the packaged model of its role runs instead.
+        extra += "".join(f" · ⚠ {html.escape(note)}" for note in retriever.model_notes())
         report = retriever.catalog.report  # imported catalogs may have skipped or degraded tools
         return (f'<div class="toolrag-status ready">● ready: {len(retriever.catalog)} tools indexed from '
                 f"<code>{html.escape(self.catalog_path.name)}</code> ({report.skipped} skipped, "
