@@ -28,9 +28,11 @@ __all__ = [
     "ENGLISH_MODEL_ENV",
     "IMAGE_BACKEND_ENV",
     "ONLINE_ENV",
+    "PUBLIC_ROLE_ENV",
     "RERANK_ENV",
     "TEXT_BACKEND_ENV",
     "TEXT_MODEL_ENV",
+    "USER_ROLES_ENV",
     "choice_setting",
     "configure_environment",
     "data_dir",
@@ -57,6 +59,11 @@ CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
 #: ``text`` (default) keeps each request's text in the audit log, ``hash`` only its SHA-256.
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
+#: The catalog role whose tools a shared playground shows to every visitor (unset: only the tools that need no
+#: permission code); see :class:`toolrag.ui.backend.Access`.
+PUBLIC_ROLE_ENV = "TOOLRAG_PUBLIC_ROLE"
+#: The roles each signed-in user of a shared playground holds, ``user:role`` pairs separated by commas.
+USER_ROLES_ENV = "TOOLRAG_USER_ROLES"
 #: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
 #: (:mod:`toolrag.catalog.cache`).
 CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"

@@ -14,7 +14,7 @@ One code path for the app's Evaluate tab, ``toolrag report`` and library users::
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,7 @@ from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_no_tool, tune_weights
+from toolrag.evaluation.visibility import caller_codes, retrievability_for, visible_rows
 from toolrag.progress import Progress
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
@@ -91,19 +92,27 @@ def tune_with_threshold(retriever: ToolRetriever, rows: Sequence[QueryRow], *, b
 
 def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = None,
                  checker: RetrievabilityChecker | None = None, settings: Settings | None = None,
-                 tune: bool = False, step: float = 0.1, progress: Progress | None = None) -> CatalogReport:
+                 tune: bool = False, step: float = 0.1, progress: Progress | None = None, role: str | None = None,
+                 permissions: Collection[str] | None = None) -> CatalogReport:
     """Check retrievability, evaluate ``rows`` (when given) and tune on them (when ``tune``).
 
     ``checker`` keeps its caches between reports (a new one otherwise); ``settings`` default to the
     retriever's. Tuning tries every weighting of the grid on every labelled row: ``rows x 66`` searches at
-    step 0.1 (no encoding)."""
+    step 0.1 (no encoding). ``role`` / ``permissions``: the report as that caller sees it, every section
+    naming only the tools it may use (:mod:`toolrag.evaluation.visibility`)."""
     say = progress or (lambda f, m: None)
     cfg = settings or retriever.settings
+    codes = caller_codes(retriever.catalog, role=role, permissions=permissions)
+    if codes is not None and rows:
+        rows = visible_rows(rows, retriever.catalog, codes, role=role, permissions=permissions)
     if tune and not rows:
         raise QueryError("tuning needs labelled requests: give queries (YAML, JSON Lines or CSV)")
     share = 0.6 if rows else 1.0
     checker = checker or RetrievabilityChecker()
     retrievability = checker.check(retriever, settings=cfg, progress=lambda f, m: say(share * f, m))
+    if codes is not None:
+        retrievability = retrievability_for(retrievability, retriever.catalog, codes,
+                                            vectors=retriever.tool_vectors(), threshold=checker.threshold)
     evaluation = tuning = threshold = None
     if rows:
         later = 0.2 if tune else 0.4

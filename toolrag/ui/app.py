@@ -58,9 +58,15 @@ def create_app(backend: Backend) -> gr.Blocks:
         views = [profiles.tool, profiles.catalog_df, search.categories]
         if profiles.new_category is not None:
             views.append(profiles.new_category)
+
+        def caller_views(request: gr.Request, oauth: gr.OAuthProfile | None) -> tuple[Any, ...]:
+            """The Profiles list and table and the categories of the tools this caller may see."""
+            return h.catalog_views(request, oauth)[:len(views)]
+
         ready = demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
                           show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
-            lambda: h.catalog_views()[:len(views)], None, views, **PRIVATE)
+            caller_views, None, views, **PRIVATE)
+        ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

@@ -261,7 +261,8 @@ class StudioHandlers:
         query = getattr(request, "query_params", None) if request is not None else None
         params = {k: query.getlist(k) for k in query} if query is not None else {}
         catalog = self.b.catalog if not self.b.ready else self.b.require().catalog
-        link = parse_link(params, roles=fmt.role_choices(catalog), categories=catalog.categories)
+        view = self.h.view(request)
+        link = parse_link(params, roles=self.h.role_choices(view), categories=view.catalog(catalog).categories)
         for warning in link.warnings:
             gr.Warning(f"link: {warning}")
         return tuple(gr.update(value=link.values[name]) if name in link.values else gr.skip()
