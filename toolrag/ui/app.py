@@ -50,8 +50,9 @@ def create_app(backend: Backend) -> gr.Blocks:
             studio = StudioHandlers(h, Studio(backend))
             # The Evaluate tab is the catalog editors' studio: a read-only instance (a shared demo) keeps
             # only the share link, as its reports would name tools that need permissions.
-            link = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs).link
-                    if backend.access.editing else share_link(studio, search))
+            evaluate = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs)
+                        if backend.access.editing else None)
+            link = evaluate.link if evaluate is not None else share_link(studio, search)
         if profiles.rank_query is not None:
             for event in search.searched:
                 event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
@@ -67,6 +68,9 @@ def create_app(backend: Backend) -> gr.Blocks:
                           show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
             caller_views, None, views, **PRIVATE)
         ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
+        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab
+            ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
+                       **PRIVATE)
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

@@ -244,9 +244,13 @@ class Handlers:
                   oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         """YAML, summary, image choices and version of the selected tool, among the tools the caller may see
         (where the app is shared: those of the public role and of the caller's sign-in)."""
+        return self.profile(tool_id, self.view(request, oauth))
+
+    @_guard
+    def profile(self, tool_id: str | None, view: View) -> tuple[Any, ...]:
+        """:meth:`pick_tool` for a caller who may see ``view``."""
         if not tool_id:
             return "", "", gr.update(choices=[], value=None), ""
-        view = self.view(request, oauth)
         catalog = self.visible_catalog(self.b.require().catalog, view)
         tool = catalog.get(tool_id)
         if tool is None:

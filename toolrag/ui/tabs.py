@@ -77,7 +77,10 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                                           sources=["upload", "clipboard"])
                     with gr.Column():
                         image_note = gr.Markdown(label="image signals", elem_id="image-note")
+                        # Shared: the page load offers a signed-in user their roles, so an API caller may name
+                        # one the page did not list; the search handler refuses a role the caller lacks.
                         role = gr.Dropdown(roles, value=default, label="Caller role (simulated)", elem_id="role",
+                                           allow_custom_value=not visitor.everything,
                                            info="Simulates the caller your agent passes (role = permission "
                                                 "codes); it is not a sign-in" if visitor.everything else
                                                 "The roles you hold here; sign in for others")
