@@ -21,8 +21,8 @@ from ui_support import Server, free_port
 from toolrag.catalog.editor import LOCK_FILE
 from toolrag.errors import SettingsError
 from toolrag.ui import Access, Backend
-from toolrag.ui.app import create_app, launch
 from toolrag.ui import format as fmt
+from toolrag.ui.app import create_app, launch
 from toolrag.ui.handlers import Handlers
 
 pytest_plugins = ["ui_support"]
@@ -139,7 +139,7 @@ def test_a_read_only_app_serves_no_restricted_profile(readonly: Server) -> None:
     assert restricted and not any(f'"{t.id}"' in texts for t in restricted)  # nor in the tool list or table
     # The probe's two leaks: the map's hover data and a search as another role.
     names = [t.id for t in restricted] + [t.name for t in restricted if not t.name.isalpha()]
-    plot, info, pairs = client.predict(threshold=0.85, api_name="/tool_space")
+    plot, _info, pairs = client.predict(threshold=0.85, api_name="/tool_space")
     shown = json.dumps([plot, pairs], ensure_ascii=False)
     assert public.id in shown and not [n for n in names if n in shown]
     with pytest.raises(AppError, match="role 'admin' is not available to you \\(not signed in"):
