@@ -201,16 +201,43 @@ def degenerate_catalog(folder: Path, image: Image.Image | bytes) -> Path:
     (Image.new("RGB", (1, 5000)), "is 1x5000 pixels: a side is under 16 pixels"),
     (Image.new("RGB", (2000, 60)), "is 2000x60 pixels: it is 33 times longer than wide"),
     (b"\x89PNG\r\n\x1a\n not really", "strip.png is not an image Pillow can read"),
+    (b"", "strip.png is empty (0 bytes)"),
+    (Image.new("L", (9000, 9000)), "is 9000x9000 = 81,000,000 pixels, above the limit of 40,000,000"),
 ])
-def test_lint_refuses_what_index_would_refuse_and_index_writes_nothing(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, models: Any, monkeypatch: pytest.MonkeyPatch,
-        image: Image.Image | bytes, message: str) -> None:
+def test_an_unusable_example_image_is_refused_as_lint_says_it_before_anything_is_written(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, image: Image.Image | bytes, message: str) -> None:
+    """The probe's bad example images (not an image, 0 bytes, 81 megapixels, 1x5000): ``index`` and ``search``
+    refuse the catalog with the very line ``lint`` prints, before any model loads, in a fresh data folder
+    (never created) and in one that holds an index (not a byte changed)."""
     catalog = degenerate_catalog(tmp_path / "catalog", image)
     code, out, err = run(capsys, "lint", "--catalog", str(catalog))
     assert code == 2 and "tool 'scan.strip'" in out and message in out and message in err
+    first = out.splitlines()[0]
+    assert first.startswith(f"{catalog / 'tools.yaml'}:") and message in first
+    fresh, existing = tmp_path / "fresh", tmp_path / "existing"
+    (existing / "chroma").mkdir(parents=True)
+    (existing / "chroma" / "chroma.sqlite3").write_bytes(b"an index built before")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()}
+    for folder, command in ((fresh, ["index"]), (existing, ["search", "报销这张小票"])):
+        done = subprocess.run([sys.executable, "-m", "toolrag", command[0], "--catalog", str(catalog), "--data-dir",
+                               str(folder), *command[1:]], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == f"toolrag: {first}\n"  # lint's file:line message, the one line on stderr
+    assert not fresh.exists()  # no model built, no index opened
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()} == before
+
+
+def test_a_truncated_example_image_is_refused_before_a_single_vector(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, models: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file cut after its header passes the header check; the index decodes it before writing a vector."""
+    whole = tmp_path / "whole.png"
+    Image.effect_noise((64, 64), 40).save(whole)
+    catalog = degenerate_catalog(tmp_path / "catalog", whole.read_bytes()[:200])
+    code, out, _ = run(capsys, "lint", "--catalog", str(catalog))
+    assert code == 2 and "strip.png is truncated or corrupt" in out
     monkeypatch.setattr(retriever_module, "load_models", lambda *a, **k: models)
     code, out, err = run(capsys, "index", "--catalog", str(catalog), "--data-dir", str(tmp_path / "d"))
-    assert code == 2 and err.startswith("toolrag: tool 'scan.strip': ") and message in err
+    assert code == 2 and err.startswith("toolrag: tool 'scan.strip': ") and "truncated" in err
     written = chroma_rows(tmp_path / "d" / "chroma")
     assert written and not any(written.values()), written  # the collections exist, without a single row
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from toolrag.audit import AuditLog
+from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
@@ -91,12 +92,14 @@ class ToolRetriever:
     ) -> ToolRetriever:
         """Load and validate the catalog, load the models, sync the index (encoding only what changed).
 
-        What can be checked without a model is checked first (the catalog, a Chroma server's heartbeat), so a
-        mistake there is reported in well under a second, before the models load. ``audit`` records every
+        What can be checked without a model is checked first (the catalog, its example images' headers, a
+        Chroma server's heartbeat), so a mistake there is reported in well under a second, before the models
+        load and before anything is written. ``audit`` records every
         search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
         settings = settings or Settings()
         audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        refuse_unusable_images(cat)  # file:line as `toolrag lint` says it, before any model or file
         if chroma_url:
             open_client(StoreConfig(url=chroma_url))  # a closed port fails here, not after the models load
         models = models or load_models(settings, progress=progress)

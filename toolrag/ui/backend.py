@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.editor import CatalogEditor
+from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state
@@ -197,6 +198,7 @@ class Backend:
         self.access = access or Access.local()
         self._disk_state = catalog_state(self.catalog_path)  # so the editor sees saves made during the build
         self.catalog: Catalog = load_catalog(self.catalog_path)  # fast; a broken catalog fails at start
+        refuse_unusable_images(self.catalog)  # so does an unusable example image (the build would refuse it)
         _check_roles(self.access, self.catalog)
         self.data_dir = Path(data_dir) if data_dir else None
         self.settings = settings or Settings()
