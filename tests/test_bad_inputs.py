@@ -227,6 +227,23 @@ def test_an_unusable_example_image_is_refused_as_lint_says_it_before_anything_is
     assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()} == before
 
 
+def test_lint_warns_about_a_role_holding_a_code_no_tool_needs(capsys: pytest.CaptureFixture[str],
+                                                              small_catalog_dir: Path, tmp_path: Path) -> None:
+    """A misspelt code in a role grants nothing: the role sees fewer tools than meant, silently, unless lint
+    says so."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(small_catalog_dir, catalog)
+    (catalog / "catalog.yaml").write_text("name: small\nassets_dir: assets\nroles:\n  employee: []\n"
+                                          "  hr_manager: [hr.payroll.aprove]\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "--catalog", str(catalog))
+    assert code == 0
+    assert (f"{catalog / 'catalog.yaml'}: role 'hr_manager': permission code 'hr.payroll.aprove' is needed by no "
+            "tool, so it grants nothing; did you mean 'hr.payroll.approve'?") in out.splitlines()
+    assert out.splitlines()[-1].endswith("; 1 role warning")
+    code, out, _ = run(capsys, "lint", "--catalog", str(small_catalog_dir), "--json")
+    assert code == 0 and json.loads(out)["roles"] == []
+
+
 def test_a_truncated_example_image_is_refused_before_a_single_vector(
         capsys: pytest.CaptureFixture[str], tmp_path: Path, models: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file cut after its header passes the header check; the index decodes it before writing a vector."""
