@@ -113,6 +113,8 @@ def closed_port() -> int:
     ("weights: {bm25: null}", "weight of 'bm25' is None; use a number"),
     ("weights: 3", "weights is 3; give a mapping"),
     ("text_model: 5", "text_model is 5; give 'e5', 'minilm'"),
+    ("weights: {dense: 0, dense_en: 0, bm25: 0, ocr: 0, visual: 0, concepts: 0, clip: 0}",
+     "every signal weight is 0: no signal would score a tool"),
 ])
 def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureFixture[str], no_models: None,
                                                          small_catalog_dir: Path, tmp_path: Path, line: str,
@@ -300,6 +302,15 @@ def test_a_huge_query_is_cut_and_never_echoed(capsys: pytest.CaptureFixture[str]
 
 
 # ---------------------------------------------------------------------------------------------- library
+
+
+def test_a_search_no_weighted_signal_can_score_says_so(small_retriever: Any) -> None:
+    """Text weights all 0 and no image: the image signals cannot run, so every tool would score 0.0 silently."""
+    settings = small_retriever.settings.with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.0})
+    result = small_retriever.search("book a meeting room", settings=settings)
+    assert {c.score for c in result.candidates} == {0.0}
+    assert any(n.startswith("every signal that could score this request has weight 0 (") for n in result.notes)
+    assert not any("weight 0" in n for n in small_retriever.search("book a meeting room").notes)
 
 
 def test_library_search_cleans_cuts_and_notes(small_retriever: Any) -> None:

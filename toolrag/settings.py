@@ -126,6 +126,10 @@ class Settings:
         for name in ("english_model", "clip_model", "rerank_model"):
             object.__setattr__(self, name, optional_setting(getattr(self, name), name=name))
         object.__setattr__(self, "weights", _weights(self.weights))
+        if not any(w > 0 for w in self.weights.values()):
+            raise SettingsError("every signal weight is 0: no signal would score a tool (each would score 0.0, "
+                                "listed in catalog order); give at least one signal a weight above 0, e.g. "
+                                "weights: {dense: 0.21, bm25: 0.21}")
         object.__setattr__(self, "fusion", _enum(Fusion, self.fusion, "fusion"))
         object.__setattr__(self, "normalization", _enum(Normalization, self.normalization, "normalization"))
         _check_int("top_k", self.top_k, 1, 1000)

@@ -264,6 +264,9 @@ class ToolRetriever:
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
                                       codes) for i in order[: cfg.top_k]]
         notes = list(request.notes)
+        if explained and all(absent.get(s) == "weight is 0" for s in explained):
+            notes.append(f"every signal that could score this request has weight 0 ({', '.join(explained)}): every "
+                         "tool scored 0.0 and they are listed in catalog order; give one of them a weight above 0")
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
         sure = top_confidence(scores, order[: cfg.top_k])
