@@ -115,6 +115,8 @@ def closed_port() -> int:
     ("text_model: 5", "text_model is 5; give 'e5', 'minilm'"),
     ("weights: {dense: 0, dense_en: 0, bm25: 0, ocr: 0, visual: 0, concepts: 0, clip: 0}",
      "every signal weight is 0: no signal would score a tool"),
+    ("topk: 4", "unknown key 'topk'; did you mean 'top_k'?"),
+    ("weights: {bm52: 1}", "unknown signal weight 'bm52'; did you mean 'bm25'?"),
 ])
 def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureFixture[str], no_models: None,
                                                          small_catalog_dir: Path, tmp_path: Path, line: str,

@@ -22,6 +22,7 @@ from toolrag.config import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV, env_setting, optio
 from toolrag.errors import SettingsError
 from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
+from toolrag.strict import Section
 
 __all__ = [
     "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "SIGNALS", "TEXT_SIGNALS", "Fusion",
@@ -172,19 +173,15 @@ class Settings:
         """Load settings from a YAML mapping whose keys are the field names above; a bad value names the
         file, its line and the setting."""
         file = Path(path)
-        data = read_yaml_file(file, "settings file")
-        if data is None:
-            return cls()
-        if not isinstance(data, dict):
-            raise SettingsError(f"{file}: expected a mapping of setting names to values, e.g. top_k: 5")
-        lines: dict[str, int] = getattr(data, "key_lines", {})
+        top = Section.of(read_yaml_file(file, "settings file"), file,
+                         what="setting names to values, e.g. top_k: 5")
+        top.check_keys(sorted(_FIELD_NAMES))
         settings = cls()
-        for key, value in data.items():
+        for key in top.names():
             try:
-                settings = settings.with_overrides(**{str(key): _plain(value)})
+                settings = settings.with_overrides(**{key: _plain(top.raw(key))})
             except SettingsError as exc:
-                where = f"{file}:{lines[str(key)]}" if str(key) in lines else str(file)
-                raise SettingsError(f"{where}: {exc}") from None
+                raise SettingsError(f"{top.where(key)}: {exc}") from None
         return settings
 
     def to_dict(self) -> dict[str, Any]:
