@@ -323,3 +323,45 @@ def test_a_misspelt_public_role_is_refused_at_start(small_catalog_dir: Path) -> 
         Backend(small_catalog_dir, access=Access.from_env(environ={"SPACE_ID": "s", "TOOLRAG_PUBLIC_ROLE": "employe"}))
     with pytest.raises(SettingsError, match="TOOLRAG_USER_ROLES: 'alice' is not user:role"):
         Access.from_env(environ={"TOOLRAG_USER_ROLES": "alice"})
+    # python app.py says it in one line and exits 2, before any model loads.
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}, "SPACE_ID": "me/demo",
+           "TOOLRAG_ONLINE": "0", "TOOLRAG_CATALOG": str(small_catalog_dir), "TOOLRAG_PUBLIC_ROLE": "employe"}
+    done = subprocess.run([sys.executable, str(ROOT / "app.py")], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("toolrag: TOOLRAG_PUBLIC_ROLE: 'employe' is not a role of catalog "
+                                                    "'small'; did you mean 'employee'?")
+
+
+def test_evaluate_as_a_role_filters_every_section_of_the_tab(ui_backend: Backend) -> None:
+    """The local studio's "Evaluate as" choice: as employee, retrievability, labelled requests and the HTML
+    report name no tool an employee cannot use; as the author, they do."""
+    from test_ui_studio import controls
+
+    from toolrag.ui.evaluate_handlers import EVERY_TOOL, StudioHandlers
+    from toolrag.ui.studio import Studio
+
+    def text(outputs: Any) -> list[str]:  # tables as JSON (a Styler's data), the rest as text
+        return [getattr(getattr(o, "data", o), "to_json", lambda o=o: str(o))() for o in outputs]
+
+    sh = StudioHandlers(Handlers(ui_backend), Studio(ui_backend))
+    catalog = ui_backend.require().catalog
+    beyond = [t for t in catalog.tools if not set(t.permissions) <= set(catalog.roles["employee"])]
+    author, update = sh.view_as(None, {})
+    assert update["value"] == EVERY_TOOL and update["choices"][:2] == [EVERY_TOOL, fmt.GUEST]
+    employee, update = sh.view_as("employee", {})
+    assert update["value"] == "employee"
+    as_author = sh.check(gr.Progress(), "hr", author, *controls())
+    assert "hr.payroll.approve" in [r["open"] for r in as_author[5]["tools"]]  # the filter has work to do
+    as_employee = sh.check(gr.Progress(), "hr", employee, *controls())
+    assert [r["open"] for r in as_employee[5]["tools"]] and not ids_in(text(as_employee), beyond)
+    evaluated = sh.evaluate(gr.Progress(), employee, *controls())
+    assert "labelled requests" in evaluated[1] and not ids_in(text(evaluated), beyond)
+    page = Path(sh.export_for(employee, *controls())).read_text(encoding="utf-8")
+    assert "hr.employee.onboard" not in page and not ids_in(page, beyond)

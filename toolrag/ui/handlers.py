@@ -198,8 +198,10 @@ class Handlers:
                     oauth: gr.OAuthProfile | None = None) -> Any:
         """On page load: the role picker offers only the roles the caller holds (every role locally)."""
         choices = self.role_choices(self.view(request, oauth))
+        if role in choices:  # the value stays (a link may be setting it at the same time)
+            return gr.update(choices=choices)
         fallback = self.b.access.public_role if self.b.access.public_role in choices else fmt.GUEST
-        return gr.update(choices=choices, value=role if role in choices else fallback)
+        return gr.update(choices=choices, value=fallback)
 
     def _editor(self, oauth: gr.OAuthProfile | None) -> CatalogEditor:
         """The editor, for a caller allowed to edit (with ``TOOLRAG_EDITORS``: a listed, signed-in HF user)."""
