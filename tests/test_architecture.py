@@ -23,7 +23,7 @@ LAYERS = {
     "index": 5,
     "search": 6,
     "evaluation": 7,
-    "serve": 8, "ui": 8, "cli": 9,
+    "serve": 8, "ui": 8, "adapters": 8, "cli": 9,
 }
 
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 
 EDITING_ENDPOINTS = {"/save_profile", "/delete_profile", "/add_image", "/new_tool", "/validate_profile"}
 #: The Evaluate tab (the editors' studio): its reports name every tool, so a read-only app has none of it.
-STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings"}
+STUDIO_ENDPOINTS = {"/evaluate", "/retrievability", "/tune", "/report", "/save_settings", "/unmatched"}
 
 
 @pytest.mark.parametrize(("environ", "share", "editing", "shared", "reason"), [
@@ -315,6 +315,12 @@ def test_the_evaluate_tab_names_no_restricted_tool_to_a_visitor(space_editors: S
     exported = client.predict(api_name="/report")
     page = Path(exported["path"] if isinstance(exported, dict) else exported).read_text(encoding="utf-8")
     assert "it.password.reset" in page and not ids_in(page, restricted)
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="the unmatched requests are shown to the catalog's editors only"):
+        client.predict(below=0.5, api_name="/unmatched")  # users' own words, and any tool's name
+    config = page_config(space_editors.url)
+    assert "it.password.reset" in json.dumps(config) and not ids_in(config, restricted)  # every list on the page
 
 
 def test_a_misspelt_public_role_is_refused_at_start(small_catalog_dir: Path) -> None:

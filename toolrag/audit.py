@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV
+from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests
 from toolrag.errors import SettingsError
 
 __all__ = ["AuditLog", "AuditSummary", "read_audit", "summarize"]
@@ -70,7 +70,7 @@ class AuditLog:
         path = os.environ.get(AUDIT_LOG_ENV, "").strip()
         if not path:
             return None
-        return cls(path, hash_requests=requests_setting(os.environ.get(AUDIT_REQUESTS_ENV, "text")))
+        return cls(path, hash_requests=audit_hashes_requests())
 
     def request_fields(self, text: str) -> dict[str, str]:
         """The request as the log keeps it: ``{"request": text}`` or ``{"request_sha256": hex}``."""

@@ -33,6 +33,7 @@ __all__ = [
     "TEXT_BACKEND_ENV",
     "TEXT_MODEL_ENV",
     "USER_ROLES_ENV",
+    "audit_hashes_requests",
     "choice_setting",
     "configure_environment",
     "data_dir",
@@ -115,6 +116,16 @@ def env_setting(name: str, default: str | None) -> str | None:
     if raw is None or not raw.strip():
         return default
     return None if is_off(raw) else raw.strip()
+
+
+def audit_hashes_requests() -> bool:
+    """Whether the audit log keeps each request only as its SHA-256 (``TOOLRAG_AUDIT_REQUESTS=hash``) instead of
+    its text (``text``, the default): the redaction setting the audit log and the Evaluate tab read."""
+    choice = os.environ.get(AUDIT_REQUESTS_ENV, "").strip().lower() or "text"
+    if choice not in ("text", "hash"):
+        raise SettingsError(f"{AUDIT_REQUESTS_ENV}={choice!r}: use 'text' (store requests) or 'hash' (store only "
+                            "their SHA-256)")
+    return choice == "hash"
 
 
 def is_online() -> bool:

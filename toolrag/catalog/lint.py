@@ -18,11 +18,13 @@ from toolrag.errors import ImageError, ProfileError
 from toolrag.images import check_example_image, probe_example_image
 from toolrag.strict import closest
 
-__all__ = ["LintWarning", "image_problems", "lint_catalog", "lint_profile", "refuse_unusable_images",
-           "restricted_mentions", "role_problems"]
+__all__ = ["STUFFING_THRESHOLD", "LintWarning", "image_problems", "keyword_stuffing", "lint_catalog", "lint_profile",
+           "refuse_unusable_images", "restricted_mentions", "role_problems", "stuffing_warnings"]
 
 MIN_DESCRIPTION_CHARS = 40
 MIN_EXAMPLES = 3
+#: A description whose :func:`keyword_stuffing` score reaches this is flagged as keyword stuffing.
+STUFFING_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,22 @@ def lint_profile(tool: ToolProfile) -> list[LintWarning]:
         warn("undocumented-parameters", "parameters without a description: " + ", ".join(missing))
     if tool.deprecated and not tool.replaced_by:
         warn("deprecated-without-successor", "deprecated but replaced_by names no successor")
+    stuffed = keyword_stuffing(tool.description)
+    if stuffed >= STUFFING_THRESHOLD:
+        warn("keyword-stuffing", f"keyword stuffing: {100 * stuffed:.0f}% of the description is a bare list of words, "
+                                 "not sentences; such a tool comes up for requests it does not serve. Say in a few "
+                                 "sentences what it does, for whom and its limits (terms belong in tags or examples)")
     return out
 
 
 def lint_catalog(catalog: Catalog) -> list[LintWarning]:
     """Every profile's warnings, then the tools whose text names a tool with stricter permissions."""
     return [*(w for tool in catalog for w in lint_profile(tool)), *restricted_mentions(catalog)]
+
+
+def stuffing_warnings(catalog: Catalog) -> list[LintWarning]:
+    """The keyword-stuffing warnings of a catalog's tools (what ``toolrag import mcp`` prints)."""
+    return [w for tool in catalog for w in lint_profile(tool) if w.code == "keyword-stuffing"]
 
 
 def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None, *, decode: bool = True) -> list[str]:
@@ -156,3 +168,79 @@ def _schema_texts(schema: object) -> Iterator[str]:
     elif isinstance(schema, list):
         for item in schema:
             yield from _schema_texts(item)
+
+
+# ------------------------------------------------------------------------------------------ keyword stuffing
+
+#: English function words: prose strings content words together with these; a keyword list has few of them.
+_FUNCTION_WORDS = frozenset([
+    "a", "an", "the", "and", "or", "but", "nor", "so", "yet", "of", "to", "in", "on", "at", "by", "for", "from",
+    "with", "without", "within", "into", "onto", "over", "under", "about", "as", "than", "then", "that", "this",
+    "these", "those", "which", "who", "whom", "whose", "what", "when", "where", "why", "how", "is", "are", "was",
+    "were", "be", "been", "being", "it", "its", "it's", "they", "them", "their", "there", "here", "he", "she",
+    "his", "her", "we", "our", "you", "your", "i", "me", "my", "not", "no", "do", "does", "did", "done", "can",
+    "could", "will", "would", "shall", "should", "may", "might", "must", "has", "have", "had", "if", "else",
+    "also", "only", "just", "each", "every", "any", "all", "some", "such", "via", "per", "through", "including",
+    "between", "across", "after", "before", "during", "while", "until", "like", "up", "out", "both", "either",
+    "more", "most", "other", "own", "using", "against", "among", "since", "because", "whether",
+])
+_CJK_FUNCTION = frozenset("的了和与或及并在把为从对将被以可是也都而且则但若如")
+#: Punctuation that ends a list item or a clause (ASCII and CJK).
+_BREAK = re.compile(r"[,;:|/()\[\]{}.!?\n\u3001\uff0c\uff1b\uff1a\u3002\uff01\uff1f]")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|[0-9]+|[\u4e00-\u9fff]+")
+#: A run of this many content words with no function word or punctuation between them is not a phrase.
+_LONG_RUN = 10
+#: At least this many words, nearly all different (prose repeats its "the", "and", "of"): a list of words.
+_LONG_LIST = 50
+_DISTINCT = 0.97
+#: Bare items (1-3 words, no function word) it takes to make a list of keywords rather than an enumeration.
+_MANY_ITEMS = 12
+_MIN_WORDS = 12
+
+
+def keyword_stuffing(description: str) -> float:
+    """How much of ``description`` is a bare keyword list, from 0 (sentences) to 1 (nothing but keywords): the
+    share of its words that stand in runs of at least 10 content words with no function word or punctuation
+    between them, or, when it has at least 12 of them, in bare comma-separated items of 1 to 3 words without a
+    function word; a text of 50 words or more that hardly repeats one (prose repeats its "the", "and", "of") is
+    a list whatever its punctuation, and scores the share of its content words. A pure function of the text (no
+    model), so ``toolrag lint``, the report, ``toolrag import mcp`` and the decision can all read it;
+    descriptions under 12 words score 0 (a CJK run counts a word per two characters)."""
+    words = _WORD.findall(description)
+    weights = [_weight(w) for w in words]
+    total = sum(weights)
+    if total < _MIN_WORDS:
+        return 0.0
+    in_runs = 0.0
+    bare_items: list[float] = []
+    for segment in _BREAK.split(description):
+        tokens = _WORD.findall(segment)
+        if not tokens:
+            continue
+        run: list[float] = []
+        for token in [*tokens, ""]:
+            if token and not _is_function(token):
+                run.append(_weight(token))
+                continue
+            if len(run) >= _LONG_RUN:
+                in_runs += sum(run)
+            run = []
+        if len(tokens) <= 3 and not any(_is_function(t) for t in tokens):
+            bare_items.append(sum(_weight(t) for t in tokens))
+    listed = sum(bare_items) if len(bare_items) >= _MANY_ITEMS else 0.0
+    score = (in_runs + listed) / total
+    lowered = [w.lower() for w in words]
+    if len(words) >= _LONG_LIST and len(set(lowered)) / len(words) >= _DISTINCT:
+        score = max(score, sum(1 for w in lowered if not _is_function(w)) / len(words))
+    return min(1.0, score)
+
+
+def _is_function(token: str) -> bool:
+    if token[0] >= "\u4e00":
+        return any(ch in _CJK_FUNCTION for ch in token)
+    return token.lower() in _FUNCTION_WORDS
+
+
+def _weight(token: str) -> float:
+    """A CJK run counts as one word per two characters (about one Chinese word), a Latin word as one."""
+    return max(1.0, len(token) / 2) if token[0] >= "\u4e00" else 1.0

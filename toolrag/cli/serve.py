@@ -42,6 +42,7 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 
 
 def run_import(args: argparse.Namespace) -> int:
+    from toolrag.catalog.lint import stuffing_warnings
     from toolrag.serve.importer import import_server
 
     target = [part for part in args.server if part != "--"] if args.server[:1] == ["--"] else args.server
@@ -54,6 +55,8 @@ def run_import(args: argparse.Namespace) -> int:
             print(f"  {label}: " + ", ".join(names[:20]) + (f" (+{len(names) - 20} more)" if len(names) > 20 else ""))
     for warning in result.listing.warnings:
         print(f"  {warning}", file=sys.stderr)
+    for lint in stuffing_warnings(result.catalog):  # a third-party server can ship a description made of keywords
+        print(f"  tool {lint.tool_id!r}: {lint.message}", file=sys.stderr)
     print(f"catalog {result.catalog.name}: {result.catalog.report.summary()}", file=sys.stderr)
     if not args.no_index:
         retriever = ToolRetriever.from_catalog(result.catalog, settings=settings_from_args(args),

@@ -16,7 +16,8 @@ __all__ = ["search_record"]
 
 def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, image: bool, n_tools: int,
                   n_permitted: int) -> dict[str, Any]:
-    """One ``kind: search`` record: caller role, the request (or its hash), decision and its reason, the
+    """One ``kind: search`` record: caller role, the request (or its hash), decision and its reason, the decision
+    model's probabilities (P(right) is what ``toolrag audit --unmatched`` filters on), the selected ids, the
     returned ids with scores, how many tools the permission/category/deprecation filter removed, latency."""
     return {
         "kind": "search",
@@ -27,6 +28,8 @@ def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, im
         "reason": _reason(getattr(result, "decision_reason", None)),
         "clarification": result.clarification,
         "confidence": round(float(result.confidence), 4),
+        "probabilities": scores.to_json() if (scores := getattr(result, "scores", None)) is not None else None,
+        "selected": list(getattr(result, "selected", ())),
         "returned": [{"id": c.id, "score": round(float(c.score), 4)} for c in result.candidates],
         "filtered": n_tools - n_permitted,
         "latency_ms": round(float(result.timing_ms.get("total", 0.0)), 2),

@@ -5,7 +5,8 @@ The tab evaluates the labelled requests (the catalog's ``queries.yaml``, or an u
 CSV file) with the Search tab's settings, shows metric cards and the failing requests (a click opens the
 expected tool in Profiles with the request as rank query; the last column explains the ranking), checks
 every tool's retrievability from its own examples (no labels needed), exports the HTML report of
-``toolrag report`` and tunes the text weights with the plots of ``toolrag tune``.
+``toolrag report``, tunes the text weights with the plots of ``toolrag tune`` and lists the unmatched requests of
+the audit log (:mod:`toolrag.ui.evaluate_unmatched`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from toolrag.ui import evaluate_format as views
 from toolrag.ui.backend import Backend
 from toolrag.ui.deeplink import LINK_CONTROLS
 from toolrag.ui.evaluate_handlers import ALL_TOOLS, EVERY_TOOL, SETTING_CONTROLS, StudioHandlers
+from toolrag.ui.evaluate_unmatched import unmatched_section
 from toolrag.ui.tabs import PRIVATE, ProfilesTab, SearchTab
 
 __all__ = ["EvaluateTab", "evaluate_tab", "share_link", "wire_links"]
@@ -104,6 +106,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         with gr.Row():
             tune_plot = gr.Plot(label="Weights", elem_id="tune-plot")
             threshold_plot = gr.Plot(label="No-tool threshold", elem_id="threshold-plot")
+        unmatched_section(eh, search)  # real requests from the audit log (toolrag.ui.evaluate_unmatched)
     with _inside(profiles.effect_slot):
         effect = gr.Markdown(elem_id="edit-effect")
         changes = gr.Dataframe(views.effect_frame(), interactive=False, wrap=True, elem_id="edit-changes",
