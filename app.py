@@ -15,12 +15,14 @@ shows the progress.
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, chroma_url, configure_environment, env
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 
+from toolrag.errors import ToolragError  # noqa: E402
 from toolrag.ui import Backend  # noqa: E402
 from toolrag.ui.app import create_app, launch  # noqa: E402
 from toolrag.ui.backend import Access  # noqa: E402
@@ -40,8 +42,12 @@ def build() -> tuple[Backend, object]:
 def main() -> None:
     logging.basicConfig(level=env(LOG_LEVEL_ENV) or "INFO",
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    _, demo = build()
-    launch(demo)  # type: ignore[arg-type]
+    try:
+        _, demo = build()
+        launch(demo)  # type: ignore[arg-type]
+    except ToolragError as exc:  # a bad catalog or setting: one line, as the CLI says it, never a traceback
+        print(f"toolrag: {str(exc).splitlines()[0]}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

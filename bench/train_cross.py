@@ -130,7 +130,7 @@ def fit_cross(base: Path, data: list[tuple[Mined, list[str]]], cfg: CrossConfig,
             continue
         queries = [q for q, cards in batch for _ in cards]
         docs = [c for _, cards in batch for c in cards]
-        x = tokenizer(queries, docs, truncation="only_second", max_length=cfg.max_length, padding=True,
+        x = tokenizer(queries, docs, truncation="longest_first", max_length=cfg.max_length, padding=True,
                       return_tensors="pt")
         logits = model(**x).logits.view(len(batch), size)
         target = torch.zeros(len(batch), dtype=torch.long)
@@ -142,7 +142,7 @@ def fit_cross(base: Path, data: list[tuple[Mined, list[str]]], cfg: CrossConfig,
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
-        total += float(loss)
+        total += float(loss.detach())
         done = step + 1 - start_step
         if done % 20 == 0:
             say(f"cross step {step + 1}/{steps}: loss {total / done:.4f} "
@@ -166,7 +166,7 @@ def score_pairs(model: Any, tokenizer: Any, queries: list[str], docs: list[str],
     out = []
     with torch.no_grad():
         for i in range(0, len(queries), batch):
-            x = tokenizer(queries[i:i + batch], docs[i:i + batch], truncation="only_second", max_length=max_length,
+            x = tokenizer(queries[i:i + batch], docs[i:i + batch], truncation="longest_first", max_length=max_length,
                           padding=True, return_tensors="pt")
             out.append(model(**x).logits.view(-1).numpy())
     return np.concatenate(out) if out else np.zeros(0)

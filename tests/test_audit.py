@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import ROOT
 
 from toolrag.audit import AuditLog, read_audit, summarize
 from toolrag.errors import SettingsError
@@ -79,3 +82,29 @@ def test_summary_of_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
         summarize(tmp_path / "none.jsonl")
     with pytest.raises(ValueError, match="must be positive"):
         AuditLog(tmp_path / "a.jsonl", max_bytes=0)
+
+
+def audit_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolrag", "audit", *args], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+
+
+@pytest.mark.slow
+def test_a_file_that_is_not_an_audit_log_is_refused_not_summarised(tmp_path: Path) -> None:
+    """The probe's ``toolrag audit --log`` on another file exited 0 printing None and nan."""
+    for name, text in (("notes.txt", "just some notes\nnothing else\n"), ("other.jsonl", '{"a": 1}\n[1, 2]\n')):
+        file = tmp_path / name
+        file.write_text(text, encoding="utf-8")
+        done = audit_cli("--log", str(file))
+        assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
+        assert done.stderr == (f"toolrag: {file} is not a toolrag audit log: none of its 2 line(s) is a search or "
+                               "call record; pass the JSON Lines file that --audit-log or TOOLRAG_AUDIT_LOG names\n")
+    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "ok", "time": "2026-01-01T00:00:00Z"}\n')
+    (tmp_path / "hosts.allow").write_text("not a rotated part of the log\n")  # only hosts.1, hosts.2, ... are
+    done = audit_cli("--log", str(tmp_path / "hosts"))
+    assert done.returncode == 0 and "None" not in done.stdout and "nan" not in done.stdout
+    assert done.stdout.strip() == ("0 searches (none), 1 calls (ok 1), no search latency recorded, "
+                                   "2026-01-01T00:00:00Z .. 2026-01-01T00:00:00Z")
+    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "refused"}\ncut sho\n')
+    summary = summarize(tmp_path / "hosts")
+    assert summary.skipped == 1 and summary.line().endswith("; 1 line(s) that are not audit records skipped")

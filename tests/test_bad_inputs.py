@@ -113,6 +113,10 @@ def closed_port() -> int:
     ("weights: {bm25: null}", "weight of 'bm25' is None; use a number"),
     ("weights: 3", "weights is 3; give a mapping"),
     ("text_model: 5", "text_model is 5; give 'e5', 'minilm'"),
+    ("weights: {dense: 0, dense_en: 0, bm25: 0, ocr: 0, visual: 0, concepts: 0, clip: 0}",
+     "every signal weight is 0: no signal would score a tool"),
+    ("topk: 4", "unknown key 'topk'; did you mean 'top_k'?"),
+    ("weights: {bm52: 1}", "unknown signal weight 'bm52'; did you mean 'bm25'?"),
 ])
 def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureFixture[str], no_models: None,
                                                          small_catalog_dir: Path, tmp_path: Path, line: str,
@@ -203,16 +207,61 @@ def degenerate_catalog(folder: Path, image: Image.Image | bytes) -> Path:
     (Image.new("RGB", (1, 5000)), "is 1x5000 pixels: a side is under 16 pixels"),
     (Image.new("RGB", (2000, 60)), "is 2000x60 pixels: it is 33 times longer than wide"),
     (b"\x89PNG\r\n\x1a\n not really", "strip.png is not an image Pillow can read"),
+    (b"", "strip.png is empty (0 bytes)"),
+    (Image.new("L", (9000, 9000)), "is 9000x9000 = 81,000,000 pixels, above the limit of 40,000,000"),
 ])
-def test_lint_refuses_what_index_would_refuse_and_index_writes_nothing(
-        capsys: pytest.CaptureFixture[str], tmp_path: Path, models: Any, monkeypatch: pytest.MonkeyPatch,
-        image: Image.Image | bytes, message: str) -> None:
+def test_an_unusable_example_image_is_refused_as_lint_says_it_before_anything_is_written(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, image: Image.Image | bytes, message: str) -> None:
+    """The probe's bad example images (not an image, 0 bytes, 81 megapixels, 1x5000): ``index`` and ``search``
+    refuse the catalog with the very line ``lint`` prints, before any model loads, in a fresh data folder
+    (never created) and in one that holds an index (not a byte changed)."""
     catalog = degenerate_catalog(tmp_path / "catalog", image)
     code, out, err = run(capsys, "lint", "--catalog", str(catalog))
     assert code == 2 and "tool 'scan.strip'" in out and message in out and message in err
+    first = out.splitlines()[0]
+    assert first.startswith(f"{catalog / 'tools.yaml'}:") and message in first
+    fresh, existing = tmp_path / "fresh", tmp_path / "existing"
+    (existing / "chroma").mkdir(parents=True)
+    (existing / "chroma" / "chroma.sqlite3").write_bytes(b"an index built before")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()}
+    for folder, command in ((fresh, ["index"]), (existing, ["search", "报销这张小票"])):
+        done = subprocess.run([sys.executable, "-m", "toolrag", command[0], "--catalog", str(catalog), "--data-dir",
+                               str(folder), *command[1:]], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 2 and done.stdout == "", done.stderr
+        assert done.stderr == f"toolrag: {first}\n"  # lint's file:line message, the one line on stderr
+    assert not fresh.exists()  # no model built, no index opened
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()} == before
+
+
+def test_lint_warns_about_a_role_holding_a_code_no_tool_needs(capsys: pytest.CaptureFixture[str],
+                                                              small_catalog_dir: Path, tmp_path: Path) -> None:
+    """A misspelt code in a role grants nothing: the role sees fewer tools than meant, silently, unless lint
+    says so."""
+    catalog = tmp_path / "catalog"
+    shutil.copytree(small_catalog_dir, catalog)
+    (catalog / "catalog.yaml").write_text("name: small\nassets_dir: assets\nroles:\n  employee: []\n"
+                                          "  hr_manager: [hr.payroll.aprove]\n", encoding="utf-8")
+    code, out, _ = run(capsys, "lint", "--catalog", str(catalog))
+    assert code == 0
+    assert (f"{catalog / 'catalog.yaml'}: role 'hr_manager': permission code 'hr.payroll.aprove' is needed by no "
+            "tool, so it grants nothing; did you mean 'hr.payroll.approve'?") in out.splitlines()
+    assert out.splitlines()[-1].endswith("; 1 role warning")
+    code, out, _ = run(capsys, "lint", "--catalog", str(small_catalog_dir), "--json")
+    assert code == 0 and json.loads(out)["roles"] == []
+
+
+@pytest.mark.slow
+def test_a_truncated_example_image_is_refused_before_a_single_vector(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path, models: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file cut after its header passes the header check; the index decodes it before writing a vector."""
+    whole = tmp_path / "whole.png"
+    Image.effect_noise((64, 64), 40).save(whole)
+    catalog = degenerate_catalog(tmp_path / "catalog", whole.read_bytes()[:200])
+    code, out, _ = run(capsys, "lint", "--catalog", str(catalog))
+    assert code == 2 and "strip.png is truncated or corrupt" in out
     monkeypatch.setattr(retriever_module, "load_models", lambda *a, **k: models)
     code, out, err = run(capsys, "index", "--catalog", str(catalog), "--data-dir", str(tmp_path / "d"))
-    assert code == 2 and err.startswith("toolrag: tool 'scan.strip': ") and message in err
+    assert code == 2 and err.startswith("toolrag: tool 'scan.strip': ") and "truncated" in err
     written = chroma_rows(tmp_path / "d" / "chroma")
     assert written and not any(written.values()), written  # the collections exist, without a single row
 
@@ -260,6 +309,16 @@ def test_a_huge_query_is_cut_and_never_echoed(capsys: pytest.CaptureFixture[str]
 
 
 # ---------------------------------------------------------------------------------------------- library
+
+
+@pytest.mark.slow
+def test_a_search_no_weighted_signal_can_score_says_so(small_retriever: Any) -> None:
+    """Text weights all 0 and no image: the image signals cannot run, so every tool would score 0.0 silently."""
+    settings = small_retriever.settings.with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.0})
+    result = small_retriever.search("book a meeting room", settings=settings)
+    assert {c.score for c in result.candidates} == {0.0}
+    assert any(n.startswith("every signal that could score this request has weight 0 (") for n in result.notes)
+    assert not any("weight 0" in n for n in small_retriever.search("book a meeting room").notes)
 
 
 @pytest.mark.slow

@@ -139,6 +139,40 @@ def test_a_server_that_cannot_start_is_a_clear_error(capsys: pytest.CaptureFixtu
     assert code == 2 and "did not answer initialize within 3 s" in err and not out.exists()
 
 
+def toolrag_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m toolrag ARGS`` as a user runs it (no TOOLRAG_ variables of this machine)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
+    return subprocess.run([sys.executable, "-m", "toolrag", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def test_a_server_that_writes_something_else_is_one_line(tmp_path: Path) -> None:
+    """The probe's ``toolrag import mcp --out x /bin/echo hello``: the MCP library's 12-line traceback of the line
+    it could not parse becomes part of toolrag's one line, which says what the server wrote."""
+    out = tmp_path / "x"
+    proc = toolrag_process("import", "mcp", "--out", str(out), "--timeout", "10", "/bin/echo", "hello")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "it wrote 'hello' on its standard output, which is not JSON-RPC" in proc.stderr and not out.exists()
+
+
+def test_a_busy_port_is_refused_in_one_line_before_anything_loads(tmp_path: Path, small_catalog_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        gateway = tmp_path / "gateway.yaml"
+        gateway.write_text("servers: {files: {command: /nonexistent/mcp-server}}\n", encoding="utf-8")
+        for target in (["--gateway", str(gateway)], ["--catalog", str(small_catalog_dir)]):
+            data = tmp_path / f"data-{target[0][2:]}"
+            proc = toolrag_process("serve", *target, "--transport", "http", "--port", port, "--data-dir", str(data))
+            assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+            assert proc.stderr.strip().splitlines() == [
+                f"toolrag: port {port} on 127.0.0.1 is in use (another server listens there); stop that server or "
+                "choose another --port"]
+            assert not data.exists()  # no model loaded, no index opened
+
+
 # -------------------------------------------------------------------------------------------------- gateway
 
 
@@ -229,15 +263,17 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    from toolrag.audit import AuditLog
     from toolrag.search.retriever import ToolRetriever
     from toolrag.serve.app import run_gateway
     from toolrag.serve.config import GatewayConfig
 
     config = GatewayConfig.from_yaml(gateway_config(tmp_path, slow=False))
     port = free_port()
+    audit = AuditLog(tmp_path / "audit.jsonl")
 
     def build(catalog: Any) -> ToolRetriever:
-        return ToolRetriever.from_catalog(catalog, data_dir=tmp_path / "data", models=models)
+        return ToolRetriever.from_catalog(catalog, data_dir=tmp_path / "data", models=models, audit=audit)
 
     async def call(url: str, token: str | None, tool: str, arguments: dict[str, Any]) -> Any:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -248,6 +284,15 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
             return await session.call_tool(tool, arguments)
 
     seen: dict[str, Any] = {}
+    wrong_types = {  # the probe's cases: each answered in one line naming the argument and the type expected
+        "k_text": ("search_tools", {"query": "weather", "k": "five"}, "k is a string 'five'; expected an integer"),
+        "query_number": ("search_tools", {"query": 5}, "query is an integer 5; expected a string"),
+        "query_missing": ("search_tools", {"k": 3}, "query is missing"),
+        "image_list": ("search_tools", {"query": "x", "image": [1]}, "image is an array [1]; expected a string"),
+        "arguments_text": ("call_tool", {"tool": "files/weather.current", "arguments": "city=Oslo"},
+                           "arguments is a string 'city=Oslo'; expected an object"),
+        "tool_number": ("call_tool", {"tool": 7}, "tool is an integer 7; expected a string"),
+    }
 
     async def scenario() -> None:
         async with anyio.create_task_group() as tg:
@@ -264,6 +309,8 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
             seen["reader"] = (await call(url, None, "search_tools", query)).structured_content
             seen["admin"] = (await call(url, "admin-token", "search_tools", query)).structured_content
             seen["bad_token"] = await call(url, "wrong", "search_tools", query)
+            seen["bad_token_call"] = await call(url, "wrong", "call_tool", {"tool": "files/db.drop_table",
+                                                                            "arguments": {"table": "t"}})
             seen["ambiguous"] = await call(url, "admin-token", "call_tool", {"tool": "weather.current"})
             seen["files"] = await call(url, "admin-token", "call_tool", {"tool": "files/weather.current",
                                                                         "arguments": {"city": "Oslo"}})
@@ -272,9 +319,18 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
             seen["reader_other"] = await call(url, None, "call_tool", {"tool": "other/weather.current"})
             seen["admin_drop"] = await call(url, "admin-token", "call_tool", {"tool": "files/db.drop_table",
                                                                              "arguments": {"table": "t"}})
+            seen["no_city"] = await call(url, None, "call_tool", {"tool": "files/weather.current",
+                                                                 "arguments": {"town": "Oslo"}})
+            seen["city_number"] = await call(url, None, "call_tool", {"tool": "files/weather.current",
+                                                                     "arguments": {"city": 42}})
+            seen["empty_image"] = (await call(url, None, "search_tools", {"query": "weather in Oslo", "image": ""}
+                                              )).structured_content
+            for key, (tool, arguments, _) in wrong_types.items():
+                seen[key] = await call(url, None, tool, arguments)
             tg.cancel_scope.cancel()
 
     anyio.run(scenario)
+    audit.flush()
     reader_ids = [t["id"] for t in seen["reader"]["tools"]]
     admin_ids = [t["id"] for t in seen["admin"]["tools"]]
     assert "files/weather.current" in reader_ids and not any(i.startswith("other/") for i in reader_ids)
@@ -282,12 +338,32 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
     names = {t["id"]: t["function_name"] for t in seen["admin"]["tools"]}
     assert names["files/weather.current"] != names["other/weather.current"]
     assert seen["bad_token"].is_error and "bearer token is not one this server knows" in texts(seen["bad_token"])
+    assert seen["bad_token_call"].is_error and "bearer token" in texts(seen["bad_token_call"])
     assert seen["ambiguous"].is_error and "files/weather.current" in texts(seen["ambiguous"]) and \
         "other/weather.current" in texts(seen["ambiguous"])
     assert texts(seen["files"]) == 'files:weather.current {"city": "Oslo"}'
     assert texts(seen["other"]) == 'other:weather.current {"city": "Oslo"}'
     assert seen["reader_other"].is_error and "is available to you" in texts(seen["reader_other"])
     assert not seen["admin_drop"].is_error
+    # Arguments are checked against the tool's input schema before anything is forwarded, naming the field.
+    assert seen["no_city"].is_error and "arguments do not match the input_schema of 'files/weather.current'" in \
+        texts(seen["no_city"]) and "'city' is a required property" in texts(seen["no_city"])
+    assert seen["city_number"].is_error and "city: 42 is not of type 'string'" in texts(seen["city_number"])
+    # Callers read the names of the servers that are down, never where they run.
+    down = seen["reader"]["unavailable_servers"]
+    assert set(down) == {"broken"} and "/nonexistent" not in json.dumps(down) and "mcp-server" not in json.dumps(down)
+    # An empty image is read as no image, and the answer says so.
+    assert any("image is an empty string" in n for n in seen["empty_image"]["notes"])
+    for key, (_, _, message) in wrong_types.items():
+        text = texts(seen[key])
+        assert seen[key].is_error and message in text, (key, text)
+        assert "\n" not in text.strip() and "pydantic" not in text and "http" not in text, (key, text)
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
+    calls = [(r["tool"], r["outcome"]) for r in records if r["kind"] == "call"]
+    assert ("files/db.drop_table", "refused") in calls  # the unknown token's call is in the log
+    assert ("files/weather.current", "invalid") in calls and ("other/weather.current", "ok") in calls
+    refused = [r for r in records if r.get("outcome") == "refused" and r.get("reason", "").startswith("the Author")]
+    assert {r["kind"] for r in refused} == {"search", "call"}
 
 
 def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None:

@@ -158,7 +158,22 @@ def test_permission_code_with_a_comma_is_refused(tmp_path: Path) -> None:
     write(tmp_path, "t.yaml", "- id: a\n  description: something\n  permissions: [finance.read, finance.write]\n")
     assert load_catalog(tmp_path).get("a").perm_key == "finance.read,finance.write"  # type: ignore[union-attr]
     write(tmp_path, "catalog.yaml", "roles:\n  clerk: ['finance.read, finance.write']\n")
-    with pytest.raises(CatalogError, match=r"role 'clerk': permission code 'finance\.read, finance\.write'"):
+    with pytest.raises(CatalogError, match=r"catalog\.yaml:2: roles\.clerk: permission code 'finance\.read, "
+                                           r"finance\.write'"):
+        load_catalog(tmp_path)
+
+
+@pytest.mark.parametrize(("meta", "message"), [
+    ("name: x\nrole:\n  clerk: [finance.read]\n", r"catalog\.yaml:2: unknown key 'role'; did you mean 'roles'"),
+    ("roles:\n  clerk: finance.read\n", r"catalog\.yaml:2: roles\.clerk: expected a list .*got text 'finance\.read'"),
+    ("roles: [clerk]\n", r"catalog\.yaml:1: roles: expected a mapping"),
+    ("name: [a]\n", r"catalog\.yaml:1: name: expected text"),
+    ("- just a list\n", r"catalog\.yaml: expected a mapping \(name, assets_dir and roles\)"),
+])
+def test_catalog_yaml_is_read_strictly(tmp_path: Path, meta: str, message: str) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n")
+    write(tmp_path, "catalog.yaml", meta)
+    with pytest.raises(CatalogError, match=message):
         load_catalog(tmp_path)
 
 

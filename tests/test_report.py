@@ -5,6 +5,7 @@ data folder, so the CLI and the library encode them once)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -165,3 +166,45 @@ def test_cli_report_writes_html_and_json_and_gates_on_health(capsys: pytest.Capt
     assert run(capsys, *base, "--fail-under", "foundfirst=0.8")[0] == 2
     code, _, err = run(capsys, *base, "--fail-under", "recall@5=0.8")
     assert code == 2 and "needs labelled requests: add --queries" in err
+
+
+@pytest.mark.slow
+def test_report_as_a_role_names_no_tool_the_role_cannot_use(small_catalog_dir: Path, tmp_path: Path) -> None:
+    """The probe's ``toolrag report --role employee --json``: no section (retrievability, confusions, look-alikes,
+    lint, labelled requests) names a tool the role may not use; the author's report (no --role) does."""
+    import shutil
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    catalog = tmp_path / "catalog"
+    shutil.copytree(small_catalog_dir, catalog)
+    tools = catalog / "tools.yaml"  # a public tool whose text names the restricted one: a lint warning about it
+    tools.write_text(tools.read_text(encoding="utf-8").replace(
+        "description: Book a meeting room for a time slot and invite attendees.",
+        "description: Book a meeting room for a time slot and invite attendees (payroll runs use "
+        "hr.payroll.approve)."), encoding="utf-8")
+    queries = tmp_path / "queries.csv"
+    queries.write_text(SMALL_CSV + "approve this month's payroll,hr.payroll.approve,execute\n"
+                       "book a room for the payroll meeting,calendar.book,\n", encoding="utf-8")
+    data = tmp_path / "data"
+
+    def report(*extra: str) -> tuple[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
+        proc = subprocess.run([sys.executable, "-m", "toolrag", "report", "--catalog", str(catalog), "--data-dir",
+                               str(data), "--queries", str(queries), "--json", *extra], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout, proc.stderr
+
+    author, _ = report()
+    assert "hr.payroll.approve" in author and "names-restricted-tool" in author  # the filter has work to do
+    employee, err = report("--role", "employee")
+    assert "hr.payroll.approve" not in employee and "approve_payroll" not in employee
+    assert "report as role 'employee': the 1 tools it may not use are left out of every section" in err
+    payload = json.loads(employee)
+    assert payload["retrievability"]["health"]["n_tools"] == 6  # 7 in use, one of them for HR managers only
+    assert [q["query"] for q in payload["evaluation"]["per_query"]][-1] == "book a room for the payroll meeting"
+    assert payload["evaluation"]["n_queries"] == 6  # the payroll row left out, the others searched as employee
+    assert not any(w["code"] == "names-restricted-tool" for w in payload["retrievability"]["lint"])

@@ -21,6 +21,7 @@ from ui_support import Server, free_port
 from toolrag.catalog.editor import LOCK_FILE
 from toolrag.errors import SettingsError
 from toolrag.ui import Access, Backend
+from toolrag.ui import format as fmt
 from toolrag.ui.app import create_app, launch
 from toolrag.ui.handlers import Handlers
 
@@ -130,10 +131,23 @@ def test_a_read_only_app_serves_no_restricted_profile(readonly: Server) -> None:
     client = Client(readonly.url, verbose=False, download_files=False)
     text, _info, _images, version = client.predict(tool_id=public.id, api_name="/profile")
     assert text.startswith(f"id: {public.id}") and version == ""
-    with pytest.raises(AppError, match="no tool has id 'it.account.delete_user' among the tools every caller"):
+    with pytest.raises(AppError, match="no tool has id 'it.account.delete_user' among the tools you may see "
+                                       r"\(not signed in: the tools that need no permission\)"):
         client.predict(tool_id="it.account.delete_user", api_name="/profile")
-    texts = json.dumps(page_config(readonly.url), ensure_ascii=False)
+    config = page_config(readonly.url)
+    texts = json.dumps(config, ensure_ascii=False)
     assert restricted and not any(f'"{t.id}"' in texts for t in restricted)  # nor in the tool list or table
+    # The probe's two leaks: the map's hover data and a search as another role.
+    names = [t.id for t in restricted] + [t.name for t in restricted if not t.name.isalpha()]
+    plot, _info, pairs = client.predict(threshold=0.85, api_name="/tool_space")
+    shown = json.dumps([plot, pairs], ensure_ascii=False)
+    assert public.id in shown and not [n for n in names if n in shown]
+    with pytest.raises(AppError, match="role 'admin' is not available to you \\(not signed in"):
+        client.predict(query="approve this month's payroll", image=None, role="admin", api_name="/search")
+    out = client.predict(query="approve this month's payroll", image=None, role=fmt.GUEST, api_name="/search")
+    assert out[7]["candidates"] and not [n for n in names if n in json.dumps(out, ensure_ascii=False)]
+    role = next(c for c in config["components"] if c.get("props", {}).get("elem_id") == "role")
+    assert [choice[0] for choice in role["props"]["choices"]] == [fmt.GUEST, "guest"]  # roles that grant nothing
 
 
 def test_a_read_only_backend_never_opens_the_catalog_for_writing(small_catalog_dir: Path, tmp_path: Path,
@@ -146,7 +160,7 @@ def test_a_read_only_backend_never_opens_the_catalog_for_writing(small_catalog_d
     assert backend.ready and backend.editor is None and not (folder / LOCK_FILE).exists()
     assert {p: p.read_bytes() for p in folder.rglob("*") if p.is_file()} == before
     h = Handlers(backend)
-    with pytest.raises(gr.Error, match="among the tools every caller may see"):
+    with pytest.raises(gr.Error, match="among the tools you may see"):
         h.pick_tool("hr.payroll.approve")
     with pytest.raises(gr.Error, match="editing is off on this instance .*read-only: shared"):
         h.save_profile(None, "id: x\ndescription: y\n")
@@ -226,3 +240,134 @@ def test_a_degenerate_upload_is_searched(client: Any, tmp_path: Path) -> None:
 def test_the_local_app_says_it_edits_and_that_the_role_is_simulated(ui_server: Server) -> None:
     texts = json.dumps(page_config(ui_server.url), ensure_ascii=False)
     assert "editing on: local" in texts and "Caller role (simulated)" in texts and "it is not a sign-in" in texts
+
+
+# ------------------------------------------------------------------ what each caller of a shared app sees
+
+
+def ids_in(value: Any, tools: list[Any]) -> list[str]:
+    """The ids (and non-word names) of ``tools`` that appear anywhere in ``value`` (an API answer)."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return [t.id for t in tools if t.id in text or (not t.name.isalpha() and t.name in text)]
+
+
+@pytest.fixture(scope="module")
+def public_employee(ui_backend: Backend) -> Iterator[Server]:
+    """A read-only shared app whose public role is employee; alice signs in as an HR admin, bob holds nothing
+    more."""
+    environ = {"SPACE_ID": "me/demo", "TOOLRAG_PUBLIC_ROLE": "employee", "TOOLRAG_AUTH": "alice:a-pw,bob:b-pw",
+               "TOOLRAG_USER_ROLES": "alice:hr_admin"}
+    yield from serve(variant(ui_backend, environ))
+
+
+def test_a_shared_app_shows_each_signed_in_user_only_their_roles_tools(public_employee: Server) -> None:
+    from gradio_client import Client
+    from gradio_client.exceptions import AppError
+
+    catalog = public_employee.backend.require().catalog
+    employee = set(catalog.roles["employee"])
+    hr = set(catalog.roles["hr_admin"])
+    beyond_employee = [t for t in catalog.tools if not set(t.permissions) <= employee]
+    beyond_hr = [t for t in catalog.tools if not set(t.permissions) <= hr]
+    with pytest.raises(Exception):  # noqa: B017 - other roles need a sign-in: the whole app asks for one
+        Client(public_employee.url, verbose=False, download_files=False)
+    bob = Client(public_employee.url, auth=("bob", "b-pw"), verbose=False, download_files=False)
+    alice = Client(public_employee.url, auth=("alice", "a-pw"), verbose=False, download_files=False)
+    # bob: the public role's tools (employee: expense claims and flights), nothing else, whatever he asks for.
+    assert bob.predict(tool_id="finance.expense.submit", api_name="/profile")[0].startswith("id: finance.expense")
+    with pytest.raises(AppError, match="no tool has id 'hr.salary.change' among the tools you may see \\(signed in "
+                                       "as 'bob': the tools of the public role 'employee'\\)"):
+        bob.predict(tool_id="hr.salary.change", api_name="/profile")
+    with pytest.raises(AppError, match="role 'hr_admin' is not available to you \\(signed in as 'bob'"):
+        bob.predict(query="raise Li Lei's salary by 5%", image=None, role="hr_admin", api_name="/search")
+    found = bob.predict(query="submit my taxi receipt", image=None, role="employee", api_name="/search")
+    assert "finance.expense.submit" in ids_in(found, catalog.tools) and not ids_in(found, beyond_employee)
+    assert not ids_in(bob.predict(threshold=0.85, api_name="/tool_space"), beyond_employee)
+    # alice: her sign-in adds the HR admin role; IT's account tools stay hidden from her.
+    raised = alice.predict(query="raise Li Lei's salary by 5%", image=None, role="hr_admin", api_name="/search")
+    assert "hr.salary.change" in ids_in(raised, catalog.tools) and not ids_in(raised, beyond_hr)
+    assert alice.predict(tool_id="hr.salary.change", api_name="/profile")[0].startswith("id: hr.salary.change")
+    space = alice.predict(threshold=0.85, api_name="/tool_space")
+    assert "hr.salary.change" in ids_in(space, catalog.tools) and not ids_in(space, beyond_hr)
+    with pytest.raises(AppError, match="no tool has id 'it.account.delete_user' among the tools you may see"):
+        alice.predict(tool_id="it.account.delete_user", api_name="/profile")
+
+
+@pytest.fixture(scope="module")
+def space_editors(ui_backend: Backend) -> Iterator[Server]:
+    """A Space where the Hugging Face users of TOOLRAG_EDITORS edit: its Evaluate tab exists, and a visitor who
+    did not sign in may call it."""
+    yield from serve(variant(ui_backend, {"SPACE_ID": "me/demo", "TOOLRAG_EDITING": "on", "TOOLRAG_EDITORS": "alice"}))
+
+
+def test_the_evaluate_tab_names_no_restricted_tool_to_a_visitor(space_editors: Server) -> None:
+    """The report and the evaluation are outputs too: a visitor's retrievability, labelled requests and HTML
+    report name only the tools that need no permission."""
+    from gradio_client import Client
+
+    catalog = space_editors.backend.require().catalog
+    restricted = [t for t in catalog.tools if t.permissions]
+    client = Client(space_editors.url, verbose=False, download_files=False)
+    checked = client.predict(scope="it", api_name="/retrievability")
+    assert "it.password.reset" in json.dumps(checked) and not ids_in(checked, restricted)
+    evaluated = client.predict(api_name="/evaluate")
+    assert "labelled requests" in evaluated[1] and not ids_in(evaluated, restricted)
+    exported = client.predict(api_name="/report")
+    page = Path(exported["path"] if isinstance(exported, dict) else exported).read_text(encoding="utf-8")
+    assert "it.password.reset" in page and not ids_in(page, restricted)
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError, match="the unmatched requests are shown to the catalog's editors only"):
+        client.predict(below=0.5, api_name="/unmatched")  # users' own words, and any tool's name
+    config = page_config(space_editors.url)
+    assert "it.password.reset" in json.dumps(config) and not ids_in(config, restricted)  # every list on the page
+
+
+def test_a_misspelt_public_role_is_refused_at_start(small_catalog_dir: Path) -> None:
+    with pytest.raises(SettingsError, match="TOOLRAG_PUBLIC_ROLE: 'employe' is not a role of catalog 'small'; "
+                                            "did you mean 'employee'"):
+        Backend(small_catalog_dir, access=Access.from_env(environ={"SPACE_ID": "s", "TOOLRAG_PUBLIC_ROLE": "employe"}))
+    with pytest.raises(SettingsError, match="TOOLRAG_USER_ROLES: 'alice' is not user:role"):
+        Access.from_env(environ={"TOOLRAG_USER_ROLES": "alice"})
+    # python app.py says it in one line and exits 2, before any model loads.
+    import os
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}, "SPACE_ID": "me/demo",
+           "TOOLRAG_ONLINE": "0", "TOOLRAG_CATALOG": str(small_catalog_dir), "TOOLRAG_PUBLIC_ROLE": "employe"}
+    done = subprocess.run([sys.executable, str(ROOT / "app.py")], env=env, capture_output=True, text=True,
+                          timeout=300, cwd=ROOT)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1] == ("toolrag: TOOLRAG_PUBLIC_ROLE: 'employe' is not a role of catalog "
+                                                    "'small'; did you mean 'employee'?")
+
+
+def test_evaluate_as_a_role_filters_every_section_of_the_tab(ui_backend: Backend) -> None:
+    """The local studio's "Evaluate as" choice: as employee, retrievability, labelled requests and the HTML
+    report name no tool an employee cannot use; as the author, they do."""
+    from test_ui_studio import controls
+
+    from toolrag.ui.evaluate_handlers import EVERY_TOOL, StudioHandlers
+    from toolrag.ui.studio import Studio
+
+    def text(outputs: Any) -> list[str]:  # tables as JSON (a Styler's data), the rest as text
+        return [getattr(getattr(o, "data", o), "to_json", lambda o=o: str(o))() for o in outputs]
+
+    sh = StudioHandlers(Handlers(ui_backend), Studio(ui_backend))
+    catalog = ui_backend.require().catalog
+    beyond = [t for t in catalog.tools if not set(t.permissions) <= set(catalog.roles["employee"])]
+    author, update = sh.view_as(None, {})
+    assert update["value"] == EVERY_TOOL and update["choices"][:2] == [EVERY_TOOL, fmt.GUEST]
+    employee, update = sh.view_as("employee", {})
+    assert update["value"] == "employee"
+    as_author = sh.check(gr.Progress(), "hr", author, *controls())
+    assert "hr.payroll.approve" in [r["open"] for r in as_author[5]["tools"]]  # the filter has work to do
+    as_employee = sh.check(gr.Progress(), "hr", employee, *controls())
+    assert [r["open"] for r in as_employee[5]["tools"]] and not ids_in(text(as_employee), beyond)
+    evaluated = sh.evaluate(gr.Progress(), employee, *controls())
+    assert "labelled requests" in evaluated[1] and not ids_in(text(evaluated), beyond)
+    page = Path(sh.export_for(employee, *controls())).read_text(encoding="utf-8")
+    assert "hr.employee.onboard" not in page and not ids_in(page, beyond)

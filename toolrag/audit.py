@@ -167,17 +167,31 @@ def _now() -> str:
 def read_audit(path: str | Path) -> Iterator[dict[str, Any]]:
     """Every record of a log, oldest first: rotated files (``.N`` ... ``.1``) then the current one. A line that
     is not JSON (a crash mid-write) is skipped."""
+    for record in _lines(path):
+        if record is not None:
+            yield record
+
+
+def _rotated(file: Path) -> list[Path]:
+    """The rotated parts of a log (``FILE.1``, ``FILE.2``, ...), oldest first; ``FILE.bak`` is none of them."""
+    parts = [p for p in file.parent.glob(f"{file.name}.*") if p.name.rsplit(".", 1)[-1].isdigit()]
+    return sorted(parts, key=lambda p: -_suffix_number(p))
+
+
+def _lines(path: str | Path) -> Iterator[dict[str, Any] | None]:
+    """Each non-blank line of a log and its rotated parts, oldest first: the JSON object, or ``None``."""
     file = Path(path).expanduser()
-    rotated = sorted(file.parent.glob(f"{file.name}.*"), key=lambda p: -_suffix_number(p))
-    for part in [*rotated, file]:
+    for part in [*_rotated(file), file]:
         if not part.is_file():
             continue
         with part.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
+                if not line.strip():
+                    continue
+                record = None
                 with contextlib.suppress(json.JSONDecodeError):
                     record = json.loads(line)
-                    if isinstance(record, dict):
-                        yield record
+                yield record if isinstance(record, dict) else None
 
 
 def _suffix_number(path: Path) -> int:
@@ -197,6 +211,8 @@ class AuditSummary:
     p95_ms: float
     first: str | None
     last: str | None
+    skipped: int = 0
+    """Lines that are not audit records (not JSON: a write cut short by a crash; or JSON of another kind)."""
 
     def line(self) -> str:
         """One line for ``toolrag audit``."""
@@ -204,33 +220,46 @@ class AuditSummary:
             return "audit log is empty"
         decisions = ", ".join(f"{k} {v}" for k, v in sorted(self.decisions.items()))
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
+        latency = (f"search latency p50 {self.p50_ms:.0f} ms p95 {self.p95_ms:.0f} ms" if not math.isnan(self.p50_ms)
+                   else "no search latency recorded")
+        span = f", {self.first} .. {self.last}" if self.first else ""
+        skipped = f"; {self.skipped} line(s) that are not audit records skipped" if self.skipped else ""
         return (f"{self.searches} searches ({decisions or 'none'}), {self.calls} calls ({outcomes or 'none'}), "
-                f"search latency p50 {self.p50_ms:.0f} ms p95 {self.p95_ms:.0f} ms, {self.first} .. {self.last}")
+                f"{latency}{span}{skipped}")
 
 
 def summarize(path: str | Path) -> AuditSummary:
     """Summarise a log (and its rotated files); raises ``SettingsError`` when there is no log at ``path``."""
     file = Path(path).expanduser()
-    if not file.is_file() and not any(file.parent.glob(f"{file.name}.*")):
+    if not file.is_file() and not _rotated(file):
         raise SettingsError(f"no audit log at {file}; searches write one when TOOLRAG_AUDIT_LOG or --audit-log "
                             "names it")
     decisions: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     latencies: list[float] = []
     times: list[str] = []
-    for record in read_audit(file):
+    skipped = 0
+    for record in _lines(file):
+        kind = record.get("kind") if record is not None else None
+        if record is None or kind not in ("search", "call"):
+            skipped += 1
+            continue
         if isinstance(record.get("time"), str):
             times.append(record["time"])
-        if record.get("kind") == "call":
+        if kind == "call":
             outcomes[str(record.get("outcome"))] += 1
         else:
-            decisions[str(record.get("decision"))] += 1
-            if isinstance(record.get("latency_ms"), int | float):
+            refused = record.get("outcome") == "refused"  # a caller refused before searching (unknown token)
+            decisions["refused" if refused else str(record.get("decision"))] += 1
+            if isinstance(record.get("latency_ms"), int | float) and not refused:
                 latencies.append(float(record["latency_ms"]))
+    if skipped and not (decisions or outcomes):
+        raise SettingsError(f"{file} is not a toolrag audit log: none of its {skipped} line(s) is a search or call "
+                            "record; pass the JSON Lines file that --audit-log or TOOLRAG_AUDIT_LOG names")
     latencies.sort()
     return AuditSummary(sum(decisions.values()), dict(decisions), sum(outcomes.values()), dict(outcomes),
                         _percentile(latencies, 0.5), _percentile(latencies, 0.95),
-                        min(times) if times else None, max(times) if times else None)
+                        min(times) if times else None, max(times) if times else None, skipped)
 
 
 def _percentile(values: list[float], q: float) -> float:

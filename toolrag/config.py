@@ -47,12 +47,14 @@ __all__ = [
     "LIBRARY_ENV",
     "LOG_LEVEL_ENV",
     "ONLINE_ENV",
+    "PUBLIC_ROLE_ENV",
     "RERANK_ENV",
     "SPACE_ID_ENV",
     "TEXT_BACKEND_ENV",
     "TEXT_MODEL_ENV",
     "THREADS_ENV",
     "TRAINING_ENV",
+    "USER_ROLES_ENV",
     "EnvVar",
     "LibraryVar",
     "audit_hashes_requests",
@@ -85,6 +87,13 @@ RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
+#: The catalog role whose tools a shared playground shows to every visitor (unset: only the tools that need no
+#: permission code); see :class:`toolrag.ui.backend.Access`.
+PUBLIC_ROLE_ENV = "TOOLRAG_PUBLIC_ROLE"
+#: The roles each signed-in user of a shared playground holds, ``user:role`` pairs separated by commas.
+USER_ROLES_ENV = "TOOLRAG_USER_ROLES"
+#: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
+#: (:mod:`toolrag.catalog.cache`).
 CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"
 THREADS_ENV = "OMP_NUM_THREADS"
 SPACE_ID_ENV = "SPACE_ID"
@@ -147,6 +156,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "`on`: a shared playground may edit (with sign-in); `off`: any playground is read-only", "app"),
     EnvVar(AUTH_ENV, "unset", "`user:password,...`: Gradio's sign-in for the whole playground", "app"),
     EnvVar(EDITORS_ENV, "unset", "`hf_user,...`: on a Space, the Hugging Face users who may edit after signing in",
+           "app"),
+    EnvVar(PUBLIC_ROLE_ENV, "unset: only the tools that need no permission code",
+           "the catalog role whose tools a shared playground shows to every visitor", "app"),
+    EnvVar(USER_ROLES_ENV, "unset", "`user:role,...`: the roles each signed-in user of a shared playground holds",
            "app"),
     EnvVar("GRADIO_SERVER_NAME", "`127.0.0.1`", "where the playground listens; another address than loopback "
            "makes it shared (read-only unless editing is on)", "app"),

@@ -24,7 +24,7 @@ from PIL import Image, ImageOps, UnidentifiedImageError
 from toolrag.errors import ImageError
 
 __all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_example_image", "fit_for_models",
-           "image_hash", "load_image", "shape_problem"]
+           "image_hash", "load_image", "probe_example_image", "shape_problem"]
 
 
 ImageSource = str | Path | bytes | Image.Image
@@ -67,6 +67,8 @@ def load_image(
         if size > max_bytes:
             raise ImageError(f"image file {name} is {size:,} bytes, above the limit of {max_bytes:,} bytes; "
                              "use a smaller or more compressed image", file=file)
+        if size == 0:
+            raise ImageError(f"image file {name} is empty (0 bytes)", file=file)
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -115,6 +117,40 @@ def check_example_image(source: ImageSource, *, name: str | None = None) -> Imag
                          f"least {MIN_EXAMPLE_SIDE} pixels a side and at most {MAX_ASPECT} times longer than "
                          "wide (crop it to its content)")
     return img
+
+
+def probe_example_image(path: str | Path, *, max_bytes: int = 20_000_000, max_pixels: int = 40_000_000) -> None:
+    """:func:`check_example_image` of a file from its header alone, without decoding the pixels (well under a
+    millisecond): a missing or empty file, one that is not an image, too large, too many pixels or of a
+    degenerate shape is refused with the same ImageError. Only a file truncated after its header passes
+    here; the index decodes every new image completely before writing anything."""
+    file = Path(path).expanduser()
+    name = str(file)
+    if not file.is_file():
+        raise ImageError(f"image file {name}: {'is a folder, not an image file' if file.is_dir() else 'not found'}")
+    size = file.stat().st_size
+    if size > max_bytes:
+        raise ImageError(f"image file {name} is {size:,} bytes, above the limit of {max_bytes:,} bytes; "
+                         "use a smaller or more compressed image")
+    if size == 0:
+        raise ImageError(f"image file {name} is empty (0 bytes)")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(file) as img:
+                _check_pixels(img, name, max_pixels)
+                width, height = img.size
+    except Image.DecompressionBombError as exc:
+        raise ImageError(f"{name} has too many pixels (decompression bomb?): {exc}") from exc
+    except UnidentifiedImageError as exc:
+        raise ImageError(f"{name} is not an image Pillow can read (PNG, JPEG, WebP, ...)") from exc
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise ImageError(f"{name} cannot be decoded: {exc}") from exc
+    problem = shape_problem((width, height))
+    if problem:
+        raise ImageError(f"example image {name} is {width}x{height} pixels: {problem}; use an image of at least "
+                         f"{MIN_EXAMPLE_SIDE} pixels a side and at most {MAX_ASPECT} times longer than wide (crop it "
+                         "to its content)")
 
 
 def fit_for_models(img: Image.Image) -> Image.Image:

@@ -22,6 +22,7 @@ from toolrag.config import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV, env_setting, optio
 from toolrag.errors import SettingsError
 from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
+from toolrag.strict import Section
 
 __all__ = [
     "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
@@ -137,6 +138,10 @@ class Settings:
         for name in ("english_model", "clip_model", "rerank_model"):
             object.__setattr__(self, name, optional_setting(getattr(self, name), name=name))
         object.__setattr__(self, "weights", _weights(self.weights))
+        if not any(w > 0 for w in self.weights.values()):
+            raise SettingsError("every signal weight is 0: no signal would score a tool (each would score 0.0, "
+                                "listed in catalog order); give at least one signal a weight above 0, e.g. "
+                                "weights: {dense: 0.21, bm25: 0.21}")
         object.__setattr__(self, "fusion", _enum(Fusion, self.fusion, "fusion"))
         object.__setattr__(self, "normalization", _enum(Normalization, self.normalization, "normalization"))
         _check_int("top_k", self.top_k, 1, 1000)
@@ -179,20 +184,16 @@ class Settings:
         """Load settings from a YAML mapping whose keys are the field names above; a bad value names the
         file, its line and the setting."""
         file = Path(path)
-        data = read_yaml_file(file, "settings file")
-        if data is None:
-            return cls()
-        if not isinstance(data, dict):
-            raise SettingsError(f"{file}: expected a mapping of setting names to values, e.g. top_k: 5")
-        lines: dict[str, int] = getattr(data, "key_lines", {})
+        top = Section.of(read_yaml_file(file, "settings file"), file,
+                         what="setting names to values, e.g. top_k: 5")
+        top.check_keys(sorted(_FIELD_NAMES))
         settings = cls()
-        for key, value in data.items():
+        for key in top.names():
             try:
-                settings = settings.with_overrides(**{str(key): _plain(value)})
+                settings = settings.with_overrides(**{key: _plain(top.raw(key))})
             except SettingsError as exc:
-                line = lines.get(str(key))
-                where = f"{file}:{line}" if line else str(file)
-                raise SettingsError(f"{where}: {exc}", file=str(file), line=line, field=str(key)) from None
+                raise SettingsError(f"{top.where(key)}: {exc}", file=str(file), line=top.line_of(key),
+                                    field=str(key)) from None
         return settings
 
     def to_dict(self) -> dict[str, Any]:

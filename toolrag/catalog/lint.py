@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolrag.catalog.profile import Catalog, ToolProfile
-from toolrag.errors import ImageError, Problem
-from toolrag.images import check_example_image
+from toolrag.errors import ImageError, Problem, ProfileError
+from toolrag.images import check_example_image, probe_example_image
+from toolrag.strict import closest
 
 __all__ = ["STUFFING_THRESHOLD", "LintWarning", "image_problems", "keyword_stuffing", "lint_catalog", "lint_profile",
-           "restricted_mentions", "stuffing_warnings"]
+           "refuse_unusable_images", "restricted_mentions", "role_problems", "stuffing_warnings"]
 
 MIN_DESCRIPTION_CHARS = 40
 MIN_EXAMPLES = 3
@@ -76,16 +77,19 @@ def stuffing_warnings(catalog: Catalog) -> list[LintWarning]:
     return [w for tool in catalog for w in lint_profile(tool) if w.code == "keyword-stuffing"]
 
 
-def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> list[Problem]:
+def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None, *, decode: bool = True) -> list[Problem]:
     """``file:line: tool 'id': problem`` for each example image (``images`` and ``examples[].image``) of
-    ``tools`` (default: all) that the index or the editor would refuse, with the field that names it."""
+    ``tools`` (default: all) that the index or the editor would refuse; ``decode=False`` reads only each
+    file's header (:func:`toolrag.images.probe_example_image`: everything but a truncated file, in well under
+    a millisecond per image), with the field that names it."""
     problems: list[Problem] = []
     checked: dict[Path, str | None] = {}
+    check = check_example_image if decode else probe_example_image
     for tool in tools if tools is not None else catalog.tools:
         for file in dict.fromkeys([*(i.file for i in tool.images), *(e.image for e in tool.examples if e.image)]):
             if file not in checked:
                 try:
-                    check_example_image(file)
+                    check(file)
                     checked[file] = None
                 except ImageError as exc:
                     checked[file] = str(exc)
@@ -95,6 +99,24 @@ def image_problems(catalog: Catalog, tools: list[ToolProfile] | None = None) -> 
                 problems.append(Problem(f"{where}: tool {tool.id!r}: {checked[file]}",
                                         str(tool.source) if tool.source else catalog.name, tool.line, tool.id, field))
     return problems
+
+
+def refuse_unusable_images(catalog: Catalog) -> None:
+    """Refuse (``ProfileError``, the ``file:line`` messages of ``toolrag lint``) a catalog with an example image
+    the index would refuse, from the files' headers: what every command and the app check before any model
+    loads or any file is written."""
+    problems = image_problems(catalog, decode=False)
+    if problems:
+        more = f" (+{len(problems) - 1} more; `toolrag lint` lists them all)" if len(problems) > 1 else ""
+        raise ProfileError(str(problems[0]) + more, problems)
+
+
+def role_problems(catalog: Catalog) -> list[str]:
+    """Roles of ``catalog.yaml`` that hold a permission code no tool needs: a misspelt code grants nothing, so
+    the role sees fewer tools than meant (``role 'x': code 'y' ...; did you mean 'z'?``)."""
+    used = {c for tool in catalog.tools for c in tool.permissions}
+    return [f"role {role!r}: permission code {code!r} is needed by no tool, so it grants nothing; "
+            f"{closest(code, used)}" for role, codes in catalog.roles.items() for code in codes if code not in used]
 
 
 #: What may be a tool id or function name inside free text (trailing punctuation is not part of it).

@@ -38,6 +38,7 @@ from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_l
 from toolrag.catalog.report import LoadMode, LoadReport
 from toolrag.errors import CatalogError, Problem, ProfileError
 from toolrag.gcpause import paused_gc
+from toolrag.strict import Section
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
            "parse_profile_yaml"]
@@ -74,7 +75,7 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
         with paused_gc():  # millions of lasting small objects: see toolrag.gcpause
             for file in files:
                 builder.add_file(file)
-            roles = _parse_roles(meta.get("roles", {}), folder / META_FILE)
+            roles = dict(meta.get("roles") or {})
             if not builder.errors and not builder.profiles:
                 raise CatalogError(_empty_message(root, files, builder))
             return builder.finish(str(meta.get("name", folder.name)), folder, roles)
@@ -320,36 +321,33 @@ def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
             "(see README 'Tool profiles')")
 
 
+_META_KEYS = ("name", "assets_dir", "roles", "description")
+
+
 def _load_meta(file: Path) -> dict[str, Any]:
+    """``catalog.yaml``, read strictly (:class:`toolrag.strict.Section`): an unknown key, a value of the wrong
+    shape or a bad permission code names the file, its line and the closest valid key."""
     problems: list[Problem] = []
     data = yaml_load(file.read_text(encoding="utf-8"), file, problems)
     if problems:
         _raise(problems)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise CatalogError(f"{file}: expected a mapping with name, assets_dir and roles")
-    unknown = set(data) - {"name", "assets_dir", "roles", "description"}
-    if unknown:
-        key = sorted(unknown)[0]
-        raise CatalogError(f"{file}: unknown key {key!r}{suggest(key, ['name', 'assets_dir', 'roles'])}")
-    return dict(data)
+    meta = Section.of(data, file, what="name, assets_dir and roles", error=CatalogError)
+    meta.check_keys(_META_KEYS)
+    for key in ("name", "assets_dir", "description"):
+        meta.text(key, example="a text")  # shape only: the values are read below
+    return {**{k: meta.raw(k) for k in meta.names()}, "roles": _parse_roles(meta)}
 
 
-def _parse_roles(raw: Any, file: Path) -> dict[str, tuple[str, ...]]:
-    if raw is None:
+def _parse_roles(meta: Section) -> dict[str, tuple[str, ...]]:
+    roles_section = meta.section("roles", example="{employee: [expense.submit]}")
+    if roles_section is None:
         return {}
-    if not isinstance(raw, dict):
-        raise CatalogError(f"{file}: 'roles' must map a role name to a list of permission codes")
     roles: dict[str, tuple[str, ...]] = {}
-    for name, codes in raw.items():
-        if codes is None:
-            codes = []
-        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-            raise CatalogError(f"{file}: role {name!r} must be a list of permission codes (strings)")
-        bad = [c for c in codes if not PERMISSION_CODE.match(c.strip())]
+    for name in roles_section.names():
+        codes = roles_section.strings(name, example="[expense.submit, travel.book]")
+        bad = [c for c in codes if not PERMISSION_CODE.match(c)]
         if bad:
-            raise CatalogError(f"{file}: role {name!r}: permission code {bad[0]!r} is not valid: a code may "
-                               "not contain a comma or a space (list several codes as separate items)")
-        roles[str(name)] = tuple(c.strip() for c in codes)
+            raise roles_section.fail(name, f"permission code {bad[0]!r} is not valid: a code may not contain a comma "
+                                           "or a space (list several codes as separate items)")
+        roles[name] = codes
     return roles

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolrag.jsonio import canonical
 
-__all__ = ["DRAFTS", "SchemaCheck", "check_schema", "detect_draft"]
+__all__ = ["DRAFTS", "SchemaCheck", "argument_problems", "check_schema", "detect_draft"]
 
 #: The drafts recognised, oldest first.
 DRAFTS = ("4", "6", "7", "2019-09", "2020-12")
@@ -77,6 +77,33 @@ def check_schema(schema: Mapping[str, Any], *, lenient: bool) -> SchemaCheck:
     if not problems:
         return SchemaCheck(dict(schema), draft, ())
     return SchemaCheck(json.loads(repaired) if repaired is not None else None, draft, problems)
+
+
+def argument_problems(schema: Mapping[str, Any], arguments: Mapping[str, Any], *, limit: int = 3) -> list[str]:
+    """What is wrong with ``arguments`` for a tool whose input schema is ``schema`` (read as its draft), as
+    ``path: message`` lines (at most ``limit``; empty when they match). A schema whose references cannot be
+    resolved here checks nothing (empty): the server that owns the tool still checks the call."""
+    import jsonschema
+    import referencing.exceptions
+
+    validator = _instance_validator(canonical(schema))
+    try:
+        errors = sorted(validator.iter_errors(dict(arguments)), key=lambda e: [str(p) for p in e.absolute_path])
+    except (jsonschema.exceptions.SchemaError, referencing.exceptions.Unresolvable):
+        return []
+    out = []
+    for error in errors[:limit]:
+        path = ".".join(str(p) for p in error.absolute_path)
+        out.append(f"{path or '(the arguments)'}: {_short(error.message)}")
+    return out
+
+
+@functools.lru_cache(maxsize=1024)
+def _instance_validator(text: str) -> Any:
+    """A validator of arguments against one schema (by its draft), built once per distinct schema."""
+    schema = json.loads(text)
+    cls = type(_validator(detect_draft(schema)))
+    return cls(schema)
 
 
 @functools.lru_cache(maxsize=8192)

@@ -6,8 +6,8 @@ import argparse
 import json
 from typing import Any
 
-from toolrag.catalog.lint import image_problems, lint_catalog
-from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.lint import image_problems, lint_catalog, role_problems
+from toolrag.catalog.loader import META_FILE, load_catalog
 from toolrag.cli.common import load_inputs, load_mode, open_retriever
 from toolrag.errors import ProfileError
 
@@ -45,13 +45,18 @@ def run_lint(args: argparse.Namespace) -> int:
         raise
     report = catalog.report
     warnings = lint_catalog(catalog)
+    meta = catalog.root / META_FILE if catalog.root is not None else META_FILE
+    roles = [f"{meta}: {found}" for found in role_problems(catalog)]
     if args.json:
         print(json.dumps({"n_tools": len(catalog), "load": report.to_json(),
-                          "warnings": [w.to_json() for w in warnings]}, ensure_ascii=False, indent=2))
+                          "warnings": [w.to_json() for w in warnings], "roles": roles}, ensure_ascii=False, indent=2))
     else:
         for warning in report.warnings:
             print(warning)
         for w in warnings:
             print(f"{w.tool_id}: {w.message}")
-        print(f"{report.summary()}; {len(warnings)} quality warnings")
+        for role_line in roles:
+            print(role_line)
+        print(f"{report.summary()}; {len(warnings)} quality warnings" +
+              (f"; {len(roles)} role warning{'s' if len(roles) > 1 else ''}" if roles else ""))
     return 0

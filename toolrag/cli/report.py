@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolrag.cli.common import open_retriever, settings_from_args
+from toolrag.cli.common import codes, load_inputs, open_retriever
 from toolrag.cli.evaluate import parse_gate
 from toolrag.config import data_dir as default_data_dir
 from toolrag.errors import SettingsError
@@ -23,7 +23,9 @@ from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import load_queries
 from toolrag.evaluation.report import CatalogReport, build_report
 from toolrag.evaluation.retrievability import HEALTH_FIGURES
+from toolrag.evaluation.visibility import caller_codes
 from toolrag.files import write_atomic
+from toolrag.search.request import unknown_codes
 
 __all__ = ["format_report", "parse_report_gate", "register"]
 
@@ -64,9 +66,20 @@ def run(args: argparse.Namespace) -> int:
     needs_rows = [name for name, _ in gates if name not in HEALTH_FIGURES]
     if needs_rows and rows is None:
         raise SettingsError(f"--fail-under {needs_rows[0]} needs labelled requests: add --queries FILE")
-    retriever = open_retriever(args, settings_from_args(args))
+    catalog, settings = load_inputs(args)
+    permissions = codes(args.permissions) or None
+    unknown = unknown_codes(catalog, permissions or ())
+    if unknown:
+        raise SettingsError(f"--permissions: code {unknown[0]!r} is used by no tool or role of catalog "
+                            f"{catalog.name!r}; fix the spelling (it would grant nothing)")
+    held = caller_codes(catalog, role=args.role, permissions=permissions)  # an unknown role fails here
+    if held is not None:
+        hidden = sum(1 for t in catalog.tools if not set(t.permissions) <= held)
+        print(f"report as {'role ' + repr(args.role) if args.role else 'the given permissions'}: the {hidden} "
+              "tools it may not use are left out of every section", file=sys.stderr)
+    retriever = open_retriever(args, settings, catalog)
     cache = Path(args.data_dir) if args.data_dir else default_data_dir()
-    report = build_report(retriever, rows=rows, tune=args.tune,
+    report = build_report(retriever, rows=rows, tune=args.tune, role=args.role, permissions=permissions,
                           checker=RetrievabilityChecker(cache_dir=cache / "retrievability"))
     if args.out:
         out = Path(args.out)

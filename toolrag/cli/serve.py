@@ -80,6 +80,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if bool(args.catalog) == bool(args.gateway):
         raise SettingsError("serve what? give --catalog FOLDER (search_tools) or --gateway CONFIG.yaml "
                             "(search_tools and call_tool for upstream MCP servers), not both")
+    if args.transport == "http":
+        _check_port(args.host, args.port)  # before any model loads or upstream starts
     from toolrag.serve.app import build_app, run_gateway, serve
 
     try:
@@ -94,10 +96,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
         config = GatewayConfig.from_yaml(args.gateway)
         if args.role:
-            if args.role not in config.roles:
-                raise SettingsError(f"--role {args.role!r} is not a role of {args.gateway}: "
-                                    f"{', '.join(sorted(config.roles)) or '(none)'}")
-            config = type(config)(config.servers, config.roles, args.role, config.tokens, config.name)
+            config = config.with_role(args.role)
         settings = settings_from_args(args)
 
         def build(catalog: Catalog) -> ToolRetriever:
@@ -133,6 +132,28 @@ def _first_toolrag_error(exc: BaseException) -> ToolragError | None:
         if found is not None:
             return found
     return None
+
+
+def _check_port(host: str, port: int) -> None:
+    """Refuse a port this process cannot listen on (another server holds it, or it needs privileges), in one
+    line, before anything is loaded; the server binds it again moments later."""
+    import errno
+    import socket
+
+    if not 0 < port < 65536:
+        raise SettingsError(f"--port {port}: use a port from 1 to 65535")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        raise SettingsError(f"--host {host!r} cannot be listened on: {exc}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            why = "is in use (another server listens there)" if exc.errno == errno.EADDRINUSE else f"failed: {exc}"
+            raise SettingsError(f"port {port} on {host} {why}; stop that server or choose another --port") from None
 
 
 def _chroma(args: argparse.Namespace) -> str | None:

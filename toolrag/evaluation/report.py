@@ -14,10 +14,13 @@ One code path for the app's Evaluate tab, ``toolrag report`` and library users::
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
+
+from toolrag.catalog.profile import Catalog
 from toolrag.errors import QueryError
 from toolrag.evaluation.changes import failing, gold_rank
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
@@ -25,12 +28,13 @@ from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_no_tool, tune_weights
+from toolrag.evaluation.visibility import caller_codes, evaluation_for, retrievability_for, visible_rows
 from toolrag.progress import Progress
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 
-__all__ = ["CatalogReport", "build_report", "tune_with_threshold"]
+__all__ = ["CatalogReport", "build_report", "report_for", "tune_with_threshold"]
 
 
 @dataclass(frozen=True)
@@ -91,19 +95,27 @@ def tune_with_threshold(retriever: ToolRetriever, rows: Sequence[QueryRow], *, b
 
 def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = None,
                  checker: RetrievabilityChecker | None = None, settings: Settings | None = None,
-                 tune: bool = False, step: float = 0.1, progress: Progress | None = None) -> CatalogReport:
+                 tune: bool = False, step: float = 0.1, progress: Progress | None = None, role: str | None = None,
+                 permissions: Collection[str] | None = None) -> CatalogReport:
     """Check retrievability, evaluate ``rows`` (when given) and tune on them (when ``tune``).
 
     ``checker`` keeps its caches between reports (a new one otherwise); ``settings`` default to the
     retriever's. Tuning tries every weighting of the grid on every labelled row: ``rows x 66`` searches at
-    step 0.1 (no encoding)."""
+    step 0.1 (no encoding). ``role`` / ``permissions``: the report as that caller sees it, every section
+    naming only the tools it may use (:mod:`toolrag.evaluation.visibility`)."""
     say = progress or (lambda f, m: None)
     cfg = settings or retriever.settings
+    codes = caller_codes(retriever.catalog, role=role, permissions=permissions)
+    if codes is not None and rows:
+        rows = visible_rows(rows, retriever.catalog, codes, role=role, permissions=permissions)
     if tune and not rows:
         raise QueryError("tuning needs labelled requests: give queries (YAML, JSON Lines or CSV)")
     share = 0.6 if rows else 1.0
     checker = checker or RetrievabilityChecker()
     retrievability = checker.check(retriever, settings=cfg, progress=lambda f, m: say(share * f, m))
+    if codes is not None:
+        retrievability = retrievability_for(retrievability, retriever.catalog, codes,
+                                            vectors=retriever.tool_vectors(), threshold=checker.threshold)
     evaluation = tuning = threshold = None
     if rows:
         later = 0.2 if tune else 0.4
@@ -114,3 +126,12 @@ def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = 
     say(1.0, "report ready")
     return CatalogReport(retriever.catalog.name, cfg, retrievability, evaluation, tuning, threshold,
                          _dt.datetime.now().isoformat(timespec="seconds"))
+
+
+def report_for(report: CatalogReport, catalog: Catalog, codes: Collection[str], *,
+               vectors: tuple[Sequence[str], np.ndarray] | None = None, threshold: float) -> CatalogReport:
+    """``report`` as a caller holding ``codes`` sees it: its retrievability (:func:`retrievability_for`) and its
+    labelled requests (:func:`evaluation_for`)."""
+    evaluation = None if report.evaluation is None else evaluation_for(report.evaluation, catalog, codes)
+    return replace(report, evaluation=evaluation, retrievability=retrievability_for(
+        report.retrievability, catalog, codes, vectors=vectors, threshold=threshold))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from toolrag.audit import AuditLog
+from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
@@ -94,12 +95,14 @@ class ToolRetriever:
     ) -> ToolRetriever:
         """Load and validate the catalog, load the models, sync the index (encoding only what changed).
 
-        What can be checked without a model is checked first (the catalog, a Chroma server's heartbeat), so a
-        mistake there is reported in well under a second, before the models load. ``audit`` records every
+        What can be checked without a model is checked first (the catalog, its example images' headers, a
+        Chroma server's heartbeat), so a mistake there is reported in well under a second, before the models
+        load and before anything is written. ``audit`` records every
         search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
         settings = settings or Settings()
         audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
+        refuse_unusable_images(cat)  # file:line as `toolrag lint` says it, before any model or file
         if chroma_url:
             open_client(StoreConfig(url=chroma_url))  # a closed port fails here, not after the models load
         models = models or load_models(settings, progress=progress)
@@ -282,6 +285,9 @@ class ToolRetriever:
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
                                       codes) for i in order[: cfg.top_k]]
         notes = [*request.notes, *self.models.fallbacks.values()]
+        if explained and all(absent.get(s) == "weight is 0" for s in explained):
+            notes.append(f"every signal that could score this request has weight 0 ({', '.join(explained)}): every "
+                         "tool scored 0.0 and they are listed in catalog order; give one of them a weight above 0")
         if cfg.rerank:
             candidates = self._rerank(features, candidates, cfg, timing, notes)
         sure = top_confidence(scores, order[: cfg.top_k])

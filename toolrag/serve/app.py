@@ -11,15 +11,17 @@ logic is in :mod:`toolrag.serve.service`.
 """
 
 import functools
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp_types import CallToolResult
+from pydantic import WithJsonSchema
 
 from toolrag.catalog.profile import Catalog
-from toolrag.errors import ToolragError
+from toolrag.errors import QueryError, ToolragError
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.config import GatewayConfig
 from toolrag.serve.gateway import Gateway
@@ -39,37 +41,62 @@ CALL_DESCRIPTION = (
 )
 
 
+#: Each argument's JSON Schema as clients see it. The functions take ``Any``, so a wrong type is not refused by
+#: the SDK's validation (a 4-line text with a URL) but by :class:`ToolService`, in one line naming the argument
+#: and the type it expects.
+_QUERY = Annotated[Any, WithJsonSchema({"type": "string", "description": "the user's request, in their words"})]
+_IMAGE = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "null"}],
+                                        "description": "an image as base64 or a data:image/...;base64, URL"})]
+_K = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 50,
+                                    "description": "how many tools to return"})]
+_TOOL = Annotated[Any, WithJsonSchema({"type": "string", "description": "a tool's id from search_tools"})]
+_ARGUMENTS = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "object"}, {"type": "null"}],
+                                            "description": "the tool's arguments, matching its input_schema"})]
+
+
 def build_app(service: ToolService, *, name: str) -> MCPServer:
     """An MCP server exposing ``search_tools`` (and ``call_tool`` when ``service`` has a gateway)."""
-    app: MCPServer = MCPServer(name, instructions="Call search_tools first; it returns the tools to use.")
 
-    def role(ctx: Context) -> str | None:
+    def role(ctx: Context, kind: str, tool: Any = None) -> str | None:
         try:
             return service.role_for(ctx.headers)
         except ToolragError as exc:
+            service.refused(kind, str(exc), tool=tool)  # a refused caller is audited like any other
             raise ToolError(str(exc)) from None
 
-    @app.tool(name="search_tools", description=SEARCH_DESCRIPTION)
-    async def search_tools(query: str, ctx: Context, image: str | None = None, k: int = 5) -> dict[str, Any]:
-        caller = role(ctx)
+    async def search_tools(ctx: Context, query: _QUERY = None, image: _IMAGE = None, k: _K = 5) -> dict[str, Any]:
+        caller = role(ctx, "search")
         try:
+            if query is None:
+                raise QueryError("query is missing; give the user's request as a string")
             answer: dict[str, Any] = await anyio.to_thread.run_sync(
                 functools.partial(service.search, query, image=image, k=k, role=caller))
         except ToolragError as exc:
             raise ToolError(str(exc)) from None
         return answer
 
-    if service.gateway is not None:
-        @app.tool(name="call_tool", description=CALL_DESCRIPTION)
-        async def call_tool(tool: str, ctx: Context, arguments: dict[str, Any] | None = None) -> CallToolResult:
-            caller = role(ctx)
-            try:
-                result: CallToolResult = await service.call(tool, arguments, role=caller)
-            except ToolragError as exc:
-                raise ToolError(str(exc)) from None
-            return result
+    async def call_tool(ctx: Context, tool: _TOOL = None, arguments: _ARGUMENTS = None) -> CallToolResult:
+        caller = role(ctx, "call", tool)
+        try:
+            if tool is None:
+                raise QueryError("tool is missing; give a tool's id from search_tools as a string")
+            result: CallToolResult = await service.call(tool, arguments, role=caller)
+        except ToolragError as exc:
+            raise ToolError(str(exc)) from None
+        return result
 
-    return app
+    tools = [_tool(search_tools, "search_tools", SEARCH_DESCRIPTION, required=["query"])]
+    if service.gateway is not None:
+        tools.append(_tool(call_tool, "call_tool", CALL_DESCRIPTION, required=["tool"]))
+    return MCPServer(name, instructions="Call search_tools first; it returns the tools to use.", tools=tools)
+
+
+def _tool(fn: Any, name: str, description: str, *, required: list[str]) -> Tool:
+    """A tool of ``fn`` whose schema lists ``required`` (the function takes them as optional, so a missing one is
+    refused in one line by the function rather than by the SDK's validation)."""
+    tool = Tool.from_function(fn, name=name, description=description)
+    tool.parameters["required"] = required
+    return tool
 
 
 async def serve(app: MCPServer, *, transport: str, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -89,6 +116,7 @@ async def run_gateway(config: GatewayConfig, *, build_retriever: Any, transport:
         gateway = Gateway(config, tg)
         try:
             await gateway.start()
+            gateway.check_rules()  # a rule naming no tool refuses to serve, before any model loads
             catalog: Catalog = gateway.catalog()
             retriever: ToolRetriever = await anyio.to_thread.run_sync(build_retriever, catalog)
             service = ToolService(retriever, role=config.role, tokens=config.tokens, gateway=gateway)

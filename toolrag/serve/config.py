@@ -22,15 +22,16 @@ tokens:                                   # HTTP callers: `Authorization: Bearer
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from toolrag.catalog.profile import PERMISSION_CODE
 from toolrag.errors import SettingsError
 from toolrag.files import read_yaml_file
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec, UpstreamError
+from toolrag.strict import Section, closest
 
 __all__ = ["GatewayConfig"]
 
@@ -40,107 +41,119 @@ _SERVER = ("command", "args", "env", "cwd", "url", "headers", "permissions", "to
 
 @dataclass(frozen=True)
 class GatewayConfig:
-    """Upstream servers, roles (name -> permission codes), the default caller ``role`` and bearer ``tokens``."""
+    """Upstream servers, roles (name -> permission codes), the default caller ``role`` and bearer ``tokens``.
+
+    ``rules`` says where each ``tool_permissions`` rule is written (``(server, tool name) -> file:line``):
+    :meth:`check_rules` refuses, once the servers have listed their tools, a rule that names no tool (it
+    would protect nothing, and the tool it meant would be open to every caller)."""
 
     servers: tuple[ServerSpec, ...]
     roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     role: str | None = None
     tokens: Mapping[str, str] = field(default_factory=dict)
     name: str = "toolrag-gateway"
+    rules: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> GatewayConfig:
-        """Read a config file; every mistake names the file, its line and the key."""
+        """Read a config file; every mistake names the file, its line and the key (unknown keys, values of the
+        wrong shape, roles and codes that match nothing, with the closest valid names)."""
         file = Path(path)
-        data = read_yaml_file(file, "gateway config")
-        if not isinstance(data, dict):
-            raise SettingsError(f"{file}: expected a mapping with servers, roles, role and tokens")
-        return _parse(data, file)
+        top = Section.of(read_yaml_file(file, "gateway config"), file,
+                         what="servers, roles, role and tokens")
+        return _parse(top)
+
+    def with_role(self, role: str, *, flag: str = "--role") -> GatewayConfig:
+        """This config with another default caller role (a command-line override), checked like the file's."""
+        if role not in self.roles:
+            raise SettingsError(f"{flag} {role!r} is not a role of the gateway config; "
+                                f"{closest(role, self.roles)}")
+        return dataclasses.replace(self, role=role)
+
+    def check_rules(self, listed: Mapping[str, Collection[str]]) -> None:
+        """Refuse a ``tool_permissions`` rule naming a tool its server does not list (``listed``: server ->
+        the names of its tools, for the servers that answered), with the closest names the server lists."""
+        for (server, tool), where in self.rules.items():
+            names = listed.get(server)
+            if names is not None and tool not in names:
+                raise SettingsError(
+                    f"{where}: servers.{server}.tool_permissions: no tool {tool!r} on server {server!r}, so this "
+                    f"rule would protect nothing; {closest(tool, names)} (names as the server lists them)")
 
 
-def _parse(data: Mapping[str, Any], file: Path) -> GatewayConfig:
-    lines: dict[str, int] = getattr(data, "key_lines", {})
-
-    def fail(key: str, message: str, node: Any = data) -> SettingsError:
-        at = getattr(node, "key_lines", {}).get(key) or lines.get(key)
-        return SettingsError(f"{file}:{at}: {key}: {message}" if at else f"{file}: {key}: {message}")
-
-    for key in data:
-        if key not in _TOP:
-            raise fail(str(key), f"unknown key; valid keys: {', '.join(_TOP)}")
-    servers = data.get("servers")
-    if not isinstance(servers, dict) or not servers:
-        raise fail("servers", "give at least one upstream server: servers: {name: {command: ...} or {url: ...}}")
-    specs = tuple(_server(str(name), body, file, fail, servers) for name, body in servers.items())
-    roles = _roles(data.get("roles") or {}, fail)
-    role = data.get("role")
-    if role is not None and str(role) not in roles:
-        raise fail("role", f"unknown role {role!r}; roles: {', '.join(sorted(roles)) or '(none defined)'}")
-    tokens_raw = data.get("tokens") or {}
-    if not isinstance(tokens_raw, dict):
-        raise fail("tokens", "map each bearer token to a role: tokens: {token: role}")
-    tokens = {str(t): str(r) for t, r in tokens_raw.items()}
+def _parse(top: Section) -> GatewayConfig:
+    top.check_keys(_TOP)
+    servers = top.section("servers", example="{files: {command: python, args: [server.py]}}")
+    if servers is None or not servers.names():
+        raise top.fail("servers", "give at least one upstream server: servers: {name: {command: ...} or "
+                                  "{url: ...}}")
+    roles_section = top.section("roles", example="{reader: [files.read]}") or Section({}, top.file, path="roles")
+    roles = {name: roles_section.strings(name, example="[files.read]") for name in roles_section.names()}
+    specs: list[ServerSpec] = []
+    rules: dict[tuple[str, str], str] = {}
+    for name, body in servers.sections(example="{command: python, args: [server.py]} or {url: http://...}"):
+        spec, where = _server(name, body)
+        specs.append(spec)
+        rules.update({(name, tool): at for tool, at in where.items()})
+    for name, codes in roles.items():
+        _codes(codes, roles_section, name)
+    used = {c for s in specs for c in (*s.permissions, *(c for v in s.tool_permissions.values() for c in v))}
+    for name, codes in roles.items():
+        for code in codes:
+            if code not in used:
+                raise roles_section.fail(name, f"permission code {code!r} is used by no server's permissions or "
+                                               f"tool_permissions, so it grants nothing; {closest(code, used)}")
+    role = top.text("role", example="reader")
+    if role is not None and role not in roles:
+        raise top.fail("role", f"unknown role {role!r}; {closest(role, roles)}")
+    tokens = top.string_map("tokens", numbers=False, example="{a-long-secret: admin}")
     for token, name in tokens.items():
         if name not in roles:
-            raise fail("tokens", f"token {token[:4]}... maps to unknown role {name!r}; roles: "
-                                 f"{', '.join(sorted(roles))}")
-    return GatewayConfig(specs, roles, None if role is None else str(role), tokens,
-                         str(data.get("name") or "toolrag-gateway"))
+            raise top.fail("tokens", f"token {token[:4]}... maps to unknown role {name!r}; {closest(name, roles)}")
+    return GatewayConfig(tuple(specs), roles, role, tokens, top.text("name") or "toolrag-gateway", rules)
 
 
-def _server(name: str, body: Any, file: Path, fail: Any, parent: Any) -> ServerSpec:
-    if not isinstance(body, dict):
-        raise fail(name, "expected {command: ..., args: [...]} or {url: http://...}", parent)
-    for key in body:
-        if key not in _SERVER:
-            raise fail(name, f"unknown key {key!r}; valid keys: {', '.join(_SERVER)}", parent)
-
-    def strings(key: str) -> tuple[str, ...]:
-        value = body.get(key) or []
-        if not isinstance(value, list) or not all(isinstance(v, str | int | float) for v in value):
-            raise fail(name, f"{key} must be a list of strings", parent)
-        return tuple(str(v) for v in value)
-
-    codes = strings("permissions")
-    per_tool = body.get("tool_permissions") or {}
-    if not isinstance(per_tool, dict):
-        raise fail(name, "tool_permissions must map a tool name to a list of codes", parent)
-    tool_codes = {str(t): tuple(str(c) for c in (v or [])) for t, v in per_tool.items()}
-    for code in [*codes, *(c for v in tool_codes.values() for c in v)]:
-        if not PERMISSION_CODE.match(code):
-            raise fail(name, f"permission code {code!r} is not valid (no commas or spaces)", parent)
-    timeout = body.get("timeout", DEFAULT_TIMEOUT)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        raise fail(name, f"timeout must be a number of seconds, got {timeout!r}", parent)
+def _server(name: str, body: Section) -> tuple[ServerSpec, dict[str, str]]:
+    """One upstream server, and where each of its ``tool_permissions`` rules is written."""
+    body.check_keys(_SERVER)
+    codes = body.strings("permissions", example="[files.read]")
+    _codes(codes, body, "permissions")
+    rules = body.section("tool_permissions", example="{fs.delete_file: [files.admin]}")
+    tool_codes: dict[str, tuple[str, ...]] = {}
+    where: dict[str, str] = {}
+    if rules is not None:
+        for tool in rules.names():
+            tool_codes[tool] = rules.strings(tool, example="[files.admin]")
+            if not tool_codes[tool]:
+                raise rules.fail(tool, "give the permission codes a caller needs for this tool, e.g. [files.admin] "
+                                       "(an empty list would leave it as open as the rest of the server)")
+            _codes(tool_codes[tool], rules, tool)
+            where[tool] = rules.where(tool)
     try:
-        return ServerSpec(name, command=_opt(body, "command"), args=strings("args"),
-                          env={str(k): str(v) for k, v in (body.get("env") or {}).items()},
-                          cwd=_cwd(body.get("cwd"), file), url=_opt(body, "url"),
-                          headers={str(k): str(v) for k, v in (body.get("headers") or {}).items()},
-                          permissions=codes, tool_permissions=tool_codes, timeout=float(timeout))
+        spec = ServerSpec(name, command=body.text("command", example="python"),
+                          args=body.strings("args", numbers=True, example="[server.py, --port, 8000]"),
+                          env=body.string_map("env", example="{API_KEY: ...}"), cwd=_cwd(body),
+                          url=body.text("url", example="http://127.0.0.1:9000/mcp"),
+                          headers=body.string_map("headers", example="{Authorization: Bearer ...}"),
+                          permissions=codes, tool_permissions=tool_codes,
+                          timeout=body.number("timeout", DEFAULT_TIMEOUT, low=0.001, unit="seconds"))
     except UpstreamError as exc:
-        raise fail(name, str(exc), parent) from None
+        raise body.fail(None, str(exc)) from None
+    return spec, where
 
 
-def _opt(body: Mapping[str, Any], key: str) -> str | None:
-    value = body.get(key)
-    return None if value is None else str(value)
+def _codes(codes: tuple[str, ...], section: Section, key: str) -> None:
+    for code in codes:
+        if not PERMISSION_CODE.match(code):
+            raise section.fail(key, f"permission code {code!r} is not valid (no commas or spaces; list several "
+                                    "codes as separate items)")
 
 
-def _cwd(value: Any, file: Path) -> str | None:
+def _cwd(body: Section) -> str:
     """A server's working folder, relative to the config file (so a config can travel with its servers)."""
+    folder = body.file.resolve().parent
+    value = body.text("cwd", example="servers/files")
     if value is None:
-        return str(file.resolve().parent)
-    path = Path(str(value)).expanduser()
-    return str(path if path.is_absolute() else (file.resolve().parent / path))
-
-
-def _roles(raw: Any, fail: Any) -> dict[str, tuple[str, ...]]:
-    if not isinstance(raw, dict):
-        raise fail("roles", "map each role to a list of permission codes: roles: {reader: [files.read]}")
-    roles = {}
-    for name, codes in raw.items():
-        if not isinstance(codes, list | type(None)) or not all(isinstance(c, str) for c in codes or []):
-            raise fail("roles", f"role {name!r} must be a list of permission codes")
-        roles[str(name)] = tuple(codes or [])
-    return roles
+        return str(folder)
+    path = Path(value).expanduser()
+    return str(path if path.is_absolute() else (folder / path))

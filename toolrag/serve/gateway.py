@@ -10,6 +10,7 @@ original name is what the upstream server is called with.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from toolrag.errors import CatalogError
 from toolrag.serve.config import GatewayConfig
 from toolrag.serve.upstream import ServerSpec, UpstreamError, connect, describe_error, list_all_tools
 
-__all__ = ["Gateway", "Route", "Upstream"]
+__all__ = ["Gateway", "Route", "Upstream", "public_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -152,8 +153,24 @@ class Gateway:
             upstream.close()
 
     def unavailable(self) -> dict[str, str]:
-        """Upstream servers that are down now, with the reason."""
+        """Upstream servers that are down now, with the reason (for the operator: it may name the command)."""
         return {name: u.error or "not connected" for name, u in self.upstreams.items() if u.session is None}
+
+    def unavailable_to_callers(self) -> dict[str, str]:
+        """:meth:`unavailable` as a caller may read it: the server's name and what went wrong, never where the
+        server runs (its command, arguments, folder, URL or the values of its environment and headers)."""
+        return {name: public_reason(self.upstreams[name].spec, why) for name, why in self.unavailable().items()}
+
+    def check_rules(self) -> None:
+        """Refuse to serve when a ``tool_permissions`` rule names a tool its server does not list (the tool it
+        meant would be open to every caller); ``SettingsError`` naming the config line and the closest names.
+        A server that is down now is not checked: none of its tools is served either."""
+        listed = {name: {str(t.get("name")) for t in u.tools} for name, u in self.upstreams.items()
+                  if u.session is not None}
+        self.config.check_rules(listed)
+        for name in sorted({server for server, _ in self.config.rules} - set(listed)):
+            log.warning("tool_permissions of upstream MCP server %r not checked: it is unavailable, and none of its "
+                        "tools is served", name)
 
     def catalog(self) -> Catalog:
         """Every upstream's tools as one catalog (read leniently, like any import); the config's roles and
@@ -180,3 +197,16 @@ class Gateway:
     async def call(self, tool_id: str, arguments: Mapping[str, Any]) -> Any:
         route = self.routes[tool_id]
         return await self.upstreams[route.server].call(route.name, arguments)
+
+
+#: An absolute path inside a message (a command, a script, a folder): replaced before a caller reads it.
+_PATH = re.compile(r"(?<![\w.])(?:[A-Za-z]:)?[\\/][^\s'\"]+")
+
+
+def public_reason(spec: ServerSpec, reason: str) -> str:
+    """``reason`` with what says where ``spec`` runs taken out: its command and arguments, working folder, URL,
+    header and environment values, and any other absolute path."""
+    secret = [spec.command, *spec.args, spec.cwd, spec.url, *spec.headers.values(), *spec.env.values()]
+    for value in sorted({v for v in secret if v and len(v) > 2}, key=len, reverse=True):
+        reason = reason.replace(value, "…")
+    return _PATH.sub("…", reason)

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolrag.catalog.profile import ToolProfile
+from toolrag.catalog.schema import argument_problems
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
@@ -66,8 +67,16 @@ class ToolService:
         confidence and the selected tools with their original names, function names and input schemas;
         ``probabilities`` and ``selected`` (the ids the decision would inject, a prefix of ``tools``) from the
         decision model (docs/decisions.md)."""
+        if not isinstance(query, str):
+            raise QueryError(f"query is {_kind(query)}; expected a string (the user's request)")
+        if image is not None and not isinstance(image, str):
+            raise QueryError(f"image is {_kind(image)}; expected a string (the image's bytes as base64) or null")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise QueryError(f"k is {k!r}; ask for 1 to {MAX_K} tools")
+            raise QueryError(f"k is {_kind(k)}; expected an integer: ask for 1 to {MAX_K} tools")
+        notes = []
+        if image is not None and not image.strip():
+            notes.append("image is an empty string: searched without an image (send the image's bytes as base64, "
+                         "or leave image out)")
         result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k)
         catalog = self.retriever.catalog
         selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
@@ -88,6 +97,9 @@ class ToolService:
         if result.scores is not None:  # the decision model's probabilities and what it would inject
             answer["probabilities"] = result.scores.to_json()
         answer["selected"] = list(result.selected)
+        notes += list(getattr(result, "notes", ()) or ())
+        if notes:
+            answer["notes"] = notes
         if self.gateway is not None:
             down = self._unavailable(role)
             if down:
@@ -114,7 +126,8 @@ class ToolService:
             return {}
         codes = self._codes(role)
         specs = {u.name: u.spec for u in self.gateway.upstreams.values()}
-        return {name: why for name, why in self.gateway.unavailable().items() if set(specs[name].permissions) <= codes}
+        return {name: why for name, why in self.gateway.unavailable_to_callers().items()
+                if set(specs[name].permissions) <= codes}
 
     def resolve(self, tool: str, role: str | None) -> ToolProfile:
         """The tool a caller names (its id, else its original name, else its function name) among the tools
@@ -143,11 +156,18 @@ class ToolService:
         start = time.perf_counter()
         record: dict[str, Any] = {"kind": "call", "role": role, "tool": tool}
         try:
+            if not isinstance(tool, str):
+                raise QueryError(f"tool is {_kind(tool)}; expected a string (a tool's id from search_tools)")
             if arguments is not None and not isinstance(arguments, Mapping):
-                raise QueryError(f"arguments must be an object of argument values, got {type(arguments).__name__}")
+                raise QueryError(f"arguments is {_kind(arguments)}; expected an object of argument values "
+                                 "matching the tool's input_schema")
             profile = self.resolve(tool, role)
             route = self.gateway.routes[profile.id]
             record.update(tool=profile.id, server=route.server)
+            problems = argument_problems(profile.parameters, arguments or {})
+            if problems:
+                raise QueryError(f"arguments do not match the input_schema of {profile.id!r}: " + "; ".join(problems)
+                                 + " (nothing was forwarded)")
             result = await self.gateway.call(profile.id, arguments or {})
             record["outcome"] = "error" if getattr(result, "is_error", False) else "ok"
             return result
@@ -164,6 +184,27 @@ class ToolService:
             record["latency_ms"] = round((time.perf_counter() - start) * 1000, 2)
             if self.retriever.audit is not None:
                 self.retriever.audit.write(record)
+
+    def refused(self, kind: str, why: str, *, tool: Any = None) -> None:
+        """Audit a request refused before it reached :meth:`search` or :meth:`call` (an unknown bearer token):
+        ``kind`` is ``search`` or ``call``; the tool is recorded as the caller named it."""
+        if self.retriever.audit is None:
+            return
+        record: dict[str, Any] = {"kind": kind, "role": None, "outcome": "refused", "reason": why}
+        if kind == "call":
+            record["tool"] = tool if isinstance(tool, str) else None
+        else:
+            record["decision"] = None
+        self.retriever.audit.write(record)
+
+
+def _kind(value: Any) -> str:
+    """A wrong argument in words: its JSON type and, when short, its value."""
+    kinds = ((bool, "a boolean"), (int, "an integer"), (float, "a number"), (str, "a string"), (list, "an array"),
+             (dict, "an object"), (type(None), "null"))
+    kind = next((name for t, name in kinds if isinstance(value, t)), type(value).__name__)
+    text = repr(value)
+    return f"{kind} {text}" if value is not None and len(text) <= 40 else kind
 
 
 def _plain_reason(reason: Any) -> Any:

@@ -8,6 +8,9 @@ reported with its name, never a crash of the caller.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import logging
 import shlex
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -98,24 +101,84 @@ class Listing:
     warnings: list[str]
 
 
+#: Lines a stdio server wrote on its standard output that are not JSON-RPC, for the connection in this context.
+_NOT_JSON_RPC: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("toolrag_not_json_rpc",
+                                                                                  default=None)
+
+
+class _QuietParseErrors(logging.Filter):
+    """The SDK logs each line of a stdio server's output that is not JSON-RPC with a 12-line traceback. The
+    line is kept for the one-line :class:`UpstreamError` of its connection instead (or, outside one, logged in
+    one line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.getMessage().startswith("Failed to parse JSONRPC message"):
+            return True
+        line = _bad_input(record.exc_info[1] if record.exc_info else None)
+        seen = _NOT_JSON_RPC.get()
+        if seen is not None:
+            seen.append(line)
+            return False
+        record.msg, record.args, record.exc_info, record.exc_text = (
+            f"an MCP server wrote a line that is not JSON-RPC: {line}", None, None, None)
+        return True
+
+
+def _bad_input(exc: BaseException | None) -> str:
+    errors = getattr(exc, "errors", None)
+    try:
+        value = errors()[0].get("input") if callable(errors) else None
+    except Exception:  # only a nicer message is at stake
+        value = None
+    text = repr(value) if value is not None else "(unreadable)"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+_QUIET = _QuietParseErrors()
+
+
 @asynccontextmanager
 async def connect(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     """``(session, server_info)``: an initialised ``mcp.ClientSession`` with the server (launched over stdio,
     or over streamable HTTP) and the ``Implementation`` it announced. Raises :class:`UpstreamError` on
-    timeout."""
+    timeout, and when a stdio server's output is not JSON-RPC (in one line, naming what it wrote)."""
     require_mcp()
     import anyio
     from mcp import ClientSession
 
-    async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout
-                                                                 ) as session:
-        try:
-            with anyio.fail_after(spec.timeout):
-                init = await session.initialize()
-        except TimeoutError:
-            raise UpstreamError(f"MCP server {spec.name!r} did not answer initialize within {spec.timeout:g} s"
-                                ) from None
-        yield session, init.server_info
+    logger = logging.getLogger("mcp.client.stdio")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
+    garbage: list[str] = []
+    token = _NOT_JSON_RPC.set(garbage)
+    try:
+        async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout
+                                                                     ) as session:
+            try:
+                with anyio.fail_after(spec.timeout):
+                    init = await session.initialize()
+            except TimeoutError:
+                raise UpstreamError(f"MCP server {spec.name!r} did not answer initialize within {spec.timeout:g} s"
+                                    + _wrote(garbage)) from None
+            yield session, init.server_info
+    except UpstreamError:
+        raise
+    except Exception as exc:
+        if not garbage:
+            raise
+        raise UpstreamError(f"MCP server {spec.name!r} ended the connection ({describe_error(exc)})"
+                            + _wrote(garbage)) from None
+    finally:
+        with contextlib.suppress(ValueError):  # ValueError: closed from another context (a cancelled task)
+            _NOT_JSON_RPC.reset(token)
+
+
+def _wrote(garbage: list[str]) -> str:
+    if not garbage:
+        return ""
+    more = f" and {len(garbage) - 1} more such line(s)" if len(garbage) > 1 else ""
+    return (f"; it wrote {garbage[0]}{more} on its standard output, which is not JSON-RPC: a stdio MCP server "
+            "must write only JSON-RPC messages there (its logs go to stderr)")
 
 
 @asynccontextmanager

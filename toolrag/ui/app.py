@@ -50,17 +50,27 @@ def create_app(backend: Backend) -> gr.Blocks:
             studio = StudioHandlers(h, Studio(backend))
             # The Evaluate tab is the catalog editors' studio: a read-only instance (a shared demo) keeps
             # only the share link, as its reports would name tools that need permissions.
-            link = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs).link
-                    if backend.access.editing else share_link(studio, search))
+            evaluate = (evaluate_tab(studio, backend, search=search, profiles=profiles, tabs=tabs)
+                        if backend.access.editing else None)
+            link = evaluate.link if evaluate is not None else share_link(studio, search)
         if profiles.rank_query is not None:
             for event in search.searched:
                 event.success(lambda s: s.get("query", ""), last, profiles.rank_query, **PRIVATE)
         views = [profiles.tool, profiles.catalog_df, search.categories]
         if profiles.new_category is not None:
             views.append(profiles.new_category)
+
+        def caller_views(request: gr.Request, oauth: gr.OAuthProfile | None) -> tuple[Any, ...]:
+            """The Profiles list and table and the categories of the tools this caller may see."""
+            return h.catalog_views(request, oauth)[:len(views)]
+
         ready = demo.load(h.wait_ready, None, [status, search.image_note, search.rerank, *search.weights],
                           show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
-            lambda: h.catalog_views()[:len(views)], None, views, **PRIVATE)
+            caller_views, None, views, **PRIVATE)
+        ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
+        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab
+            ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
+                       **PRIVATE)
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

@@ -11,19 +11,21 @@ testable on its own; :func:`toolrag.ui.app.create_app` builds the Blocks app aro
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import logging
 import threading
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.editor import CatalogEditor
+from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
-from toolrag.catalog.profile import Catalog
+from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state
-from toolrag.config import AUTH_ENV, EDITING_ENV, EDITORS_ENV
+from toolrag.config import AUTH_ENV, EDITING_ENV, EDITORS_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
 from toolrag.config import data_dir as default_data_dir
 from toolrag.config import environ as config_environ
 from toolrag.errors import SettingsError, ToolragError
@@ -31,8 +33,9 @@ from toolrag.evaluation import projection
 from toolrag.search.retriever import ToolRetriever
 from toolrag.search.warmup import warm_up_in_background
 from toolrag.settings import Settings
+from toolrag.strict import closest
 
-__all__ = ["AUTH_ENV", "EDITING_ENV", "EDITORS_ENV", "Access", "Backend"]
+__all__ = ["AUTH_ENV", "EDITING_ENV", "EDITORS_ENV", "Access", "Backend", "View"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +54,12 @@ class Access:
     app behind Gradio's sign-in, or on a Space ``TOOLRAG_EDITORS=hf_user,...`` lets those Hugging Face users
     edit after signing in with Hugging Face. ``TOOLRAG_EDITING=off`` makes any instance read-only. A read-only
     app registers no editing endpoint at all.
+
+    What a shared app shows (:meth:`Backend.view`): to every visitor only the tools of the public role
+    (``TOOLRAG_PUBLIC_ROLE``; unset: the tools that need no permission code), in every output; a user signed
+    in with ``TOOLRAG_AUTH`` (or with Hugging Face on a Space) also sees the tools of the roles
+    ``TOOLRAG_USER_ROLES=user:role,...`` gives them, and a signed-in editor sees every tool. Locally every
+    tool is shown, as always.
     """
 
     editing: bool
@@ -58,6 +67,8 @@ class Access:
     reason: str
     auth: tuple[tuple[str, str], ...] = ()
     editors: tuple[str, ...] = ()
+    public_role: str | None = None
+    user_roles: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, *, server_name: str | None = None, share: bool | None = None,
@@ -65,6 +76,12 @@ class Access:
         """The access of an app served at ``server_name`` (default ``GRADIO_SERVER_NAME``, else loopback)
         with or without a share link (default ``GRADIO_SHARE``), from the environment."""
         env = config_environ() if environ is None else environ
+        access = cls._from_env(env, server_name, share)
+        public = env.get(PUBLIC_ROLE_ENV, "").strip() or None
+        return dataclasses.replace(access, public_role=public, user_roles=_user_roles(env.get(USER_ROLES_ENV, "")))
+
+    @classmethod
+    def _from_env(cls, env: Mapping[str, str], server_name: str | None, share: bool | None) -> Access:
         flag = env.get(EDITING_ENV, "").strip().lower()
         if flag and flag not in _ON | _OFF:
             raise SettingsError(f"{EDITING_ENV}={flag!r}: use on (edit, with credentials when shared) or off "
@@ -102,6 +119,59 @@ class Access:
         """Editing on, no sign-in: the playground on the local machine (and the default of the test suite)."""
         return cls(True, False, "editing on: local (bound to this machine only)")
 
+    def is_editor(self, user: str | None) -> bool:
+        """Whether ``user`` (signed in with ``TOOLRAG_AUTH``, or with Hugging Face on a Space) may edit."""
+        if not (self.editing and user):
+            return False
+        return any(user == name for name, _ in self.auth) if self.auth else user in self.editors
+
+
+@dataclass(frozen=True)
+class View:
+    """What one caller of the playground may see: every tool (``codes`` is ``None``: the local playground, a
+    signed-in editor), or the tools whose permission codes are all in ``codes``. ``who`` says why, for
+    messages. Every output of the app (search, map, profiles, evaluation, report) goes through one."""
+
+    codes: frozenset[str] | None
+    who: str
+
+    @property
+    def everything(self) -> bool:
+        return self.codes is None
+
+    def sees(self, tool: ToolProfile) -> bool:
+        return self.codes is None or set(tool.permissions) <= self.codes
+
+    def catalog(self, catalog: Catalog) -> Catalog:
+        """``catalog`` with only the tools this caller may see."""
+        if self.codes is None:
+            return catalog
+        return Catalog(tuple(t for t in catalog.tools if self.sees(t)), catalog.name, catalog.root,
+                       catalog.assets_dir, catalog.roles, catalog.report)
+
+    def roles(self, catalog: Catalog) -> list[str]:
+        """The catalog's roles this caller may act as: those granting no code beyond the caller's."""
+        return [r for r, codes in catalog.roles.items() if self.codes is None or set(codes) <= self.codes]
+
+    def check_role(self, catalog: Catalog, role: str | None) -> None:
+        """Refuse a role that grants more than this caller holds (the role picker offers only the others)."""
+        if role and role in catalog.roles and role not in self.roles(catalog):
+            raise ToolragError(f"role {role!r} is not available to you ({self.who}); sign in as a user who holds "
+                               "it")
+
+
+def _user_roles(raw: str) -> dict[str, tuple[str, ...]]:
+    """``user:role,user:role2`` as user -> roles."""
+    out: dict[str, list[str]] = {}
+    for item in raw.replace("\n", ",").split(","):
+        if item.strip():
+            user, sep, role = (part.strip() for part in item.partition(":"))
+            if not sep or not user or not role:
+                raise SettingsError(f"{USER_ROLES_ENV}: {item.strip()!r} is not user:role; write user:role pairs "
+                                    "separated by commas (a user may appear in several)")
+            out.setdefault(user, []).append(role)
+    return {user: tuple(roles) for user, roles in out.items()}
+
 
 def _credentials(raw: str) -> tuple[tuple[str, str], ...]:
     pairs = []
@@ -125,6 +195,8 @@ class Backend:
         self.access = access or Access.local()
         self._disk_state = catalog_state(self.catalog_path)  # so the editor sees saves made during the build
         self.catalog: Catalog = load_catalog(self.catalog_path)  # fast; a broken catalog fails at start
+        refuse_unusable_images(self.catalog)  # so does an unusable example image (the build would refuse it)
+        _check_roles(self.access, self.catalog)
         self.data_dir = Path(data_dir) if data_dir else None
         self.settings = settings or Settings()
         self.chroma_url = chroma_url
@@ -220,8 +292,36 @@ class Backend:
             raise ToolragError(f"still indexing... {fraction:.0%} ({message}); try again in a moment")
         return self.retriever  # type: ignore[return-value]
 
+    def view(self, user: str | None = None) -> View:
+        """What ``user`` (``None``: a visitor who did not sign in) may see here (see :class:`Access`)."""
+        if not self.access.shared:
+            return View(None, "the local playground")
+        if self.access.is_editor(user):
+            return View(None, f"signed in as {user!r}, an editor")
+        catalog = self.retriever.catalog if self.ready and self.retriever is not None else self.catalog
+        own = self.access.user_roles.get(user, ()) if user else ()
+        roles = [r for r in (self.access.public_role, *own) if r]
+        codes = frozenset(c for r in roles if r in catalog.roles for c in catalog.roles[r])
+        public = (f"the tools of the public role {self.access.public_role!r}" if self.access.public_role
+                  else "the tools that need no permission")
+        if not user:
+            return View(codes, f"not signed in: {public}")
+        return View(codes, f"signed in as {user!r}: {public}" + (f" and of {', '.join(own)}" if own else ""))
+
     def require_editor(self) -> CatalogEditor:
         self.require()
         if self.editor is None:
             raise ToolragError(f"editing is off on this instance ({self.access.reason})")
         return self.editor
+
+
+def _check_roles(access: Access, catalog: Catalog) -> None:
+    """The roles the sharing settings name must be roles of the catalog (a typo would hide or show the wrong
+    tools)."""
+    named: list[tuple[str, Collection[str]]] = [(PUBLIC_ROLE_ENV, [access.public_role] if access.public_role else [])]
+    named += [(f"{USER_ROLES_ENV} (user {user!r})", roles) for user, roles in access.user_roles.items()]
+    for variable, roles in named:
+        for role in roles:
+            if role not in catalog.roles:
+                raise SettingsError(f"{variable}: {role!r} is not a role of catalog {catalog.name!r}; "
+                                    f"{closest(role, catalog.roles)}")

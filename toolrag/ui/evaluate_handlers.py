@@ -24,17 +24,20 @@ from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.figures import retrievability_figure, threshold_figure, tuning_figure
 from toolrag.evaluation.html_report import render_html
 from toolrag.evaluation.queries import QueryRow
+from toolrag.evaluation.report import report_for
 from toolrag.evaluation.tune import save_settings
+from toolrag.evaluation.visibility import retrievability_for, visible_rows
 from toolrag.files import write_atomic
 from toolrag.settings import Settings
 from toolrag.signals import SIGNALS
 from toolrag.ui import evaluate_format as views
 from toolrag.ui import format as fmt
+from toolrag.ui.backend import View
 from toolrag.ui.deeplink import LINK_CONTROLS, link_query, parse_link
 from toolrag.ui.handlers import Handlers, _guard
 from toolrag.ui.studio import Studio
 
-__all__ = ["ALL_TOOLS", "SETTING_CONTROLS", "StudioHandlers"]
+__all__ = ["ALL_TOOLS", "EVERY_TOOL", "SETTING_CONTROLS", "StudioHandlers"]
 
 log = logging.getLogger(__name__)
 #: The Search controls that make the settings, in the order the handlers receive them.
@@ -42,6 +45,8 @@ SETTING_CONTROLS = ("top_k", "fusion", "rerank", "clarify_gap", "no_tool_thresho
                     *(f"w_{s}" for s in SIGNALS))
 #: The retrievability scope that checks every tool.
 ALL_TOOLS = "all tools"
+#: The "evaluate as" choice of the catalog's author: every tool, every labelled request.
+EVERY_TOOL = "every tool (author)"
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -80,13 +85,53 @@ class StudioHandlers:
                                   weights={s: named[f"w_{s}"] for s in SIGNALS})
 
     def _rows(self, state: dict[str, Any] | None) -> tuple[list[QueryRow], str]:
-        return self.studio.rows((state or {}).get("file"))
+        """The session's labelled rows, only those its "evaluate as" choice may see (see :meth:`view_as`)."""
+        rows, name = self.studio.rows((state or {}).get("file"))
+        seen = self._seen(state)
+        if seen is None:
+            return rows, name
+        return visible_rows(rows, self.b.require().catalog, seen["codes"], role=seen["role"],
+                            permissions=seen["permissions"]), name
 
-    def _open(self, tool_id: str | None, query: str) -> tuple[Any, ...]:
+    def _seen(self, state: dict[str, Any] | None) -> dict[str, Any] | None:
+        """What this session's outputs may name: ``None`` for every tool, else ``codes`` (and the ``role`` and
+        ``permissions`` rows naming neither are searched with). Set by :meth:`view_as` from the caller's
+        sign-in; a session that never set it (an API call) gets what a visitor who did not sign in sees."""
+        stored = (state or {}).get("view")
+        if stored is None:
+            visitor = self.b.view()
+            return None if visitor.codes is None else {"codes": visitor.codes, "role": None,
+                                                       "permissions": sorted(visitor.codes), "who": visitor.who}
+        return None if stored["codes"] is None else {**stored, "codes": frozenset(stored["codes"])}
+
+    def _view(self, state: dict[str, Any] | None) -> View:
+        seen = self._seen(state)
+        return View(None, "the catalog's author") if seen is None else View(seen["codes"], seen["who"])
+
+    def view_as(self, as_role: str | None, state: dict[str, Any] | None, request: gr.Request | None = None,
+                oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """The "evaluate as" choice: every tool (for whoever may see every tool: the local playground, an
+        editor) or one role; the choices are what the caller's sign-in holds."""
+        view = self.h.view(request, oauth)
+        choices = [EVERY_TOOL] * view.everything + self.h.role_choices(view)
+        public = self.b.access.public_role
+        chosen = as_role if as_role in choices else choices[0] if view.everything else (
+            public if public in choices else fmt.GUEST)
+        catalog = self.b.catalog if not self.b.ready else self.b.require().catalog
+        if chosen == EVERY_TOOL:
+            seen: dict[str, Any] = {"codes": None, "role": None, "permissions": None, "who": view.who}
+        elif chosen == fmt.GUEST:
+            seen = {"codes": [], "role": None, "permissions": None, "who": "a caller without permissions"}
+        else:
+            seen = {"codes": sorted(catalog.role_codes(chosen)), "role": chosen, "permissions": None,
+                    "who": f"role {chosen!r}"}
+        return {**(state or {}), "view": seen}, gr.update(choices=choices, value=chosen)
+
+    def _open(self, tool_id: str | None, query: str, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """Open ``tool_id`` in the Profiles tab with ``query`` as the rank query."""
         if not tool_id or self.b.require().catalog.get(tool_id) is None:
             raise gr.Error(f"no tool {tool_id!r} to open in this catalog")
-        code, info, replace, version = self.h.pick_tool(tool_id)
+        code, info, replace, version = self.h.profile(tool_id, self._view(state))
         return (gr.Tabs(selected="profiles"), gr.update(value=tool_id), code, info, replace, version, query)
 
     # ----------------------------------------------------------------------------------------- evaluate
@@ -127,7 +172,7 @@ class StudioHandlers:
         skip = tuple(gr.skip() for _ in range(7))  # what _open fills
         if int(col) == 5:
             return (*self._explain(record, controls), *skip)
-        return (gr.skip(), gr.skip(), *self._open(record["open"], record["query"]))
+        return (gr.skip(), gr.skip(), *self._open(record["open"], record["query"], state))
 
     def _explain(self, record: dict[str, Any], controls: tuple[Any, ...]) -> tuple[Any, ...]:
         row = QueryRow(query=record["query"], gold=tuple(record["gold"]),
@@ -149,6 +194,10 @@ class StudioHandlers:
         tools = None if not scope or scope == ALL_TOOLS else [t.id for t in catalog.tools if t.category == scope]
         report = self.studio.retrievability(self.settings(controls), tools=tools,
                                             progress=lambda f, m: progress(f, desc=m))
+        seen = self._seen(state)
+        if seen is not None:  # only the tools this session may see, ranked among themselves
+            report = retrievability_for(report, catalog, seen["codes"], vectors=self.b.require().tool_vectors(),
+                                        threshold=self.studio.checker.threshold)
         frame, records = views.tools_table(report)
         previous = state.get("health")
         state.update(health=report.health.figures(), tools=records)
@@ -167,13 +216,27 @@ class StudioHandlers:
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         if not 0 <= int(row) < len(records):
             raise gr.Error("that row is gone: check retrievability again")
-        return self._open(records[int(row)]["open"], records[int(row)]["query"])
+        return self._open(records[int(row)]["open"], records[int(row)]["query"], state)
 
     @_named_settings
     @_guard
     def export(self, *controls: Any) -> str:
         """The last retrievability check (with the last evaluation and tuning) as a self-contained HTML page."""
+        return self._export(None, controls)
+
+    @_named_settings
+    @_guard
+    def export_for(self, state: dict[str, Any] | None = None, *controls: Any) -> str:
+        """:meth:`export`, naming only the tools this session may see (its "evaluate as" choice)."""
+        return self._export(state, controls)
+
+    def _export(self, state: dict[str, Any] | None, controls: tuple[Any, ...]) -> str:
         report = self.studio.catalog_report(self.settings(controls))
+        seen = self._seen(state)
+        if seen is not None:
+            retriever = self.b.require()
+            report = report_for(report, retriever.catalog, seen["codes"], vectors=retriever.tool_vectors(),
+                                threshold=self.studio.checker.threshold)
         file = self._out / "toolrag-report.html"
         write_atomic(file, render_html(report), error=ToolragError)
         return str(file)
@@ -261,7 +324,8 @@ class StudioHandlers:
         query = getattr(request, "query_params", None) if request is not None else None
         params = {k: query.getlist(k) for k in query} if query is not None else {}
         catalog = self.b.catalog if not self.b.ready else self.b.require().catalog
-        link = parse_link(params, roles=fmt.role_choices(catalog), categories=catalog.categories)
+        view = self.h.view(request)
+        link = parse_link(params, roles=self.h.role_choices(view), categories=view.catalog(catalog).categories)
         for warning in link.warnings:
             gr.Warning(f"link: {warning}")
         return tuple(gr.update(value=link.values[name]) if name in link.values else gr.skip()

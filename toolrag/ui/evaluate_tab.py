@@ -22,7 +22,7 @@ from toolrag.signals import SIGNALS
 from toolrag.ui import evaluate_format as views
 from toolrag.ui.backend import Backend
 from toolrag.ui.deeplink import LINK_CONTROLS
-from toolrag.ui.evaluate_handlers import ALL_TOOLS, SETTING_CONTROLS, StudioHandlers
+from toolrag.ui.evaluate_handlers import ALL_TOOLS, EVERY_TOOL, SETTING_CONTROLS, StudioHandlers
 from toolrag.ui.evaluate_unmatched import unmatched_section
 from toolrag.ui.tabs import PRIVATE, ProfilesTab, SearchTab
 
@@ -42,6 +42,8 @@ class EvaluateTab:
     effect: gr.Markdown
     changes: gr.Dataframe
     link: gr.Markdown
+    as_role: Any = None
+    """The "evaluate as" choice (every tool, or one role): what every output of the tab may name."""
 
 
 def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, profiles: ProfilesTab,
@@ -49,8 +51,13 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
     """Lay out the Evaluate tab, the edit-effect panel of the Profiles tab and the share link of the Search tab."""
     settings = [search.controls[name] for name in SETTING_CONTROLS]
     default = eh.studio.default_queries()
+    visitor = backend.view()
+    choices = [EVERY_TOOL] * visitor.everything + eh.h.role_choices(visitor)
     with gr.Tab("Evaluate", id="evaluate", elem_id="tab-evaluate"):
         state = gr.State({})
+        as_role = gr.Dropdown(choices, value=choices[0], label="Evaluate as", elem_id="eval-as-role",
+                              info="every tool (the catalog's author), or what one role may use: every section "
+                                   "below then names only its tools")
         gr.Markdown("### Labelled requests: does each request find the tools it needs?")
         with gr.Row():
             file = gr.File(label="Labelled requests (YAML, JSON Lines or CSV with query,gold)", type="filepath",
@@ -115,7 +122,8 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
     check.click(eh.check, [scope, state, *settings], [retr_cards, retr_summary, retr_plot, tools, confusions, state],
                 api_name="retrievability", **STUDIO)
     tools.select(eh.pick_tool, [state], opened, **PRIVATE)
-    export.click(eh.export, settings, report_file, api_name="report", **STUDIO)
+    as_role.input(eh.view_as, [as_role, state], [state, as_role], **PRIVATE)
+    export.click(eh.export_for, [state, *settings], report_file, api_name="report", **STUDIO)
     tune.click(eh.tune, [step, state, *settings], [tune_summary, tune_plot, threshold_plot, state], api_name="tune",
                **STUDIO)
     apply.click(eh.apply, state, [*(search.controls[f"w_{s}"] for s in SIGNALS), search.controls["no_tool_threshold"],
@@ -125,7 +133,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         event.success(eh.after_edit, [state, profiles.tool, *settings],
                       [effect, changes, cards, summary, failing, state], show_progress_on=[effect], **STUDIO,
                       **PRIVATE)
-    return EvaluateTab(state, cards, failing, effect, changes, link)
+    return EvaluateTab(state, cards, failing, effect, changes, link, as_role)
 
 
 @contextlib.contextmanager

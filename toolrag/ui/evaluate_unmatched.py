@@ -86,8 +86,14 @@ class UnmatchedHandlers:
         return texts
 
     @_guard
-    def show(self, below: float, state: dict[str, Any] | None) -> tuple[Any, ...]:
-        """The unmatched requests of the app's audit log (P(right) below ``below`` counts too; 0 turns it off)."""
+    def show(self, below: float, state: dict[str, Any] | None, request: gr.Request | None = None,
+             oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """The unmatched requests of the app's audit log (P(right) below ``below`` counts too; 0 turns it off).
+        Where the app is shared, only for a signed-in editor: they are users' own words and name any tool (and
+        labelling one, which needs them, writes to the catalog)."""
+        view = self.eh.h.view(request, oauth)
+        if not view.everything:
+            raise gr.Error(f"the unmatched requests are shown to the catalog's editors only ({view.who})")
         state = dict(state or {})
         path = self.log_path()
         if path is None:
@@ -167,7 +173,8 @@ def unmatched_section(eh: StudioHandlers, search: SearchTab) -> None:
     """Lay out the section (inside the Evaluate tab) and wire its events."""
     uh = UnmatchedHandlers(eh)
     settings = [search.controls[name] for name in SETTING_CONTROLS]
-    tools = [t.id for t in eh.b.catalog if not t.deprecated]
+    visitor = eh.b.view()  # the page lists only what a visitor may see (every tool locally)
+    tools = [t.id for t in visitor.catalog(eh.b.catalog) if not t.deprecated]
     gr.Markdown("### Unmatched requests: what real users asked that found no tool (from the audit log)")
     state = gr.State({})
     with gr.Row():
@@ -182,7 +189,7 @@ def unmatched_section(eh: StudioHandlers, search: SearchTab) -> None:
     with gr.Row():
         how = gr.Radio([AS_QUERY, AS_EXAMPLE], value=AS_QUERY, label="Label it as", elem_id="unmatched-how")
         tool = gr.Dropdown([NO_TOOL_LABEL, *tools], value=NO_TOOL_LABEL, label="The tool it needs",
-                           elem_id="unmatched-tool")
+                           elem_id="unmatched-tool", allow_custom_value=not visitor.everything)
         apply = gr.Button("Label it", elem_id="unmatched-label")
     result = gr.Markdown(elem_id="unmatched-result")
     cards = gr.HTML(elem_id="unmatched-cards")

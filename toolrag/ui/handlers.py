@@ -7,6 +7,7 @@ tested directly (``tests/test_ui_handlers.py``) and through a real browser.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ import gradio as gr
 
 from toolrag.catalog.editor import CatalogEditor, RankProbe, profile_text
 from toolrag.catalog.lint import lint_profile
-from toolrag.catalog.profile import Catalog
+from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.evaluation.reliability import reliability_bins, reliability_figure
@@ -25,7 +26,7 @@ from toolrag.images import load_image
 from toolrag.settings import Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS
 from toolrag.ui import format as fmt
-from toolrag.ui.backend import Backend
+from toolrag.ui.backend import Backend, View
 
 __all__ = ["MAX_IMAGE_MB", "Handlers", "checked_image"]
 
@@ -52,11 +53,36 @@ def _guard(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def _skip_before_first_query(fn: F) -> F:
+    """``fn`` (a search) only once there is a request: a control moved before the first query changes nothing.
+    The wrapper keeps ``fn``'s signature, so Gradio passes it the caller's request as it does to ``fn``."""
+
+    @functools.wraps(fn)
+    def wrapper(self: Any, query: str, image: str | None, *rest: Any, **kwargs: Any) -> Any:
+        if not (query or "").strip() and not image:
+            return tuple(gr.skip() for _ in range(11))
+        return fn(self, query, image, *rest, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _user(request: gr.Request | None, oauth: gr.OAuthProfile | None) -> str | None:
+    """Who calls: the user Gradio's sign-in (``TOOLRAG_AUTH``) or Hugging Face's (on a Space) named, if any."""
+    name = getattr(request, "username", None) if request is not None else None
+    if not name and oauth is not None:
+        name = oauth.get("preferred_username")
+    return str(name) if name else None
+
+
 class Handlers:
     """Event handlers; each takes component values and returns component values (tested directly)."""
 
     def __init__(self, backend: Backend) -> None:
         self.b = backend
+
+    def view(self, request: gr.Request | None = None, oauth: gr.OAuthProfile | None = None) -> View:
+        """What the caller of an event may see (every tool locally; see :meth:`Backend.view` where shared)."""
+        return self.b.view(_user(request, oauth))
 
     # ----------------------------------------------------------------------------------------------- search
 
@@ -81,8 +107,10 @@ class Handlers:
                fusion: str, rerank: bool, clarify_gap: float, no_tool_threshold: float,
                w_dense: float, w_dense_en: float, w_bm25: float, w_ocr: float, w_visual: float,
                w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None,
-               normalization: str | None = None) -> tuple[Any, ...]:
-        """Rank the tools for a request; returns every view of the result plus the session's state."""
+               normalization: str | None = None, request: gr.Request | None = None,
+               oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """Rank the tools for a request; returns every view of the result plus the session's state. Where the
+        app is shared, the role must be one the caller holds (:meth:`view`)."""
         retriever = self.b.require()
         query = query or ""
         if not query.strip() and not image:
@@ -95,6 +123,7 @@ class Handlers:
                                       clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
                                       weights=weights, normalization=normalization)
         role_name = None if not role or role == fmt.GUEST else role
+        self.view(request, oauth).check_role(retriever.catalog, role_name)
         try:
             result = retriever.search(query, image=image or None, role=role_name, categories=categories or None,
                                       settings=settings)
@@ -108,12 +137,8 @@ class Handlers:
                 fmt.tools_json(result), fmt.token_text(result), fmt.timings_text(result),
                 fmt.notes_text(result), result.to_json(), history, fmt.history_table(history), last)
 
-    def rerun(self, query: str, image: str | None, *rest: Any) -> tuple[Any, ...]:
-        """Re-rank after a control changed; nothing happens before the first query."""
-        if not (query or "").strip() and not image:
-            return tuple(gr.skip() for _ in range(11))
-        out: tuple[Any, ...] = self.search(query, image, *rest)
-        return out
+    rerun = _skip_before_first_query(search)
+    """Re-rank after a control changed; nothing happens before the first query."""
 
     @_guard
     def reliability(self) -> Any:
@@ -126,11 +151,18 @@ class Handlers:
     # ------------------------------------------------------------------------------------------ tool space
 
     @_guard
-    def tool_space(self, threshold: float, last: dict[str, Any] | None) -> tuple[Any, ...]:
-        """The map with the session's last query, and the look-alike pairs at ``threshold``."""
+    def tool_space(self, threshold: float, last: dict[str, Any] | None, request: gr.Request | None = None,
+                   oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """The map with the session's last query, and the look-alike pairs at ``threshold``: of the tools the
+        caller may see (every tool locally)."""
         retriever = self.b.require()
-        ids, vectors = retriever.tool_vectors()
-        pairs = projection.lookalike_pairs(vectors, list(ids), threshold=float(threshold))
+        view = self.view(request, oauth)
+        catalog = view.catalog(retriever.catalog)
+        all_ids, all_vectors = retriever.tool_vectors()
+        shown = [(i, tool) for i, tool in enumerate(catalog.get(tool_id) for tool_id in all_ids) if tool is not None]
+        tools, vectors = [tool for _, tool in shown], all_vectors[[i for i, _ in shown]]
+        ids = [tool.id for tool in tools]
+        pairs = projection.lookalike_pairs(vectors, ids, threshold=float(threshold))
         qvec, label, top = None, "query", []
         if last and (last.get("query") or last.get("image")):
             settings = Settings(**last["settings"]) if last.get("settings") else retriever.settings
@@ -138,27 +170,38 @@ class Handlers:
                 qvec = retriever.request_vector(last.get("query") or "", image=last.get("image"), settings=settings)
             except (QueryError, ImageError) as exc:
                 log.info("query not drawn on the map: %s", exc)
-            label, top = last.get("query") or "(image)", list(last.get("top") or [])
+            label, top = last.get("query") or "(image)", [t for t in last.get("top") or [] if t in ids]
         method: Literal["auto", "pca"] = "auto" if projection.umap_ready() else "pca"
         note = "" if method == "auto" else "UMAP is still compiling in the background: PCA shown"
-        fig = projection.tool_space_figure(retriever.catalog.tools, vectors, query_vector=qvec, query_label=label,
-                                           top_ids=top, pairs=pairs, method=method, note=note)
+        fig = projection.tool_space_figure(tools, vectors, query_vector=qvec, query_label=label, top_ids=top,
+                                           pairs=pairs, method=method, note=note)
         info = (f"{len(pairs)} look-alike pair(s) with cosine ≥ {float(threshold):.2f}. "
                 "Red lines join look-alikes; ◆ marks tools with example images; ★ is your last query.")
-        return fig, info, fmt.lookalike_table(pairs, retriever.catalog)
+        return fig, info, fmt.lookalike_table(pairs, catalog)
 
     # -------------------------------------------------------------------------------------------- profiles
 
-    def visible_catalog(self, catalog: Catalog) -> Catalog:
-        """The tools the Profiles tab shows: all of them where editing is on; where it is off (a shared,
-        read-only instance) only tools without permissions, so no restricted tool's profile is served."""
-        if self.b.access.editing:
-            return catalog
-        return Catalog(tuple(t for t in catalog.tools if not t.permissions), catalog.name, catalog.root,
-                       catalog.assets_dir, catalog.roles)
+    def visible_catalog(self, catalog: Catalog, view: View | None = None) -> Catalog:
+        """The tools ``view`` may see (default: a visitor who did not sign in): every tool locally; where the
+        app is shared, those of the public role (and of the signed-in user's roles), so no other tool's
+        profile, name or description is served."""
+        return (view or self.b.view()).catalog(catalog)
 
-    def _tool_choices(self) -> list[tuple[str, str]]:
-        return [(f"{t.id} — {t.name}", t.id) for t in self.visible_catalog(self.b.require().catalog).tools]
+    def _tool_choices(self, view: View) -> list[tuple[str, str]]:
+        return [(f"{t.id} — {t.name}", t.id) for t in self.visible_catalog(self.b.require().catalog, view).tools]
+
+    def role_choices(self, view: View) -> list[str]:
+        """The role picker's choices for ``view``: :data:`fmt.GUEST` and the roles the caller holds."""
+        return [fmt.GUEST, *view.roles(self.b.catalog if not self.b.ready else self.b.require().catalog)]
+
+    def role_picker(self, role: str | None, request: gr.Request | None = None,
+                    oauth: gr.OAuthProfile | None = None) -> Any:
+        """On page load: the role picker offers only the roles the caller holds (every role locally)."""
+        choices = self.role_choices(self.view(request, oauth))
+        if role in choices:  # the value stays (a link may be setting it at the same time)
+            return gr.update(choices=choices)
+        fallback = self.b.access.public_role if self.b.access.public_role in choices else fmt.GUEST
+        return gr.update(choices=choices, value=fallback)
 
     def _editor(self, oauth: gr.OAuthProfile | None) -> CatalogEditor:
         """The editor, for a caller allowed to edit (with ``TOOLRAG_EDITORS``: a listed, signed-in HF user)."""
@@ -185,7 +228,8 @@ class Handlers:
         catalog = self.b.require().catalog
         editor = self.b.require_editor()
         read = editor.read_profile(tool_id) if tool_id and catalog.get(tool_id) else None
-        return (message, read.text if read else "", gr.update(choices=self._tool_choices(), value=tool_id),
+        editors = View(None, "an editor")  # only an editor gets here (_editor checked who calls)
+        return (message, read.text if read else "", gr.update(choices=self._tool_choices(editors), value=tool_id),
                 fmt.catalog_table(catalog), gr.update(choices=catalog.categories),
                 gr.update(choices=catalog.categories), read.version if read else "")
 
@@ -198,21 +242,27 @@ class Handlers:
         return (base_version or "").strip() or None
 
     @_guard
-    def pick_tool(self, tool_id: str | None) -> tuple[Any, ...]:
-        """YAML, summary, image choices and version of the selected tool (read-only instances: only tools
-        without permissions)."""
+    def pick_tool(self, tool_id: str | None, request: gr.Request | None = None,
+                  oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """YAML, summary, image choices and version of the selected tool, among the tools the caller may see
+        (where the app is shared: those of the public role and of the caller's sign-in)."""
+        return self.profile(tool_id, self.view(request, oauth))
+
+    @_guard
+    def profile(self, tool_id: str | None, view: View) -> tuple[Any, ...]:
+        """:meth:`pick_tool` for a caller who may see ``view``."""
         if not tool_id:
             return "", "", gr.update(choices=[], value=None), ""
-        catalog = self.visible_catalog(self.b.require().catalog)
+        catalog = self.visible_catalog(self.b.require().catalog, view)
         tool = catalog.get(tool_id)
         if tool is None:
-            raise gr.Error(f"no tool has id {tool_id!r}" + ("" if self.b.access.editing else
-                                                            " among the tools every caller may see"))
-        if self.b.editor is not None:
+            raise gr.Error(f"no tool has id {tool_id!r}" + ("" if view.everything else
+                                                            f" among the tools you may see ({view.who})"))
+        if self.b.editor is not None and view.everything:
             read = self.b.editor.read_profile(tool_id)
             text, version = read.text, read.version
         else:
-            text, version = profile_text(tool), ""
+            text, version = profile_text(_without_hidden_successor(tool, catalog)), ""
         lint = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(tool)) or "\n- ✓ no lint warnings"
         info = f"`{tool.id}` · {tool.source.name if tool.source else '?'}:{tool.line}{lint}"
         images = [i.path for i in tool.images]
@@ -274,14 +324,23 @@ class Handlers:
                                    probe=self._probe(rank_query, last), base_version=self._base(tool_id, base_version))
         return self._after_change("✓ " + outcome.message, outcome.tool_id)
 
-    def catalog_views(self) -> tuple[Any, ...]:
+    def catalog_views(self, request: gr.Request | None = None, oauth: gr.OAuthProfile | None = None
+                      ) -> tuple[Any, ...]:
         """On page load: the tool list, catalog table and categories as they are now (others may have
-        edited the catalog since the app started)."""
+        edited the catalog since the app started), of the tools the caller may see."""
         if not self.b.ready:
             return tuple(gr.skip() for _ in range(4))
-        catalog = self.b.require().catalog
-        return (gr.update(choices=self._tool_choices()), fmt.catalog_table(self.visible_catalog(catalog)),
+        view = self.view(request, oauth)
+        catalog = self.visible_catalog(self.b.require().catalog, view)
+        return (gr.update(choices=self._tool_choices(view)), fmt.catalog_table(catalog),
                 gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))
+
+
+def _without_hidden_successor(tool: ToolProfile, visible: Catalog) -> ToolProfile:
+    """``tool`` without a ``replaced_by`` the caller may not see (its id would name a hidden tool)."""
+    if tool.replaced_by and visible.get(tool.replaced_by) is None:
+        return dataclasses.replace(tool, replaced_by=None)
+    return tool
 
 
 def checked_image(**kwargs: Any) -> gr.Image:

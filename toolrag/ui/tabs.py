@@ -59,9 +59,14 @@ class SearchTab:
 
 
 def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State) -> SearchTab:
-    """Request, image, caller role and every retrieval control; the ranked, explained result."""
-    catalog, base = backend.catalog, backend.settings
-    roles = fmt.role_choices(catalog)
+    """Request, image, caller role and every retrieval control; the ranked, explained result. Where the app is
+    shared, the page is built for a visitor who did not sign in (the role picker offers the roles the public
+    role covers; the page load offers a signed-in user theirs)."""
+    visitor = backend.view()
+    catalog, base = visitor.catalog(backend.catalog), backend.settings
+    roles = h.role_choices(visitor)
+    default = "employee" if "employee" in roles and visitor.everything else (
+        backend.access.public_role if backend.access.public_role in roles else fmt.GUEST)
     with gr.Tab("Search", id="search", elem_id="tab-search") as tab:
         with gr.Row():
             with gr.Column(scale=3):
@@ -72,10 +77,13 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                                           sources=["upload", "clipboard"])
                     with gr.Column():
                         image_note = gr.Markdown(label="image signals", elem_id="image-note")
-                        role = gr.Dropdown(roles, value="employee" if "employee" in roles else fmt.GUEST,
-                                           label="Caller role (simulated)", elem_id="role",
+                        # Shared: the page load offers a signed-in user their roles, so an API caller may name
+                        # one the page did not list; the search handler refuses a role the caller lacks.
+                        role = gr.Dropdown(roles, value=default, label="Caller role (simulated)", elem_id="role",
+                                           allow_custom_value=not visitor.everything,
                                            info="Simulates the caller your agent passes (role = permission "
-                                                "codes); it is not a sign-in")
+                                                "codes); it is not a sign-in" if visitor.everything else
+                                                "The roles you hold here; sign in for others")
                         categories = gr.Dropdown(catalog.categories, multiselect=True, value=[],
                                                  allow_custom_value=True, label="Categories (empty = all)",
                                                  elem_id="categories")
@@ -175,11 +183,12 @@ def profiles_tab(h: Handlers, backend: Backend, last: gr.State, categories: gr.D
     A read-only instance (:class:`toolrag.ui.backend.Access`) shows profiles of the tools every caller may
     see and registers no editing event at all."""
     editing = backend.access.editing
-    catalog = h.visible_catalog(backend.catalog)
+    visitor = backend.view()
+    catalog = h.visible_catalog(backend.catalog, visitor)
     with gr.Tab("Profiles", id="profiles", elem_id="tab-profiles") as tab:
         if not editing:
-            gr.Markdown(f"**Read-only** — {backend.access.reason}. Tools that need permissions are not listed.",
-                        elem_id="profiles-readonly")
+            gr.Markdown(f"**Read-only** — {backend.access.reason}. Only the tools you may see are listed "
+                        f"({visitor.who}).", elem_id="profiles-readonly")
         elif backend.access.editors and not backend.access.auth and on_space():
             gr.LoginButton(elem_id="login")  # Hugging Face sign-in exists on a Space only
         with gr.Row():
