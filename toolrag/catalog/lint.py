@@ -17,7 +17,7 @@ from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import ImageError
 from toolrag.images import check_example_image
 
-__all__ = ["LintWarning", "image_problems", "lint_catalog", "lint_profile", "restricted_mentions"]
+__all__ = ["LintWarning", "image_problems", "lint_catalog", "lint_profile", "repeats_name", "restricted_mentions"]
 
 MIN_DESCRIPTION_CHARS = 40
 MIN_EXAMPLES = 3
@@ -33,6 +33,22 @@ class LintWarning:
         return {"tool_id": self.tool_id, "code": self.code, "message": self.message}
 
 
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def repeats_name(tool: ToolProfile) -> bool:
+    """Whether the description holds no word beyond the tool's name, id and parameter names (``List files
+    (path)`` for ``list_files``: what an import derives when a tool has no description, or a hasty author
+    writes)."""
+    def words(text: str) -> set[str]:
+        spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+        return {w.lower() for w in _WORD.findall(spaced)}
+
+    own = words(tool.description)
+    known = words(tool.name) | words(tool.id) | {w for p in tool.parameters.get("properties") or {} for w in words(p)}
+    return bool(own) and own <= known
+
+
 def lint_profile(tool: ToolProfile) -> list[LintWarning]:
     """Warnings for one profile: short description, few examples, no negatives, undocumented parameters."""
     out: list[LintWarning] = []
@@ -40,7 +56,10 @@ def lint_profile(tool: ToolProfile) -> list[LintWarning]:
     def warn(code: str, message: str) -> None:
         out.append(LintWarning(tool.id, code, message))
 
-    if len(tool.description) < MIN_DESCRIPTION_CHARS:
+    if repeats_name(tool):
+        warn("description-repeats-name", "the description only repeats the tool's name and parameter names; "
+                                         "say what it does, on what, and what it returns")
+    elif len(tool.description) < MIN_DESCRIPTION_CHARS:
         warn("short-description", f"description has {len(tool.description)} characters; say what the tool "
                                   f"does, for whom and its limits (at least {MIN_DESCRIPTION_CHARS})")
     if len(tool.examples) < MIN_EXAMPLES:

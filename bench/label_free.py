@@ -1,0 +1,387 @@
+"""How well the label-free risk (``toolrag report`` on a catalog without examples) tracks labelled results.
+
+    python -m bench.label_free                      # every set: measure, print the agreement tables
+    python -m bench.label_free --fit                # ... and fit the risk model on the training catalogs
+    python -m bench.label_free --sets sample_tools --write-docs
+    python -m bench.label_free --timing 500         # time toolrag report on 500 tools without examples
+
+For each set, every tool gets a *labelled* result and the *label-free* estimate, both through
+``ToolRetriever.search``:
+
+- **labelled**: the share of the tool's real requests that find it first (and in the top five). For the
+  bundled catalog (``sample_tools``) these are its own examples, each left out of its tool's document, on the
+  *full* catalog (``RetrievabilityChecker``, what ``toolrag report`` shows); for the other sets, up to
+  ``--per-tool`` labelled requests with that tool as their only gold tool.
+- **label-free**: :class:`toolrag.evaluation.label_free.LabelFreeChecker` on a copy of the catalog *without
+  any example request* (stripped), so only names, descriptions, tags and parameters are read.
+
+A tool is *at risk* on either side when it is found first by less than half of its requests (estimated:
+P(found first) < 0.5): the report's ``weak`` and ``at risk`` statuses. The table gives, per set, the share of
+tools on which both sides agree (both at risk or both fine), the share a constant answer would reach (the
+majority side), Cohen's kappa, the rank correlation of the estimate with the labelled share, its AUC, and
+how often the predicted rival is the tool that most often won the labelled requests the tool lost.
+
+Sets: ``train_*`` are catalogs of the project's training data (``../shared/training``: the risk model is fitted
+on them with ``--fit``); ``sample_tools`` (the bundled catalog, 4 examples per tool); ``metatool`` (199 tools,
+its single-tool requests, up to ``--per-tool`` per tool), ``gorilla`` (Gorilla HF, one or two requests per
+tool: noisy per tool) and ``published_mcp`` (tests/data/published_mcp with its English requests). Every set
+but the training ones is evaluation only: nothing is fitted on it.
+
+Results go to ``<bench dir>/label_free.json``; ``--write-docs`` updates docs/label_free.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import REPO, engine_description, index_dir, machine, prepare, say, shown_command
+from bench.datasets import write_json, write_jsonl
+
+__all__ = ["agreement", "fit_model", "main", "stripped"]
+
+DOC = REPO / "docs" / "label_free.md"
+TRAINING = ("hammerbench_en", "hammerbench_zh", "gorilla_apizoo", "gorilla_torchhub", "callnavi", "toolalpaca_eval")
+EVAL_SETS = ("sample_tools", "published_mcp", "metatool", "gorilla")
+SETS = (*(f"train_{t}" for t in TRAINING), *EVAL_SETS)
+
+
+# ------------------------------------------------------------------------------------------ pure helpers
+def agreement(rows: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Agreement of the label-free risk with the labelled one over ``rows`` ({p_first, labelled_first,
+    rival, labelled_winner}): shares in [0, 1], kappa, Spearman's rho, AUC and the rival hit rate."""
+    if not rows:
+        return {"tools": 0}
+    pred = np.array([r["p_first"] < 0.5 for r in rows])
+    lab = np.array([r["labelled_first"] < 0.5 for r in rows])
+    agree = float(np.mean(pred == lab))
+    p_yes, l_yes = float(pred.mean()), float(lab.mean())
+    chance = p_yes * l_yes + (1 - p_yes) * (1 - l_yes)
+    kappa = (agree - chance) / (1 - chance) if chance < 1 else math.nan
+    est = np.array([r["p_first"] for r in rows])
+    share = np.array([r["labelled_first"] for r in rows])
+    lost = [r for r in rows if r.get("labelled_winner")]
+    return {"tools": len(rows), "labelled_at_risk": int(lab.sum()), "flagged": int(pred.sum()), "agreement": agree,
+            "majority": max(l_yes, 1 - l_yes), "kappa": kappa, "rho": _spearman(est, share),
+            "auc": _auc(-est, lab), "rival_hits": sum(r.get("rival") == r["labelled_winner"] for r in lost) / len(lost)
+            if lost else math.nan, "rival_cases": len(lost)}
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    order = values.argsort(kind="mergesort")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(len(values))
+    for v in np.unique(values):  # ties share their mean rank
+        ranks[values == v] = ranks[values == v].mean()
+    return ranks
+
+
+def _spearman(a: np.ndarray, b: np.ndarray) -> float:
+    if len(a) < 3 or np.all(a == a[0]) or np.all(b == b[0]):
+        return math.nan
+    return float(np.corrcoef(_ranks(a), _ranks(b))[0, 1])
+
+
+def _auc(scores: np.ndarray, positive: np.ndarray) -> float:
+    pos, neg = scores[positive], scores[~positive]
+    if not len(pos) or not len(neg):
+        return math.nan
+    greater = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return float(greater / (len(pos) * len(neg)))
+
+
+def fit_model(rows: Sequence[Mapping[str, Any]], target: str) -> dict[str, float]:
+    """Logistic regression of a tool's labelled share ``target`` (``labelled_first`` or ``labelled_top5``) on
+    its features, each tool weighted by its number of labelled requests (successes and failures as two rows)."""
+    from sklearn.linear_model import LogisticRegression
+
+    names = ("own_first", "own_margin", "sentence_first")
+    x, y, w = [], [], []
+    for r in rows:
+        vec = [r["features"][n] for n in names]
+        k = r["n_labelled"]
+        x += [vec, vec]
+        y += [1, 0]
+        w += [r[target] * k, (1 - r[target]) * k]
+    model = LogisticRegression(C=1.0).fit(np.array(x), np.array(y), sample_weight=np.array(w))
+    return {"intercept": round(float(model.intercept_[0]), 3),
+            **{n: round(float(c), 3) for n, c in zip(names, model.coef_[0], strict=True)}}
+
+
+def stripped(catalog: Any) -> Any:
+    """``catalog`` without any example request (nor negative example): what an import gives."""
+    return dataclasses.replace(catalog, tools=tuple(dataclasses.replace(t, examples=(), negative_examples=())
+                                                    for t in catalog.tools))
+
+
+# ------------------------------------------------------------------------------------------------ sets
+def _training_catalog(root: Path, folder: str, training: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A training folder as a JSON Lines catalog (id, description, parameters) and its single-gold requests."""
+    src = training / folder
+    out = root / "sets" / f"train_{folder}"
+    tools = [json.loads(line) for line in (src / "tools.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    write_jsonl(out / "catalog" / "tools.jsonl", (
+        {"id": t["id"], "description": t.get("description") or t["id"],
+         **({"parameters": t["parameters"]} if isinstance(t.get("parameters"), dict) else {})} for t in tools))
+    pairs = [json.loads(line) for line in (src / "pairs.jsonl").read_text(encoding="utf-8").splitlines() if line]
+    return out / "catalog", [{"query": p["query"], "gold": p["gold"]} for p in pairs if len(p["gold"]) == 1]
+
+
+def _training_dir() -> Path:
+    """``shared/training`` beside the repository or beside one of its parent folders, nearest first."""
+    for folder in REPO.parents:
+        if (folder / "shared" / "training").is_dir():
+            return folder / "shared" / "training"
+    return REPO.parent / "shared" / "training"
+
+
+def _rows_file(path: Path) -> list[dict[str, Any]]:
+    from toolrag.evaluation.queries import load_queries
+
+    return [{"query": r.query, "gold": list(r.gold)} for r in load_queries(path) if len(r.gold) == 1]
+
+
+def _open(args: argparse.Namespace, name: str, models: Any) -> tuple[Any, Any, dict[str, list[str]] | None]:
+    """(the full catalog, a retriever over its stripped copy, labelled requests per tool or None for LOO)."""
+    from toolrag.catalog.loader import load_catalog
+    from toolrag.search.retriever import ToolRetriever
+
+    root = args.root
+    labelled: dict[str, list[str]] | None = {}
+    if name == "sample_tools":
+        path, labelled = REPO / "sample_tools", None
+        rows: list[dict[str, Any]] = []
+    elif name == "published_mcp":
+        path = REPO / "tests" / "data" / "published_mcp" / "tools.json"
+        rows = _rows_file(path.parent / "queries_en.yaml")
+    elif name == "metatool":
+        path = root / "sets" / "metatool" / "catalog"
+        rows = [json.loads(x) for x in (root / "sets" / "metatool" / "single_full.jsonl").read_text().splitlines()]
+    elif name == "gorilla":
+        path = root / "sets" / "gorilla_hf" / "catalog"
+        rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "all.jsonl").read_text().splitlines()]
+    else:
+        path, rows = _training_catalog(root, name.removeprefix("train_"), Path(args.training))
+    full = load_catalog(path)
+    if labelled is not None:
+        for row in rows:
+            if len(row["gold"]) == 1 and full.get(row["gold"][0]) is not None:
+                labelled.setdefault(row["gold"][0], []).append(row["query"])
+        labelled = {t: qs[:args.per_tool] for t, qs in labelled.items()}
+    start = time.perf_counter()
+    retriever = ToolRetriever.from_catalog(stripped(full), data_dir=index_dir(root) / "label_free" / name,
+                                           models=models)
+    say(f"{name}: {len(full)} tools indexed without examples in {time.perf_counter() - start:.1f}s")
+    return full, retriever, labelled
+
+
+def _labelled_loo(args: argparse.Namespace, catalog: Any, models: Any) -> dict[str, dict[str, Any]]:
+    """The full catalog's leave-one-out result per tool (what toolrag report shows)."""
+    from toolrag.evaluation.loo import RetrievabilityChecker
+    from toolrag.search.retriever import ToolRetriever
+
+    full = ToolRetriever.from_catalog(catalog, data_dir=index_dir(args.root) / "label_free" / "full", models=models)
+    report = RetrievabilityChecker(cache_dir=args.root / "retrievability").check(full)
+    out = {}
+    for t in report.tools:
+        if t.ranks:
+            lost = Counter(o.winner for o in report.outcomes if o.tool_id == t.tool_id and o.rank != 1 and o.winner)
+            out[t.tool_id] = {"first": t.first / t.n_examples, "top5": t.top5 / t.n_examples, "n": t.n_examples,
+                              "winner": lost.most_common(1)[0][0] if lost else None,
+                              "hits": [r == 1 for r in t.ranks]}
+    return out
+
+
+def _labelled_search(retriever: Any, labelled: dict[str, list[str]]) -> dict[str, dict[str, Any]]:
+    codes = retriever.catalog.permission_codes
+    out = {}
+    for tool_id, queries in labelled.items():
+        ranks, winners = [], Counter()
+        for q in queries:
+            ids = list(retriever.search(q, permissions=codes, top_k=10, audited=False).ids)
+            rank = ids.index(tool_id) + 1 if tool_id in ids else None
+            ranks.append(rank)
+            if rank != 1 and ids:
+                winners[ids[0]] += 1
+        out[tool_id] = {"first": sum(r == 1 for r in ranks) / len(ranks),
+                        "top5": sum(r is not None and r <= 5 for r in ranks) / len(ranks), "n": len(ranks),
+                        "winner": winners.most_common(1)[0][0] if winners else None, "hits": [r == 1 for r in ranks]}
+    return out
+
+
+def measure(args: argparse.Namespace, name: str, models: Any) -> dict[str, Any]:
+    from toolrag.evaluation.label_free import LabelFreeChecker
+    from toolrag.evaluation.risk import features
+
+    full, retriever, labelled = _open(args, name, models)
+    start = time.perf_counter()
+    # the labelled side: for sample_tools the full catalog's own examples (leave-one-out); else real requests
+    # searched on the catalog as published (no examples, like the label-free side)
+    truth = _labelled_loo(args, full, models) if labelled is None else _labelled_search(retriever, labelled)
+    say(f"{name}: labelled results of {len(truth)} tools in {time.perf_counter() - start:.1f}s")
+    start = time.perf_counter()
+    checker = LabelFreeChecker(cache_dir=args.root / "label_free_vectors")
+    report = checker.check(retriever, tools=set(truth), suggest=False)
+    seconds = time.perf_counter() - start
+    feats = features({t.tool_id: t.probes for t in report.tools})
+    say(f"{name}: label-free check of {len(report.tools)} tools in {seconds:.1f}s ({report.searched} searches)")
+    rows = [{"tool_id": t.tool_id, "features": feats[t.tool_id], "p_first": t.p_first, "p_top5": t.p_top5,
+             "rival": t.rival, "labelled_first": truth[t.tool_id]["first"], "labelled_top5": truth[t.tool_id]["top5"],
+             "n_labelled": truth[t.tool_id]["n"], "labelled_winner": truth[t.tool_id]["winner"],
+             "hits": truth[t.tool_id]["hits"]}
+            for t in report.tools if t.tool_id in truth]
+    return {"tools": len(full), "rows": rows, "seconds": seconds, "searched": report.searched}
+
+
+def _evaluate(results: dict[str, Any], model: Any) -> dict[str, dict[str, float]]:
+    from toolrag.evaluation.risk import estimate
+
+    table = {}
+    for name, res in results["sets"].items():
+        rows = [{**r, "p_first": estimate(r["features"], model)[0]} for r in res["rows"]]
+        if name == "sample_tools" or not name.startswith("train_"):
+            rows = [r for r in rows if r["n_labelled"] >= 1]
+        table[name] = agreement(rows)
+    return table
+
+
+def _pct(x: float) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def format_tables(results: dict[str, Any]) -> str:
+    lines = [f"Risk model: {results['model']}", "",
+             "| set | tools | labelled at risk | flagged | agreement | constant answer | kappa | rho | AUC | "
+             "rival = labelled winner |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, a in results["agreement"].items():
+        if not a.get("tools"):
+            continue
+        lines.append(f"| {name} | {a['tools']} | {a['labelled_at_risk']} | {a['flagged']} | {_pct(a['agreement'])} | "
+                     f"{_pct(a['majority'])} | {a['kappa']:.2f} | {a['rho']:.2f} | {a['auc']:.2f} | "
+                     f"{_pct(a['rival_hits'])} of {a['rival_cases']} |")
+    lines += ["", "Cost of the label-free check (tools checked, searches, seconds on this shared machine): " + "; ".join(
+        f"{n} {len(s['rows'])}, {s['searched']}, {s['seconds']:.1f} s" for n, s in results["sets"].items())]
+    if results.get("split_half"):
+        lines += ["", "Split-half reliability of the labelled result itself (rank correlation of the found-first "
+                  "share between the odd and the even requests of each tool): " + ", ".join(
+                      f"{n} {v:.2f}" for n, v in results["split_half"].items())]
+    return "\n".join(lines)
+
+
+def time_report(args: argparse.Namespace) -> str:
+    """``toolrag report --json`` on the first ``--timing`` Gorilla HF tools (no examples), index built once first
+    (not timed), then the report timed twice (cold vectors cache, then warm)."""
+    root = args.root
+    rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "catalog" / "tools.jsonl").read_text().splitlines()]
+    folder = root / "sets" / f"timing_{args.timing}"
+    seen: set[str] = set()
+    tools = [r for r in rows if not (r["id"] in seen or seen.add(r["id"]))][:args.timing]  # type: ignore[func-returns-value]
+    write_jsonl(folder / "tools.jsonl", tools)
+    data = root / "timing-data"
+    cmd = [sys.executable, "-m", "toolrag", "report", "--catalog", str(folder / "tools.jsonl"), "--data-dir", str(data),
+           "--json"]
+    subprocess.run([sys.executable, "-m", "toolrag", "index", "--catalog", str(folder / "tools.jsonl"),
+                    "--data-dir", str(data)], check=True, capture_output=True, cwd=REPO)
+    times = []
+    for _ in range(2):
+        start = time.perf_counter()
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO)
+        times.append(time.perf_counter() - start)
+    lf = json.loads(out.stdout)["label_free"]
+    write_json(root / "timing.json", {"tools": len(tools), "seconds": times})
+    return (f"toolrag report --json on {len(tools)} Gorilla HF tools without examples (index built before): "
+            f"{times[0]:.1f} s with empty vector caches, {times[1]:.1f} s again; {len(lf['tools'])} tools estimated, "
+            f"{len(lf['at_risk'])} at risk, {sum(1 for t in lf['tools'] if t['suggestions'])} with suggestions")
+
+
+def split_half(sets: Mapping[str, Any]) -> dict[str, float]:
+    """Per set, the rank correlation of each tool's found-first share over its odd and its even labelled
+    requests (tools with at least 4): how far the labelled result itself repeats, the ceiling of any estimate."""
+    out = {}
+    for name, res in sets.items():
+        halves = [(statistics.mean(r["hits"][0::2]), statistics.mean(r["hits"][1::2])) for r in res["rows"]
+                  if len(r.get("hits", ())) >= 4]
+        if len(halves) >= 10:
+            a, b = np.array(halves).T
+            out[name] = _spearman(a, b)
+    return out
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    from toolrag.config import configure_environment
+
+    configure_environment()
+    from toolrag.encode.models import load_models
+    from toolrag.evaluation.risk import RISK_MODEL, RiskModel
+    from toolrag.settings import Settings
+
+    args.root = prepare(args.benchmarks, args.bench_dir)
+    models = load_models(Settings())
+    out_file = args.root / "label_free.json"
+    old = json.loads(out_file.read_text(encoding="utf-8")) if out_file.is_file() and args.reuse else {"sets": {}}
+    sets = {}
+    for name in args.sets.split(","):
+        if name in old["sets"]:
+            sets[name] = old["sets"][name]
+            continue
+        sets[name] = measure(args, name, models)
+        out_file.write_text(json.dumps({"sets": {**old["sets"], **sets}}, indent=1), encoding="utf-8")
+    model = RISK_MODEL
+    if args.fit:
+        train = [r for n, s in sets.items() if n.startswith("train_") for r in s["rows"] if r["n_labelled"] >= 2]
+        model = RiskModel(first=fit_model(train, "labelled_first"), top5=fit_model(train, "labelled_top5"),
+                          fitted_on=f"{len(train)} tools of the training catalogs ({', '.join(TRAINING)})")
+    results = {"command": args.command_line, "date": time.strftime("%Y-%m-%d"), "machine": machine(),
+               "engine": engine_description(), "sets": sets,
+               "model": {"first": dict(model.first), "top5": dict(model.top5), "fitted_on": model.fitted_on}}
+    results["agreement"] = _evaluate(results, model)
+    results["split_half"] = split_half(sets)
+    out_file.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    raw = list(sys.argv[1:] if argv is None else argv)
+    parser = argparse.ArgumentParser(description="agreement of the label-free risk with labelled results")
+    parser.add_argument("--benchmarks", help="folder of the public sets (default ../shared/benchmarks)")
+    parser.add_argument("--training", default=str(_training_dir()),
+                        help="folder of the training data (default shared/training beside the repository or a "
+                             "folder above it)")
+    parser.add_argument("--bench-dir", help="cache folder (default $TOOLRAG_BENCH_DIR or <temp>/toolrag-bench)")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--per-tool", type=int, default=12, help="labelled requests per tool at most (default 12)")
+    parser.add_argument("--fit", action="store_true", help="fit the risk model on the training catalogs")
+    parser.add_argument("--reuse", action="store_true", help="reuse the measured sets of the last run")
+    parser.add_argument("--timing", type=int, default=0, help="time toolrag report on this many tools instead")
+    parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/label_free.md")
+    args = parser.parse_args(raw)
+    args.command_line = shown_command("bench.label_free", raw)
+    if args.timing:
+        args.root = prepare(args.benchmarks, args.bench_dir)
+        print(time_report(args))
+        return 0
+    results = run(args)
+    print(format_tables(results))
+    if args.write_docs:
+        from bench.report import write_section
+
+        header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}  ",
+                  f"Engine: {results['engine']}", "", ""]
+        write_section("label_free", "\n".join(header) + format_tables(results), doc=DOC)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
