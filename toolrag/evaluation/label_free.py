@@ -15,9 +15,10 @@ tool), the words it shares with that rival, its missing or generic fields; for t
 the bundled bank (:mod:`toolrag.evaluation.request_bank`) that the real search sends to the tool are suggested
 as examples. The caller holds every permission code; deprecated tools are neither checked nor counted.
 
-Cost: two searches per tool and one more per description sentence (at most ``sentences``), the tool's texts
-encoded once per text model (cached by content in ``cache_dir``), plus up to ``candidates`` bank requests
-encoded and six searched per tool at risk.
+Cost: one search per tool and one more per description sentence (at most ``sentences``, 2 by default), each
+left-out document encoded once per text model (cached by content in ``cache_dir``); for the ``suggest_for``
+tools most at risk (40), up to ``candidates`` bank requests (16) encoded by the multilingual model and the four
+nearest searched.
 """
 
 from __future__ import annotations
@@ -67,8 +68,8 @@ FIELD_CODES = ("description-repeats-name", "short-description", "undocumented-pa
 _DEPTH = 10
 _SENTENCE = re.compile(r"(?<=[.;!?。；！？])\s*|\n+")
 _MIN_SENTENCE = 8
-#: Bank requests searched for one tool at risk (the nearest by the text models among the BM25 candidates).
-_TRIED = 6
+#: Bank requests searched for one tool at risk (the nearest by the multilingual model among the BM25 candidates).
+_TRIED = 4
 #: How far (in standard deviations) a suggested request must stand out for the tool from the bundled requests
 #: that need no tool, read with the multilingual text model (the lone-tool test of the decision uses 2 too).
 _MIN_Z = 2.0
@@ -81,20 +82,23 @@ def own_text(tool: ToolProfile) -> str:
 
 def sentences(description: str) -> list[str]:
     """The sentences of a description (split after . ; ! ? and their full-width forms, and at line breaks),
-    those of at least 8 characters."""
-    return [s.strip() for s in _SENTENCE.split(description) if s and len(s.strip()) >= _MIN_SENTENCE]
+    those of at least 8 characters (4 when mostly Chinese: a Chinese word is a character or two)."""
+    parts = (s.strip() for s in _SENTENCE.split(description) if s)
+    return [s for s in parts if len(s) >= (_MIN_SENTENCE // 2 if is_mostly_cjk(s) else _MIN_SENTENCE)]
 
 
 class LabelFreeChecker:
     """Estimates every tool's findability without labels (see the module docstring). Thread-safe."""
 
     def __init__(self, *, cache_dir: str | Path | None = None, bank: RequestBank | None = None,
-                 sentences: int = 3, suggestions: int = 3, candidates: int = 24, model: RiskModel = RISK_MODEL
-                 ) -> None:
-        for name, value in (("sentences", sentences), ("suggestions", suggestions), ("candidates", candidates)):
+                 sentences: int = 2, suggestions: int = 3, candidates: int = 16, suggest_for: int = 40,
+                 model: RiskModel = RISK_MODEL) -> None:
+        for name, value in (("sentences", sentences), ("suggestions", suggestions), ("candidates", candidates),
+                            ("suggest_for", suggest_for)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
         self.n_sentences, self.n_suggestions, self.n_candidates = sentences, suggestions, candidates
+        self.suggest_for = suggest_for
         self.model = model
         self._bank = bank
         self._cache = VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
@@ -132,7 +136,7 @@ class LabelFreeChecker:
             risks = [self._risk(base, tool, probes[tool.id], feats[tool.id]) for tool in visible]
             searched = sum(len(p) for p in probes.values())
             if suggest and self.n_suggestions:
-                at_risk = [r for r in risks if r.at_risk]
+                at_risk = sorted((r for r in risks if r.at_risk), key=lambda r: r.p_first)[:self.suggest_for]
                 for n, risk in enumerate(at_risk):
                     say(0.8 + 0.2 * n / max(len(at_risk), 1), f"label-free: suggestions {n + 1}/{len(at_risk)}")
                     found, tried = self._suggest(retriever, base, cfg, base.catalog.get(risk.tool_id),
@@ -171,6 +175,19 @@ class LabelFreeChecker:
             fresh = {q: v for (k, q), v in vectors.items() if k == kind and (k, q) not in known}
             if fresh:
                 self._cache.store(name, fresh)
+
+    def _dense(self, retriever: ToolRetriever, queries: Sequence[str]) -> dict[str, np.ndarray]:
+        """The multilingual model's vectors of ``queries`` (cached with the searches' own, in batches of 32)."""
+        model = retriever.models.text
+        space = f"query|{model.fingerprint}|reading {TEXT_READING}"
+        found = self._cache.lookup(space, queries)
+        todo = [q for q in dict.fromkeys(queries) if q not in found]
+        for start in range(0, len(todo), 32):
+            batch = todo[start:start + 32]
+            fresh = dict(zip(batch, np.asarray(model.encode_queries(batch), dtype=np.float32), strict=True))
+            self._cache.store(space, fresh)
+            found.update(fresh)
+        return found
 
     @staticmethod
     def _search(retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, query: str) -> SearchResult:
@@ -243,25 +260,17 @@ class LabelFreeChecker:
                 if r.query.casefold() not in known]
         if not pool:
             return (), 0
-        self._prime(retriever, [r.query for r in pool])
-        vectors = retriever.analyzer.prime([r.query for r in pool])  # from the query cache: nothing encoded
-        row = base.row_of[tool.id]
-
-        def closeness(query: str) -> float:
-            total = 0.0
-            for kind in ("dense", "dense_en"):
-                vec = vectors.get((kind, query))
-                if vec is not None and kind in base.vectors and (kind != "dense_en" or base.english[row]):
-                    total += float(base.vectors[kind][row] @ vec)
-            return total
-
         # a floor on relevance: the request stands out for the tool from the bundled requests that need no tool
-        # (multilingual model, z of its cosine against theirs: toolrag.search.features.lone_tool_z)
+        # (multilingual model, z of its cosine against theirs: toolrag.search.features.lone_tool_z); the nearest
+        # of those are searched (only they are encoded by the English model too, by the search)
+        vectors = self._dense(retriever, [r.query for r in pool])
         chat, chat_cjk = retriever.decisions.chat_vectors(), retriever.decisions.chat_cjk()
-        relevant = [r for r in pool if "dense" in chat and ("dense", r.query) in vectors
-                    and lone_tool_z({"dense": base.vectors["dense"][row]}, {"dense": vectors[("dense", r.query)]},
-                                    {"dense": chat["dense"][chat_cjk == (lang == "zh")]}) >= _MIN_Z]
-        tried = sorted(relevant, key=lambda r: -closeness(r.query))[:_TRIED]
+        if "dense" not in chat:
+            return (), 0
+        tool_vector, null = base.vectors["dense"][base.row_of[tool.id]], chat["dense"][chat_cjk == (lang == "zh")]
+        scored = [(lone_tool_z({"dense": tool_vector}, {"dense": vectors[r.query]}, {"dense": null}), r) for r in pool]
+        tried = [r for z, r in sorted(scored, key=lambda zr: -zr[0]) if z >= _MIN_Z][:_TRIED]
+        self._prime(retriever, [r.query for r in tried])
         found: list[Suggestion] = []
         for request in tried:
             result = self._search(retriever, base, cfg, request.query)
