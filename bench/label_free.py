@@ -245,6 +245,65 @@ def measure(args: argparse.Namespace, name: str, models: Any) -> dict[str, Any]:
     return {"tools": len(full), "rows": rows, "seconds": seconds, "searched": report.searched}
 
 
+def measure_candidates(args: argparse.Namespace, name: str, models: Any, tool_ids: Sequence[str]
+                       ) -> dict[str, dict[str, float]]:
+    """Per tool, every candidate predictor the issue lists, through ToolRetriever.search where it is a search:
+    the kept features (own_first, own_margin, sentence_first) and those dropped: ``bank_first`` (share of the 3
+    bank requests nearest to the tool, by the multilingual model among the BM25 candidates, that find it
+    first), ``name_first`` (its name as a request finds it), ``nn_distance`` (minus the multilingual cosine of
+    its nearest neighbour)."""
+    from toolrag.catalog.names import humanize
+    from toolrag.evaluation.label_free import LabelFreeChecker, own_text
+    from toolrag.evaluation.request_bank import RequestBank
+    from toolrag.evaluation.risk import features
+    from toolrag.text import is_mostly_cjk
+
+    _, retriever, _ = _open(args, name, models)
+    snap = retriever.index.snapshot
+    codes = snap.catalog.permission_codes
+    report = LabelFreeChecker(cache_dir=args.root / "label_free_vectors").check(retriever, tools=set(tool_ids),
+                                                                                 suggest=False)
+    kept = features({t.tool_id: t.probes for t in report.tools})
+    bank = RequestBank.bundled()
+    dense = snap.vectors["dense"]
+    out: dict[str, dict[str, float]] = {}
+    for tool_id in tool_ids:
+        tool = snap.catalog.get(tool_id)
+        text = own_text(tool)
+        pool = bank.sharing_words(text, lang="zh" if is_mostly_cjk(text) else "en", k=16)
+        vectors = retriever.analyzer.prime([r.query for r in pool])
+        row = snap.row_of[tool_id]
+        near = sorted(pool, key=lambda r: -float(dense[row] @ vectors[("dense", r.query)]))[:3]
+        firsts = [retriever.search(r.query, permissions=codes, top_k=10, audited=False).ids[:1] == (tool_id,)
+                  for r in near]
+        named = retriever.search(humanize(tool.name), permissions=codes, top_k=10, audited=False)
+        cosines = dense @ dense[row]
+        cosines[row] = -1.0
+        out[tool_id] = {**kept[tool_id], "bank_first": sum(firsts) / len(firsts) if firsts else 0.0,
+                        "name_first": float(named.ids[:1] == (tool_id,)), "nn_distance": -float(cosines.max())}
+    say(f"{name}: candidate predictors of {len(out)} tools")
+    return out
+
+
+def candidate_table(results: dict[str, Any]) -> str:
+    """Rank correlation and AUC (at risk) of each candidate predictor with the labelled found-first share."""
+    names = ("own_first", "own_margin", "sentence_first", "bank_first", "name_first", "nn_distance")
+    sets = {n: s for n, s in results["sets"].items() if s.get("candidates")}
+    if not sets:
+        return ""
+    lines = ["| candidate | " + " | ".join(sets) + " |", "|---|" + "---|" * len(sets)]
+    for cand in names:
+        cells = []
+        for res in sets.values():
+            rows = [r for r in res["rows"] if r["tool_id"] in res["candidates"]]
+            value = np.array([res["candidates"][r["tool_id"]][cand] for r in rows])
+            share = np.array([r["labelled_first"] for r in rows])
+            cells.append(f"{_spearman(value, share):+.2f} / {_auc(-value, share < 0.5):.2f}")
+        lines.append(f"| {cand} | " + " | ".join(cells) + " |")
+    return ("Candidate predictors, each alone (rank correlation with the labelled found-first share / AUC of "
+            "the tools at risk):\n\n" + "\n".join(lines))
+
+
 def _evaluate(results: dict[str, Any], model: Any) -> dict[str, dict[str, float]]:
     from toolrag.evaluation.risk import estimate
 
@@ -273,6 +332,8 @@ def format_tables(results: dict[str, Any]) -> str:
                      f"{_pct(a['rival_hits'])} of {a['rival_cases']} |")
     lines += ["", "Cost of the label-free check (tools checked, searches, seconds on this shared machine): " + "; ".join(
         f"{n} {len(s['rows'])}, {s['searched']}, {s['seconds']:.1f} s" for n, s in results["sets"].items())]
+    if candidate_table(results):
+        lines += ["", candidate_table(results)]
     if results.get("split_half"):
         lines += ["", "Split-half reliability of the labelled result itself (rank correlation of the found-first "
                   "share between the odd and the even requests of each tool): " + ", ".join(
@@ -335,8 +396,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for name in args.sets.split(","):
         if name in old["sets"]:
             sets[name] = old["sets"][name]
-            continue
-        sets[name] = measure(args, name, models)
+        else:
+            sets[name] = measure(args, name, models)
+        if args.candidates and name in args.candidates.split(",") and not sets[name].get("candidates"):
+            sets[name]["candidates"] = measure_candidates(args, name, models, [r["tool_id"] for r in sets[name]["rows"]])
         out_file.write_text(json.dumps({"sets": {**old["sets"], **sets}}, indent=1), encoding="utf-8")
     model = RISK_MODEL
     if args.fit:
@@ -364,13 +427,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-tool", type=int, default=12, help="labelled requests per tool at most (default 12)")
     parser.add_argument("--fit", action="store_true", help="fit the risk model on the training catalogs")
     parser.add_argument("--reuse", action="store_true", help="reuse the measured sets of the last run")
+    parser.add_argument("--candidates", default="",
+                        help="also measure every candidate predictor on these sets (comma-separated)")
     parser.add_argument("--timing", type=int, default=0, help="time toolrag report on this many tools instead")
     parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/label_free.md")
     args = parser.parse_args(raw)
-    args.command_line = shown_command("bench.label_free", raw)
+    # --reuse only skips sets measured by the last run of the same command: not part of the shown command
+    args.command_line = shown_command("bench.label_free", [a for a in raw if a != "--reuse"])
     if args.timing:
         args.root = prepare(args.benchmarks, args.bench_dir)
-        print(time_report(args))
+        line = time_report(args)
+        print(line)
+        if args.write_docs:
+            from bench.report import write_section
+
+            write_section("label_free_timing", f"Command: `{args.command_line}`  \nDate: {time.strftime('%Y-%m-%d')}; "
+                          f"machine: {machine()}  \nEngine: {engine_description()}\n\n{line}", doc=DOC)
         return 0
     results = run(args)
     print(format_tables(results))

@@ -55,30 +55,24 @@ def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, models: Any
         demo.close()
 
 
-def _controls(client: Any, endpoint: str) -> dict[str, Any]:
-    """The shipped defaults of the setting controls an endpoint takes (from the app's own API description)."""
-    params = client.view_api(print_info=False, return_format="dict")["named_endpoints"][endpoint]["parameters"]
-    return {p["parameter_name"]: p["parameter_default"] for p in params if p.get("parameter_has_default")}
-
-
 def test_client_estimates_suggests_and_adds_examples(server: tuple[str, Any, Path]) -> None:
     from gradio_client import Client
 
     url, backend, folder = server
     client = Client(url, verbose=False, download_files=False)
-    cards, summary, table, _ = client.predict(**_controls(client, "/label_free"), api_name="/label_free")
+    cards, summary, table = client.predict(api_name="/label_free")
     assert 'data-metric="estimated_found_first"' in cards and "%" in cards
     assert "31 tools estimated" in summary and "At risk" in summary and "How well it tracked" in summary
     rows = table["data"]
     assert len(rows) == 31 and rows[0][3] != "found first"  # at risk first
     at_risk = rows[0][0]
-    _, note, _ = client.predict(at_risk, **_controls(client, "/suggest_examples"), api_name="/suggest_examples")
+    _, note = client.predict(tool_id=at_risk, api_name="/suggest_examples")
     assert at_risk in note
     # the health cards of a catalog without examples read n/a with the reason, never 0.0%
-    health = client.predict(**_controls(client, "/retrievability"), api_name="/retrievability")[0]
+    health = client.predict(api_name="/retrievability")[0]
     assert "n/a" in health and "no tool has example requests" in health and "0.0%" not in health
-    status, _, _, _, _ = client.predict(at_risk, "an example request written by the author", "",
-                                        api_name="/add_example")
+    status, _, _, _, _ = client.predict(tool_id=at_risk, query="an example request written by the author",
+                                        rank_query="", api_name="/add_example")
     assert "Added" in status and EXTRA_EXAMPLES_FILE in status
     held = read_extra_examples(folder / EXTRA_EXAMPLES_FILE)
     assert [q for q, _ in held[at_risk]] == ["an example request written by the author"]
@@ -116,6 +110,7 @@ def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str,
         expect(page.locator("#suggest-note")).to_contain_text(tool_id)
         suggestion = page.locator("#suggest-table [data-testid=cell-0-0]")
         request = suggestion.inner_text().strip()
+        page.locator("#suggest-note").scroll_into_view_if_needed()
         page.screenshot(path=str(SCREENSHOTS / "suggestions.png"), full_page=False)
         suggestion.click()
         expect(page.locator("#suggest-status")).to_contain_text("Added")

@@ -17,8 +17,8 @@ as examples. The caller holds every permission code; deprecated tools are neithe
 
 Cost: one search per tool and one more per description sentence (at most ``sentences``, 2 by default), each
 left-out document encoded once per text model (cached by content in ``cache_dir``); for the ``suggest_for``
-tools most at risk (40), up to ``candidates`` bank requests (16) encoded by the multilingual model and the four
-nearest searched.
+tools most at risk (40), up to ``candidates`` bank requests (16) encoded by the text models and the four that
+stand out most for the tool searched.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ import numpy as np
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import ToolProfile
+from toolrag.encode.protocols import TextModel
 from toolrag.errors import QueryError
 from toolrag.evaluation.loo import document_view
 from toolrag.evaluation.request_bank import RequestBank
@@ -70,9 +71,11 @@ _SENTENCE = re.compile(r"(?<=[.;!?。；！？])\s*|\n+")
 _MIN_SENTENCE = 8
 #: Bank requests searched for one tool at risk (the nearest by the multilingual model among the BM25 candidates).
 _TRIED = 4
-#: How far (in standard deviations) a suggested request must stand out for the tool from the bundled requests
-#: that need no tool, read with the multilingual text model (the lone-tool test of the decision uses 2 too).
-_MIN_Z = 2.0
+#: How far (in standard deviations, averaged over the text models) a suggested request must stand out for the
+#: tool from unrelated real requests (the bank's sample of :data:`_NULL`); below it, suggestions that only share
+#: a word ("get therapist details" for get_issue) came through the search's test.
+_MIN_Z = 4.5
+_NULL = 256
 
 
 def own_text(tool: ToolProfile) -> str:
@@ -136,12 +139,13 @@ class LabelFreeChecker:
             risks = [self._risk(base, tool, probes[tool.id], feats[tool.id]) for tool in visible]
             searched = sum(len(p) for p in probes.values())
             if suggest and self.n_suggestions:
+                position = {r.tool_id: i for i, r in enumerate(risks)}
                 at_risk = sorted((r for r in risks if r.at_risk), key=lambda r: r.p_first)[:self.suggest_for]
                 for n, risk in enumerate(at_risk):
                     say(0.8 + 0.2 * n / max(len(at_risk), 1), f"label-free: suggestions {n + 1}/{len(at_risk)}")
                     found, tried = self._suggest(retriever, base, cfg, base.catalog.get(risk.tool_id),
                                                  own[risk.tool_id])
-                    risks[risks.index(risk)] = replace(risk, suggestions=found)
+                    risks[position[risk.tool_id]] = replace(risk, suggestions=found)
                     searched += tried
             self._cache.save()
             risks.sort(key=lambda r: (r.p_first, r.tool_id))
@@ -176,9 +180,12 @@ class LabelFreeChecker:
             if fresh:
                 self._cache.store(name, fresh)
 
-    def _dense(self, retriever: ToolRetriever, queries: Sequence[str]) -> dict[str, np.ndarray]:
-        """The multilingual model's vectors of ``queries`` (cached with the searches' own, in batches of 32)."""
-        model = retriever.models.text
+    def _vectors(self, retriever: ToolRetriever, kind: str, queries: Sequence[str]) -> dict[str, np.ndarray]:
+        """One text model's vectors of ``queries`` (``dense``: multilingual, ``dense_en``: English), cached with
+        the searches' own, encoded in batches of 32."""
+        model = _model(retriever, kind)
+        if model is None:
+            return {}
         space = f"query|{model.fingerprint}|reading {TEXT_READING}"
         found = self._cache.lookup(space, queries)
         todo = [q for q in dict.fromkeys(queries) if q not in found]
@@ -188,6 +195,14 @@ class LabelFreeChecker:
             self._cache.store(space, fresh)
             found.update(fresh)
         return found
+
+    def _null(self, retriever: ToolRetriever, kind: str, lang: str) -> np.ndarray:
+        """The ``kind`` vectors of a fixed sample of the bank's requests in ``lang`` (every n-th, at most
+        :data:`_NULL` of them): what an unrelated real request looks like to a tool."""
+        rows = [r.query for r in self.bank.requests if r.lang == lang]
+        sample = rows[::max(len(rows) // _NULL, 1)][:_NULL]
+        vectors = self._vectors(retriever, kind, sample)
+        return np.stack([vectors[q] for q in sample]) if sample else np.zeros((0, 1), dtype=np.float32)
 
     @staticmethod
     def _search(retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, query: str) -> SearchResult:
@@ -260,16 +275,19 @@ class LabelFreeChecker:
                 if r.query.casefold() not in known]
         if not pool:
             return (), 0
-        # a floor on relevance: the request stands out for the tool from the bundled requests that need no tool
-        # (multilingual model, z of its cosine against theirs: toolrag.search.features.lone_tool_z); the nearest
-        # of those are searched (only they are encoded by the English model too, by the search)
-        vectors = self._dense(retriever, [r.query for r in pool])
-        chat, chat_cjk = retriever.decisions.chat_vectors(), retriever.decisions.chat_cjk()
-        if "dense" not in chat:
-            return (), 0
-        tool_vector, null = base.vectors["dense"][base.row_of[tool.id]], chat["dense"][chat_cjk == (lang == "zh")]
-        scored = [(lone_tool_z({"dense": tool_vector}, {"dense": vectors[r.query]}, {"dense": null}), r) for r in pool]
-        tried = [r for z, r in sorted(scored, key=lambda zr: -zr[0]) if z >= _MIN_Z][:_TRIED]
+        # a floor on relevance: the request stands out for the tool from real requests written for other tools (z
+        # of its cosine with the tool against a fixed sample of the bank in its language, averaged over the text
+        # models that read both); the nearest of those are searched
+        row = base.row_of[tool.id]
+        kinds = [k for k in ("dense", "dense_en") if k in base.vectors and _model(retriever, k) is not None
+                 and (k == "dense" or (lang == "en" and bool(base.english[row])))]
+        zs = np.zeros(len(pool))
+        for kind in kinds:
+            vectors = self._vectors(retriever, kind, [r.query for r in pool])
+            null = self._null(retriever, kind, lang)
+            zs += [lone_tool_z({kind: base.vectors[kind][row]}, {kind: vectors[r.query]}, {kind: null}) for r in pool]
+        zs /= max(len(kinds), 1)
+        tried = [pool[i] for i in np.argsort(-zs, kind="stable") if zs[i] >= _MIN_Z][:_TRIED]
         self._prime(retriever, [r.query for r in tried])
         found: list[Suggestion] = []
         for request in tried:
@@ -281,6 +299,10 @@ class LabelFreeChecker:
                 found.append(Suggestion(request.query, request.source, probe.margin))
         found.sort(key=lambda s: -s.margin)
         return tuple(found[:self.n_suggestions]), len(tried)
+
+
+def _model(retriever: ToolRetriever, kind: str) -> TextModel | None:
+    return retriever.models.text if kind == "dense" else retriever.models.english
 
 
 def _probe(tool_id: str, kind: str, query: str, result: SearchResult) -> Probe:
