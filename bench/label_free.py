@@ -250,7 +250,7 @@ def measure_candidates(args: argparse.Namespace, name: str, models: Any, tool_id
     """Per tool, every candidate predictor the issue lists, through ToolRetriever.search where it is a search:
     the kept features (own_first, own_margin, sentence_first) and those dropped: ``bank_first`` (share of the 3
     bank requests nearest to the tool, by the multilingual model among the BM25 candidates, that find it
-    first), ``name_first`` (its name as a request finds it), ``nn_distance`` (minus the multilingual cosine of
+    first; on a training catalog, without the bank's requests of that catalog), ``name_first`` (its name as a request finds it), ``nn_distance`` (minus the multilingual cosine of
     its nearest neighbour)."""
     from toolrag.catalog.names import humanize
     from toolrag.evaluation.label_free import LabelFreeChecker, own_text
@@ -270,17 +270,19 @@ def measure_candidates(args: argparse.Namespace, name: str, models: Any, tool_id
     for tool_id in tool_ids:
         tool = snap.catalog.get(tool_id)
         text = own_text(tool)
-        pool = bank.sharing_words(text, lang="zh" if is_mostly_cjk(text) else "en", k=16)
+        # on a training catalog the bank holds its own labelled requests: those are left out (no leak)
+        pool = [r for r in bank.sharing_words(text, lang="zh" if is_mostly_cjk(text) else "en", k=48)
+                if f"train_{r.source}" != name][:16]
         vectors = retriever.analyzer.prime([r.query for r in pool])
         row = snap.row_of[tool_id]
         near = sorted(pool, key=lambda r: -float(dense[row] @ vectors[("dense", r.query)]))[:3]
-        firsts = [retriever.search(r.query, permissions=codes, top_k=10, audited=False).ids[:1] == (tool_id,)
+        firsts = [retriever.search(r.query, permissions=codes, top_k=10, audited=False).ids[:1] == [tool_id]
                   for r in near]
         named = retriever.search(humanize(tool.name), permissions=codes, top_k=10, audited=False)
         cosines = dense @ dense[row]
         cosines[row] = -1.0
         out[tool_id] = {**kept[tool_id], "bank_first": sum(firsts) / len(firsts) if firsts else 0.0,
-                        "name_first": float(named.ids[:1] == (tool_id,)), "nn_distance": -float(cosines.max())}
+                        "name_first": float(named.ids[:1] == [tool_id]), "nn_distance": -float(cosines.max())}
     say(f"{name}: candidate predictors of {len(out)} tools")
     return out
 

@@ -106,8 +106,11 @@ def render_html(report: CatalogReport) -> str:
              f"{report.settings.normalization.value}.</p>",
              "<h2>Catalog health</h2>", cards_html(HEALTH_CARDS, h.figures(), reasons=h.unmeasured()),
              f"<p>Tools never found first by their own examples (<b>at risk</b>): "
-             f"{', '.join(f'<code>{html.escape(t)}</code>' for t in h.at_risk) or 'none'}.</p>",
-             _figure(retrievability_figure(r))]
+             f"{', '.join(f'<code>{html.escape(t)}</code>' for t in h.at_risk) or 'none'}.</p>"]
+    if not h.n_examples:  # nothing to show in the figure: the estimate is what this catalog has
+        parts += label_free_html(report)
+    else:
+        parts.append(_figure(retrievability_figure(r)))
     tools = sorted(r.tools, key=lambda t: ({"at risk": 0, "weak": 1, "no examples": 2}.get(t.status, 3), t.tool_id))
     parts += ["<h2>Tools</h2>", _table(
         ["tool", "status", "found first", "ranks of its examples", "won instead", "lint", "look-alikes"],
@@ -124,7 +127,8 @@ def render_html(report: CatalogReport) -> str:
               _table(["tool A", "tool B", "cosine"], ([a, b, f"{s:.3f}"] for a, b, s in r.lookalikes)),
               "<h2>Lint warnings</h2>", _table(["tool", "warning", "message"],
                                               ([w.tool_id, w.code, w.message] for w in r.lint))]
-    parts += label_free_html(report)
+    if h.n_examples:
+        parts += label_free_html(report)
     ev = report.evaluation
     if ev is not None:
         parts += [f"<h2>Labelled requests ({ev.n_queries})</h2>", cards_html(EVAL_CARDS, ev.metrics),

@@ -58,14 +58,19 @@ RISK_MODEL = RiskModel(
 
 #: How the estimate is made, in words (the report shows it next to the figures).
 METHOD = ("estimated from the descriptions alone, through the real search: each tool's own text (its margin over "
-          "the nearest tool) and each sentence of its description left out of its document are searched as "
-          "requests; a logistic model fitted on labelled requests of the training catalogs turns them into the "
+          "the nearest tool) and its first two description sentences, each left out of its document, are searched "
+          "as requests; a logistic model fitted on labelled requests of the training catalogs turns them into the "
           "chance that a real request finds the tool first (or in the top five)")
 
 
 #: How well the estimate tracked labelled results where both exist (``python -m bench.label_free``,
 #: docs/label_free.md); shown beside the estimate.
-TRACKED = "not measured yet"
+TRACKED = ("on the bundled catalog (77 tools, its own examples each left out) it agreed with the labelled result "
+           "for 85.7% of the tools, where a constant 'fine' scores 88.3% (kappa 0.09): that labelled result barely "
+           "repeats itself (split-half 0.19); on MetaTool (199 tools, 12 real requests each) 71.4% against 66.8% "
+           "(kappa 0.30, AUC 0.71); over ten catalogs it ranks tools by risk better than chance (AUC 0.54 to 0.88) "
+           "except the bundled one (0.44), and its level can be far off (Gorilla HF: 80% of the tools at risk, 44% "
+           "flagged). Read it as where to look first, not as a measurement (docs/label_free.md)")
 
 
 @dataclass(frozen=True)
