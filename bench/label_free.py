@@ -50,7 +50,7 @@ import numpy as np
 from bench.common import REPO, engine_description, index_dir, machine, prepare, say, shown_command
 from bench.datasets import write_json, write_jsonl
 
-__all__ = ["agreement", "fit_model", "main", "stripped"]
+__all__ = ["agreement", "command_line", "fit_model", "main", "stripped"]
 
 DOC = REPO / "docs" / "label_free.md"
 TRAINING = ("hammerbench_en", "hammerbench_zh", "gorilla_apizoo", "gorilla_torchhub", "callnavi", "toolalpaca_eval")
@@ -118,6 +118,14 @@ def fit_model(rows: Sequence[Mapping[str, Any]], target: str) -> dict[str, float
     model = LogisticRegression(C=1.0).fit(np.array(x), np.array(y), sample_weight=np.array(w))
     return {"intercept": round(float(model.intercept_[0]), 3),
             **{n: round(float(c), 3) for n, c in zip(names, model.coef_[0], strict=True)}}
+
+
+def command_line(raw: Sequence[str]) -> str:
+    """The command as docs/ show it: without the machine's paths (``--training`` too) and without ``--reuse``
+    (it only skips the sets the last run of the same command measured)."""
+    shown = [a for i, a in enumerate(raw) if a != "--reuse" and not a.startswith("--training")
+             and (i == 0 or raw[i - 1] != "--training")]
+    return shown_command("bench.label_free", shown)
 
 
 def stripped(catalog: Any) -> Any:
@@ -434,8 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timing", type=int, default=0, help="time toolrag report on this many tools instead")
     parser.add_argument("--write-docs", action="store_true", help="update the tables of docs/label_free.md")
     args = parser.parse_args(raw)
-    # --reuse only skips sets measured by the last run of the same command: not part of the shown command
-    args.command_line = shown_command("bench.label_free", [a for a in raw if a != "--reuse"])
+    args.command_line = command_line(raw)
     if args.timing:
         args.root = prepare(args.benchmarks, args.bench_dir)
         line = time_report(args)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.label_free import agreement
+from bench.label_free import agreement, command_line
 from toolrag.catalog.extra_examples import (
     EXTRA_EXAMPLES_FILE,
     add_examples,
@@ -235,3 +235,9 @@ def test_agreement_statistics_worked_by_hand() -> None:
     assert a["rival_hits"] == pytest.approx(2 / 3) and a["rival_cases"] == 3
     assert a["auc"] == pytest.approx(0.5)  # at risk: -0.2 > -0.8 and -0.9; -0.9 < -0.4 ...
     assert agreement([]) == {"tools": 0}
+
+
+def test_the_bench_command_in_docs_names_no_path_of_this_machine() -> None:
+    assert command_line(["--training", "/data/training", "--reuse", "--fit", "--bench-dir=/tmp/x", "--sets",
+                         "metatool"]) == "python -m bench.label_free --fit --sets metatool"
+    assert command_line(["--training=/data/t", "--timing", "500"]) == "python -m bench.label_free --timing 500"

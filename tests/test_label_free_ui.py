@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from ui_support import CHROMIUM, SCREENSHOTS, free_port
+from ui_support import SCREENSHOTS, free_port
 
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, read_extra_examples
 
@@ -80,19 +80,15 @@ def test_client_estimates_suggests_and_adds_examples(server: tuple[str, Any, Pat
         e.query for e in backend.require().catalog.get(at_risk).examples]
 
 
-def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str, Any, Path]) -> None:
-    from playwright.sync_api import expect, sync_playwright
+def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str, Any, Path], browser: Any) -> None:
+    from playwright.sync_api import expect
 
     url, backend, folder = server
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: apt-get install -y chromium (scripts/test.sh does it)")
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--disable-dev-shm-usage"])
-        context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
-        local = ("http://127.0.0.1", "data:", "blob:")
-        context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
-        context.set_default_timeout(120_000)
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+    local = ("http://127.0.0.1", "data:", "blob:")
+    context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(local) else r.abort())
+    context.set_default_timeout(120_000)
+    try:
         page = context.new_page()
         page.goto(url)
         page.get_by_role("tab", name="Evaluate").click()
@@ -106,16 +102,16 @@ def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str,
             assert cell(pick, 3).inner_text().strip() != "found first", "no tool at risk has a suggestion"
             pick += 1
         tool_id = cell(pick, 0).inner_text().strip()
-        page.locator(f"#lf-tools [data-testid=cell-{pick}-0]").click()
+        cell(pick, 0).click()
         expect(page.locator("#suggest-note")).to_contain_text(tool_id)
         suggestion = page.locator("#suggest-table [data-testid=cell-0-0]")
         request = suggestion.inner_text().strip()
-        page.locator("#suggest-note").scroll_into_view_if_needed()
+        page.evaluate("document.querySelector('#suggest-table').scrollIntoView({block: 'center'})")
         page.screenshot(path=str(SCREENSHOTS / "suggestions.png"), full_page=False)
         suggestion.click()
         expect(page.locator("#suggest-status")).to_contain_text("Added")
         held = read_extra_examples(folder / EXTRA_EXAMPLES_FILE)
         assert request in [q for q, _ in held[tool_id]]
         assert request in [e.query for e in backend.require().catalog.get(tool_id).examples]
+    finally:
         context.close()
-        browser.close()

@@ -266,7 +266,7 @@ class LabelFreeChecker:
     def _suggest(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, tool: ToolProfile | None,
                  text: str) -> tuple[tuple[Suggestion, ...], int]:
         """Bank requests the real search would call ``tool`` for (first, decision EXECUTE): among the BM25
-        candidates, the nearest to its document by the text models are searched; and how many were searched."""
+        candidates, those that stand out most for the tool are searched; and how many were searched."""
         if tool is None:
             return (), 0
         lang = "zh" if is_mostly_cjk(text) else "en"
