@@ -32,13 +32,14 @@ import logging
 import re
 import shutil
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from toolrag.catalog.edit_types import NEW_TOOL_TEMPLATE, EditTarget, ProfileText, RankProbe, SaveOutcome
+from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, dump_examples, file_examples, merged_examples
 from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state, check_in_copy, remove_copies, version
@@ -157,6 +158,21 @@ class CatalogEditor:
             self._check_catalog(file, new_text, None)
             backup, encoded = self._commit(file, new_text)
             return SaveOutcome("deleted", tool_id, file, backup, encoded, before, None, _q(probe))
+
+    def add_examples(self, tool_id: str, queries: Sequence[str], *, probe: RankProbe | None = None) -> SaveOutcome:
+        """Add example requests to ``tool_id`` in the catalog's ``extra_examples.yaml``
+        (:mod:`toolrag.catalog.extra_examples`): any tool, imported ones too (their files are rewritten by the
+        next import); backed up, written atomically and re-indexed like a save (restored if that fails)."""
+        with self._editing():
+            self._tool(tool_id)
+            file = self.folder / EXTRA_EXAMPLES_FILE
+            new_text = dump_examples(merged_examples(file_examples(file), {tool_id: list(queries)}))
+            before = self._rank(probe, tool_id)
+            if file.is_file() and file.read_text(encoding="utf-8") == new_text:
+                return SaveOutcome("unchanged", tool_id, file, None, 0, before, before, _q(probe))
+            backup, encoded = self._commit(file, new_text)
+            return SaveOutcome("saved", tool_id, file, backup, encoded, before, self._rank(probe, tool_id),
+                               _q(probe))
 
     def add_image(self, tool_id: str, image_path: str | Path, caption: str, *, replace: str | None = None,
                   probe: RankProbe | None = None, base_version: str | None = None) -> SaveOutcome:

@@ -19,7 +19,7 @@ from toolrag.images import check_example_image, probe_example_image
 from toolrag.strict import closest
 
 __all__ = ["STUFFING_THRESHOLD", "LintWarning", "image_problems", "keyword_stuffing", "lint_catalog", "lint_profile",
-           "refuse_unusable_images", "restricted_mentions", "role_problems", "stuffing_warnings"]
+           "refuse_unusable_images", "repeats_name", "restricted_mentions", "role_problems", "stuffing_warnings"]
 
 MIN_DESCRIPTION_CHARS = 40
 MIN_EXAMPLES = 3
@@ -37,6 +37,22 @@ class LintWarning:
         return {"tool_id": self.tool_id, "code": self.code, "message": self.message}
 
 
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def repeats_name(tool: ToolProfile) -> bool:
+    """Whether the description holds no word beyond the tool's name, id and parameter names (``List files
+    (path)`` for ``list_files``: what an import derives when a tool has no description, or a hasty author
+    writes)."""
+    def words(text: str) -> set[str]:
+        spaced = re.sub(r"([a-z])([A-Z])", r"\1 \2", text)
+        return {w.lower() for w in _WORD.findall(spaced)}
+
+    own = words(tool.description)
+    known = words(tool.name) | words(tool.id) | {w for p in tool.parameters.get("properties") or {} for w in words(p)}
+    return bool(own) and own <= known
+
+
 def lint_profile(tool: ToolProfile) -> list[LintWarning]:
     """Warnings for one profile: short description, few examples, no negatives, undocumented parameters."""
     out: list[LintWarning] = []
@@ -44,7 +60,10 @@ def lint_profile(tool: ToolProfile) -> list[LintWarning]:
     def warn(code: str, message: str) -> None:
         out.append(LintWarning(tool.id, code, message))
 
-    if len(tool.description) < MIN_DESCRIPTION_CHARS:
+    if repeats_name(tool):
+        warn("description-repeats-name", "the description only repeats the tool's name and parameter names; "
+                                         "say what it does, on what, and what it returns")
+    elif len(tool.description) < MIN_DESCRIPTION_CHARS:
         warn("short-description", f"description has {len(tool.description)} characters; say what the tool "
                                   f"does, for whom and its limits (at least {MIN_DESCRIPTION_CHARS})")
     if len(tool.examples) < MIN_EXAMPLES:
@@ -189,7 +208,7 @@ _FUNCTION_WORDS = frozenset([
 _CJK_FUNCTION = frozenset("的了和与或及并在把为从对将被以可是也都而且则但若如")
 #: Punctuation that ends a list item or a clause (ASCII and CJK).
 _BREAK = re.compile(r"[,;:|/()\[\]{}.!?\n\u3001\uff0c\uff1b\uff1a\u3002\uff01\uff1f]")
-_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|[0-9]+|[\u4e00-\u9fff]+")
+_STUFFING_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|[0-9]+|[\u4e00-\u9fff]+")
 #: A run of this many content words with no function word or punctuation between them is not a phrase.
 _LONG_RUN = 10
 #: At least this many words, nearly all different (prose repeats its "the", "and", "of"): a list of words.
@@ -208,7 +227,7 @@ def keyword_stuffing(description: str) -> float:
     a list whatever its punctuation, and scores the share of its content words. A pure function of the text (no
     model), so ``toolrag lint``, the report, ``toolrag import mcp`` and the decision can all read it;
     descriptions under 12 words score 0 (a CJK run counts a word per two characters)."""
-    words = _WORD.findall(description)
+    words = _STUFFING_WORD.findall(description)
     weights = [_weight(w) for w in words]
     total = sum(weights)
     if total < _MIN_WORDS:
@@ -216,7 +235,7 @@ def keyword_stuffing(description: str) -> float:
     in_runs = 0.0
     bare_items: list[float] = []
     for segment in _BREAK.split(description):
-        tokens = _WORD.findall(segment)
+        tokens = _STUFFING_WORD.findall(segment)
         if not tokens:
             continue
         run: list[float] = []

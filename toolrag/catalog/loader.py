@@ -8,8 +8,9 @@ A catalog is a folder (or a single file) of tool profiles. Accepted formats:
 - an MCP ``tools/list`` result: ``{"tools": [{name, description, inputSchema}]}``.
 
 In a folder, ``catalog.yaml`` holds catalog metadata (``name``, ``assets_dir``, ``roles``), ``provenance.json``
-records where an imported catalog came from, and files named ``queries.*`` hold labelled queries; none is read
-as profiles. YAML is read strictly and imports (``.json``/``.jsonl``) leniently unless a :class:`LoadMode`
+records where an imported catalog came from, files named ``queries.*`` hold labelled queries and
+``extra_examples.yaml`` example requests added to the tools' own (:mod:`toolrag.catalog.extra_examples`); none is
+read as profiles. YAML is read strictly and imports (``.json``/``.jsonl``) leniently unless a :class:`LoadMode`
 says otherwise (:mod:`toolrag.catalog.report`); a catalog that fails strict validation is never returned, so
 it is never indexed, and a catalog without any tool is an error.
 """
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.cache import cached
+from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, apply_extra_examples
 from toolrag.catalog.fields import (
     CONVERTERS,
     FIELDS,
@@ -69,6 +71,7 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
     assets = (folder / str(meta.get("assets_dir", "."))).resolve()
     chosen = _mode(mode)
     files = catalog_files(root)
+    extras = folder / EXTRA_EXAMPLES_FILE
 
     def load() -> Catalog:
         builder = _Builder(chosen, assets)
@@ -78,9 +81,15 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
             roles = dict(meta.get("roles") or {})
             if not builder.errors and not builder.profiles:
                 raise CatalogError(_empty_message(root, files, builder))
-            return builder.finish(str(meta.get("name", folder.name)), folder, roles)
+            catalog = builder.finish(str(meta.get("name", folder.name)), folder, roles)
+        if extras.is_file():
+            catalog, warnings = apply_extra_examples(catalog, extras, strict=chosen is LoadMode.STRICT)
+            for warning in warnings:
+                log.warning("catalog %s: %s", catalog.name, warning)
+        return catalog
 
-    return cached(root, files, chosen.value, load) if cache else load()
+    read = [*files, extras] if extras.is_file() else files
+    return cached(root, read, chosen.value, load) if cache else load()
 
 
 def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = LoadMode.LENIENT,
@@ -100,14 +109,15 @@ def load_records(records: Iterable[Any], *, name: str, mode: LoadMode | str = Lo
 def catalog_files(path: str | Path) -> list[Path]:
     """The profile files of a catalog: a file is itself; a folder gives its ``.yaml``/``.yml``/``.json``/
     ``.jsonl`` files at any depth, sorted, except ``catalog.yaml``, ``provenance.json``, labelled queries
-    (``queries*``) and anything under a hidden component (``.history/``, ``.git/``) *inside* the folder.
-    Hidden folders above the catalog (``~/.config/tools``, ``../tools``) do not count."""
+    (``queries*``), ``extra_examples.yaml`` and anything under a hidden component (``.history/``, ``.git/``)
+    *inside* the folder. Hidden folders above the catalog (``~/.config/tools``, ``../tools``) do not count."""
     root = Path(path)
     if root.is_file():
         return [root]
     return sorted(
         p for p in root.rglob("*")
-        if p.is_file() and p.suffix.lower() in PROFILE_SUFFIXES and p.name not in (META_FILE, PROVENANCE_FILE)
+        if p.is_file() and p.suffix.lower() in PROFILE_SUFFIXES
+        and p.name not in (META_FILE, PROVENANCE_FILE, EXTRA_EXAMPLES_FILE)
         and not p.stem.startswith("queries")
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE
 from toolrag.catalog.lint import image_problems
 from toolrag.catalog.loader import META_FILE, catalog_files, load_catalog
 from toolrag.catalog.profile import Catalog, ToolProfile
@@ -73,11 +74,12 @@ def check_in_copy(path: Path, catalog: Catalog, file: Path, new_text: str, profi
 
 def catalog_state(path: str | Path) -> tuple[Any, ...]:
     """What identifies the catalog's files as they are on disk now (each file's path, mtime, size and inode,
-    ``catalog.yaml`` included): a different state means another process (or a person) changed them."""
+    ``catalog.yaml`` and ``extra_examples.yaml`` included): a different state means another process (or a
+    person) changed them."""
     root = Path(path)
     folder = root if root.is_dir() else root.parent
     state = []
-    for file in [*catalog_files(root), folder / META_FILE]:
+    for file in [*catalog_files(root), folder / META_FILE, folder / EXTRA_EXAMPLES_FILE]:
         with contextlib.suppress(OSError):
             st = file.stat()
             state.append((str(file), st.st_mtime_ns, st.st_size, st.st_ino))

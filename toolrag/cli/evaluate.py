@@ -47,8 +47,10 @@ def run_eval(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(n_tools=len(retriever.catalog)), ensure_ascii=False, indent=2))
     else:
         print(report.format_table())
-    failed = [f"{m} = {report.metrics.get(m, float('nan')):.4f} < {v:.4f}" for m, v in gates
-              if not report.metrics.get(m, float("-inf")) >= v]
+    unmeasured = [m for m, _ in gates if m not in report.metrics]
+    if unmeasured:  # a gate on nothing measured neither passes nor fails silently
+        raise SettingsError(f"--fail-under {unmeasured[0]}: {report.unmeasured(unmeasured[0])}")
+    failed = [f"{m} = {report.metrics[m]:.4f} < {v:.4f}" for m, v in gates if not report.metrics[m] >= v]
     for line in failed:
         print(f"toolrag: fail-under: {line}", file=sys.stderr)
     return 1 if failed else 0

@@ -2,8 +2,12 @@
 
 The same library call as the app's Evaluate tab (:func:`toolrag.evaluation.report.build_report`). ``--out``
 writes one self-contained HTML page (opens offline), ``--json`` prints the data, and ``--fail-under`` gates on
-the health figures (``found_first``, ``found_top5``, ``mrr``, ``tools_found``) and, with ``--queries``, on the
-labelled metrics, so a catalog owner's CI fails when a new tool cannot be found.
+the health figures (``found_first``, ``found_top5``, ``mrr``, ``tools_found``), the label-free estimates
+(``estimated_found_first``, ``estimated_found_top5``) and, with ``--queries``, on the labelled metrics, so a
+catalog owner's CI fails when a new tool cannot be found. A gate on a figure that could not be measured (no
+example requests to search, no labelled requests) is an error saying why (exit 2), never a pass.
+``--suggest-examples FILE`` writes the suggested example requests of the tools at risk as an
+``extra_examples.yaml`` the catalog reads (:mod:`toolrag.catalog.extra_examples`).
 """
 
 from __future__ import annotations
@@ -14,14 +18,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, add_examples
 from toolrag.cli.common import codes, load_inputs, open_retriever
 from toolrag.cli.evaluate import parse_gate
 from toolrag.config import data_dir as default_data_dir
 from toolrag.errors import SettingsError
 from toolrag.evaluation.html_report import render_html
+from toolrag.evaluation.label_free import LabelFreeChecker
 from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import load_queries
-from toolrag.evaluation.report import CatalogReport, build_report
+from toolrag.evaluation.report import ESTIMATE_FIGURES, CatalogReport, LabelFreeScope, build_report
 from toolrag.evaluation.retrievability import HEALTH_FIGURES
 from toolrag.evaluation.visibility import caller_codes
 from toolrag.files import write_atomic
@@ -40,7 +46,15 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
                           "toolrag tune; rows x 66 searches)")
     cmd.add_argument("--fail-under", action="append", default=[], metavar="FIGURE=VALUE",
                      help="exit 1 when FIGURE is below VALUE (a fraction or a percentage): "
-                          f"{', '.join(HEALTH_FIGURES)}, or a labelled metric such as recall@5")
+                          f"{', '.join((*HEALTH_FIGURES, *ESTIMATE_FIGURES))}, or a labelled metric such as "
+                          "recall@5; a figure that could not be measured is an error (exit 2)")
+    cmd.add_argument("--label-free", choices=[s.value for s in LabelFreeScope], default=LabelFreeScope.AUTO.value,
+                     help="estimate findability from the descriptions alone for the tools without example requests "
+                          "(auto, the default), for every tool (all) or for none (off)")
+    cmd.add_argument("--suggest-examples", metavar="FILE",
+                     help=f"write the suggested example requests of the tools at risk to FILE, as an "
+                          f"{EXTRA_EXAMPLES_FILE} the catalog reads (put it in the catalog's folder; an existing "
+                          "FILE keeps its requests and gains the new ones)")
     cmd.set_defaults(handler=run)
 
 
@@ -48,11 +62,12 @@ def parse_report_gate(item: str) -> tuple[str, float]:
     """``FIGURE=VALUE``: a health figure or any metric ``toolrag eval --fail-under`` accepts."""
     name, _, value = item.partition("=")
     name = name.strip().lower()
-    if name not in HEALTH_FIGURES:
+    if name not in (*HEALTH_FIGURES, *ESTIMATE_FIGURES):
         try:
             return parse_gate(item)
         except SettingsError as exc:
-            raise SettingsError(f"{exc}; or a health figure: {', '.join(HEALTH_FIGURES)}") from None
+            raise SettingsError(f"{exc}; or a health figure: {', '.join((*HEALTH_FIGURES, *ESTIMATE_FIGURES))}"
+                                ) from None
     try:
         number = float(value.strip().rstrip("%"))
     except ValueError:
@@ -63,9 +78,11 @@ def parse_report_gate(item: str) -> tuple[str, float]:
 def run(args: argparse.Namespace) -> int:
     gates = [parse_report_gate(item) for item in args.fail_under]
     rows = load_queries(Path(args.queries)) if args.queries else None
-    needs_rows = [name for name, _ in gates if name not in HEALTH_FIGURES]
+    needs_rows = [name for name, _ in gates if name not in (*HEALTH_FIGURES, *ESTIMATE_FIGURES)]
     if needs_rows and rows is None:
         raise SettingsError(f"--fail-under {needs_rows[0]} needs labelled requests: add --queries FILE")
+    if args.suggest_examples and args.label_free == LabelFreeScope.OFF.value:
+        raise SettingsError("--suggest-examples needs the label-free check: drop --label-free off")
     catalog, settings = load_inputs(args)
     permissions = codes(args.permissions) or None
     unknown = unknown_codes(catalog, permissions or ())
@@ -79,8 +96,16 @@ def run(args: argparse.Namespace) -> int:
               "tools it may not use are left out of every section", file=sys.stderr)
     retriever = open_retriever(args, settings, catalog)
     cache = Path(args.data_dir) if args.data_dir else default_data_dir()
-    report = build_report(retriever, rows=rows, tune=args.tune, role=args.role, permissions=permissions,
-                          checker=RetrievabilityChecker(cache_dir=cache / "retrievability"))
+    report = build_report(retriever, rows=rows, tune=args.tune, label_free=args.label_free, role=args.role,
+                          permissions=permissions, checker=RetrievabilityChecker(cache_dir=cache / "retrievability"),
+                          label_free_checker=LabelFreeChecker(cache_dir=cache / "label_free"))
+    if args.suggest_examples:
+        suggested = report.label_free.suggestions() if report.label_free is not None else {}
+        out_file = Path(args.suggest_examples)
+        add_examples(out_file, suggested)
+        print(f"wrote {sum(map(len, suggested.values()))} suggested example request(s) of {len(suggested)} tool(s) "
+              f"to {out_file}; review them, then keep the file as {EXTRA_EXAMPLES_FILE} in the catalog's folder",
+              file=sys.stderr)
     if args.out:
         out = Path(args.out)
         write_atomic(out, render_html(report), error=SettingsError)
@@ -89,9 +114,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
         print(format_report(report))
-    figures = report.figures()
-    failed = [f"{name} = {figures.get(name, float('nan')):.4f} < {value:.4f}" for name, value in gates
-              if not figures.get(name, float("-inf")) >= value]
+    failed = [line for name, value in gates if (line := report.gate(name, value)) is not None]
     for line in failed:
         print(f"toolrag: fail-under: {line}", file=sys.stderr)
     return 1 if failed else 0
@@ -101,13 +124,17 @@ def format_report(report: CatalogReport) -> str:
     """A short text summary: health, the tools at risk and the main confusions, the labelled metrics."""
     r = report.retrievability
     h = r.health
+    unmeasured = h.unmeasured()
     lines = [f"{h.n_tools} tools, {h.n_examples} example requests (each left out of its tool's document)",
-             *(f"  {name:<12} {100 * value:6.2f}%" for name, value in h.figures().items()),
-             f"at risk (never found first): {', '.join(h.at_risk) or 'none'}"]
+             *(f"  {name:<12} {100 * value:6.2f}%" for name, value in h.figures().items() if value is not None)]
+    if unmeasured:
+        lines.append(f"  {', '.join(unmeasured)}: n/a, {next(iter(unmeasured.values()))}")
+    lines.append(f"at risk (never found first): {', '.join(h.at_risk) or 'none'}")
     if r.confusions:
         lines.append("confusions (expected -> won instead, examples, text cosine):")
         lines += [f"  {c.expected} -> {c.winner}  x{c.count}  {c.cosine:.3f}{'  look-alike' if c.lookalike else ''}"
                   for c in r.confusions[:10]]
+    lines += _label_free_lines(report)
     if report.evaluation is not None:
         lines += ["labelled requests:", report.evaluation.format_table()]
     if report.tuning is not None:
@@ -115,3 +142,24 @@ def format_report(report: CatalogReport) -> str:
     if report.threshold is not None:
         lines.append(report.threshold.summary())
     return "\n".join(lines)
+
+
+def _label_free_lines(report: CatalogReport) -> list[str]:
+    """The label-free estimate: its figures, how it was made, and each tool at risk with what to do."""
+    lf = report.label_free
+    if lf is None or not lf.tools:
+        return []
+    figures = lf.figures()
+    lines = [f"estimated without examples ({len(lf.tools)} tools; {lf.method}):",
+             *(f"  {name:<22} {100 * value:6.2f}%" for name, value in figures.items() if value is not None),
+             f"at risk (estimated): {len(lf.at_risk)} tool(s)"]
+    for tool in lf.tools:
+        if not tool.at_risk:
+            continue
+        lines.append(f"  {tool.tool_id}: {tool.verdict} (found first {100 * tool.p_first:.0f}%, top five "
+                     f"{100 * tool.p_top5:.0f}%): {tool.reason()}")
+        if tool.fields:
+            lines.append(f"    fields: {', '.join(tool.fields)}")
+        for suggestion in tool.suggestions:
+            lines.append(f"    suggested example: {suggestion.query}")
+    return lines

@@ -78,6 +78,14 @@ class EvalReport:
             ],
         }
 
+    def unmeasured(self, name: str) -> str:
+        """Why metric ``name`` is not in :attr:`metrics` (what a ``--fail-under`` on it says)."""
+        if name == DECISION_ACCURACY:
+            return "not measured: no labelled request says which decision it expects (expect: EXECUTE, ...)"
+        if not any(o.row.gold for o in self.per_query):
+            return "not measured: no labelled request has a gold tool"
+        return "not measured: this evaluation computes " + ", ".join(self.metrics)
+
     def format_table(self) -> str:
         """The metrics as an aligned text table, values in percent with two decimals."""
         width = max([len("metric"), len("queries"), *(len(name) for name in self.metrics)])

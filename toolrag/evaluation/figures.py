@@ -81,10 +81,14 @@ def retrievability_figure(report: RetrievabilityReport, *, limit: int = 30) -> A
         barmode="stack", height=max(320, 22 * len(shown) + 140),
         legend={"orientation": "h", "y": 1.06, "traceorder": "normal"},
         title={"text": f"Can each tool be found by its own examples (each left out)? {len(shown)} hardest of "
-                       f"{len(tools)} tools<br><sup>{100 * h.found_first:.1f}% of {h.n_examples} examples found "
-                       f"first, {100 * h.found_top5:.1f}% in the top 5; {len(h.at_risk)} tool(s) never first</sup>"},
+                       f"{len(tools)} tools<br><sup>{_pct(h.found_first)} of {h.n_examples} examples found "
+                       f"first, {_pct(h.found_top5)} in the top 5; {len(h.at_risk)} tool(s) never first</sup>"},
         xaxis={"title": "examples", "dtick": 1}, yaxis={"automargin": True}, margin={"l": 10, "r": 10, "t": 90})
     return fig
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 def _normalised(weights: dict[str, float], signals: Sequence[str]) -> dict[str, float]:

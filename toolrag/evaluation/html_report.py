@@ -8,15 +8,16 @@ tables the same rows as the app's Evaluate tab.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from toolrag.evaluation.changes import failing, gold_rank
 from toolrag.evaluation.figures import retrievability_figure, threshold_figure, tuning_figure
 from toolrag.evaluation.metrics import DECISION_ACCURACY
 from toolrag.evaluation.report import CatalogReport
+from toolrag.evaluation.risk import TRACKED
 
-__all__ = ["EVAL_CARDS", "HEALTH_CARDS", "render_html"]
+__all__ = ["ESTIMATE_CARDS", "EVAL_CARDS", "HEALTH_CARDS", "render_html"]
 
 #: The labelled metrics shown as cards (app and report), with their labels.
 EVAL_CARDS = (("recall@1", "Recall@1"), ("recall@5", "Recall@5"), ("ndcg@10", "NDCG@10"), ("mrr@10", "MRR@10"),
@@ -24,6 +25,9 @@ EVAL_CARDS = (("recall@1", "Recall@1"), ("recall@5", "Recall@5"), ("ndcg@10", "N
 #: The health figures shown as cards.
 HEALTH_CARDS = (("found_first", "Examples found first"), ("found_top5", "Examples in the top 5"),
                 ("mrr", "MRR@10 of the examples"), ("tools_found", "Tools found first at least once"))
+#: The label-free estimates shown as cards.
+ESTIMATE_CARDS = (("estimated_found_first", "Estimated found first"),
+                  ("estimated_found_top5", "Estimated in the top 5"))
 
 _CSS = """
 body { font-family: system-ui, -apple-system, "Segoe UI", "Noto Sans CJK SC", sans-serif; margin: 24px auto;
@@ -37,28 +41,34 @@ table { border-collapse: collapse; width: 100%; font-size: .9em; margin: 8px 0 1
 th, td { border: 1px solid #e0e0e0; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f1f3f4; } tr.at-risk td { background: #fdecea; } tr.weak td { background: #fff4e5; }
 .muted { color: #5f6368; } code { background: #f1f3f4; padding: 0 3px; border-radius: 3px; }
+.card .why { color: #5f6368; font-size: .8em; max-width: 260px; }
 """
 
 
-def card_html(label: str, value: float | None, delta: float | None = None, *, key: str = "") -> str:
-    """One metric card (a share shown in percent), with the change since a previous value when given."""
-    shown = "–" if value is None else f"{100 * value:.1f}%"
+def card_html(label: str, value: float | None, delta: float | None = None, *, key: str = "",
+              reason: str | None = None) -> str:
+    """One metric card (a share shown in percent), with the change since a previous value when given; a value
+    not measured reads n/a, with ``reason`` under it."""
+    shown = "n/a" if value is None else f"{100 * value:.1f}%"
     extra = ""
     if delta is not None:
         cls = "up" if delta > 1e-12 else "down" if delta < -1e-12 else ""
         extra = f' <span class="delta {cls}">{100 * delta:+.1f}</span>'
+    why = f'<div class="why">{html.escape(reason)}</div>' if value is None and reason else ""
     return (f'<div class="card" data-metric="{html.escape(key)}"><div class="v">{shown}{extra}</div>'
-            f'<div class="l">{html.escape(label)}</div></div>')
+            f'<div class="l">{html.escape(label)}</div>{why}</div>')
 
 
-def cards_html(cards: Iterable[tuple[str, str]], values: dict[str, float],
-               previous: dict[str, float] | None = None) -> str:
-    """A row of cards for ``values`` (with deltas against ``previous`` when given)."""
+def cards_html(cards: Iterable[tuple[str, str]], values: Mapping[str, float | None],
+               previous: Mapping[str, float | None] | None = None, reasons: Mapping[str, str] | None = None) -> str:
+    """A row of cards for ``values`` (with deltas against ``previous`` when given; ``reasons`` of the values
+    not measured)."""
     out = []
     for key, label in cards:
         value = values.get(key)
-        delta = value - previous[key] if previous and value is not None and key in previous else None
-        out.append(card_html(label, value, delta, key=key))
+        before = previous.get(key) if previous else None
+        delta = value - before if value is not None and before is not None else None
+        out.append(card_html(label, value, delta, key=key, reason=(reasons or {}).get(key)))
     return '<div class="cards">' + "".join(out) + "</div>"
 
 
@@ -94,10 +104,13 @@ def render_html(report: CatalogReport) -> str:
              f"example requests, each searched with that example left out of its tool's document; created "
              f"{html.escape(report.created)}; fusion {report.settings.fusion.value}, normalisation "
              f"{report.settings.normalization.value}.</p>",
-             "<h2>Catalog health</h2>", cards_html(HEALTH_CARDS, h.figures()),
+             "<h2>Catalog health</h2>", cards_html(HEALTH_CARDS, h.figures(), reasons=h.unmeasured()),
              f"<p>Tools never found first by their own examples (<b>at risk</b>): "
-             f"{', '.join(f'<code>{html.escape(t)}</code>' for t in h.at_risk) or 'none'}.</p>",
-             _figure(retrievability_figure(r))]
+             f"{', '.join(f'<code>{html.escape(t)}</code>' for t in h.at_risk) or 'none'}.</p>"]
+    if not h.n_examples:  # nothing to show in the figure: the estimate is what this catalog has
+        parts += label_free_html(report)
+    else:
+        parts.append(_figure(retrievability_figure(r)))
     tools = sorted(r.tools, key=lambda t: ({"at risk": 0, "weak": 1, "no examples": 2}.get(t.status, 3), t.tool_id))
     parts += ["<h2>Tools</h2>", _table(
         ["tool", "status", "found first", "ranks of its examples", "won instead", "lint", "look-alikes"],
@@ -114,6 +127,8 @@ def render_html(report: CatalogReport) -> str:
               _table(["tool A", "tool B", "cosine"], ([a, b, f"{s:.3f}"] for a, b, s in r.lookalikes)),
               "<h2>Lint warnings</h2>", _table(["tool", "warning", "message"],
                                               ([w.tool_id, w.code, w.message] for w in r.lint))]
+    if h.n_examples:
+        parts += label_free_html(report)
     ev = report.evaluation
     if ev is not None:
         parts += [f"<h2>Labelled requests ({ev.n_queries})</h2>", cards_html(EVAL_CARDS, ev.metrics),
@@ -130,3 +145,24 @@ def render_html(report: CatalogReport) -> str:
             f"<title>toolrag report: {html.escape(report.catalog)}</title><style>{_CSS}</style>"
             f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>'
             + "\n".join(parts) + "</body></html>\n")
+
+
+def label_free_html(report: CatalogReport) -> list[str]:
+    """The section of the tools estimated from their descriptions alone: the estimate, how it was made and how
+    well it tracked labelled results, then each tool (at risk first) with its rival, the words they share,
+    its missing or generic fields and the suggested example requests."""
+    lf = report.label_free
+    if lf is None or not lf.tools:
+        return []
+    tools = sorted(lf.tools, key=lambda t: (not t.at_risk, t.p_first, t.tool_id))
+    return [f"<h2>Estimated without examples ({len(lf.tools)} tools)</h2>",
+            cards_html(ESTIMATE_CARDS, lf.figures()),
+            f'<p class="muted">How: {html.escape(lf.method)}. How well it tracked labelled results: '
+            f"{html.escape(TRACKED)}</p>",
+            f"<p>Tools at risk (estimated): {len(lf.at_risk)}. Accept a suggested example with "
+            "<code>toolrag report --suggest-examples extra_examples.yaml</code> or in the app's Profiles tab.</p>",
+            _table(["tool", "found first (est.)", "top 5 (est.)", "verdict", "why", "fields to fix",
+                    "suggested examples"],
+                   ([t.tool_id, f"{100 * t.p_first:.0f}%", f"{100 * t.p_top5:.0f}%", t.verdict, t.reason(),
+                     ", ".join(t.fields), " · ".join(s.query for s in t.suggestions)] for t in tools),
+                   ("at-risk" if t.at_risk else "" for t in tools))]

@@ -56,7 +56,7 @@ from toolrag.settings import Settings
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS
 from toolrag.text import is_mostly_cjk
 
-__all__ = ["REPORT_DEPTH", "RetrievabilityChecker"]
+__all__ = ["REPORT_DEPTH", "RetrievabilityChecker", "document_view"]
 
 log = logging.getLogger(__name__)
 
@@ -316,3 +316,11 @@ def _leave_one_out(base: IndexSnapshot, item: _Item, vectors: dict[str, np.ndarr
         texts[item.row] = item.lexical
     return replace(base, vectors=replaced, english=english, bm25=base.bm25.update({item.tool_id: item.lexical}, ()),
                    bm25_texts=tuple(texts))
+
+
+def document_view(base: IndexSnapshot, tool_id: str, *, doc: str, lexical: str,
+                  vectors: dict[str, np.ndarray]) -> IndexSnapshot:
+    """``base`` with one tool's document replaced by ``doc`` (its text vectors of each kind in ``vectors``) and
+    its BM25 text by ``lexical``: the view a leave-one-out search reads (the label-free check leaves a sentence
+    of a description out this way)."""
+    return _leave_one_out(base, _Item(tool_id, -1, "", base.row_of[tool_id], doc, lexical), vectors)

@@ -1,5 +1,9 @@
 """The catalog report: retrievability (no labels needed), the labelled requests and, on request, tuning.
 
+Tools without example requests (most imported catalogs) get the label-free estimate instead
+(:mod:`toolrag.evaluation.label_free`, ``label_free=LabelFreeScope.AUTO``): a figure with nothing behind it is
+``None`` with its reason (:meth:`CatalogReport.unmeasured`), never 0.0.
+
 One code path for the app's Evaluate tab, ``toolrag report`` and library users::
 
     retriever = ToolRetriever.from_catalog("sample_tools")
@@ -8,12 +12,14 @@ One code path for the app's Evaluate tab, ``toolrag report`` and library users::
     Path("report.html").write_text(render_html(report))      # toolrag.evaluation.html_report
 
 :meth:`CatalogReport.figures` holds every figure a ``--fail-under`` gate can name: the health figures of
-:data:`toolrag.evaluation.retrievability.HEALTH_FIGURES` and the labelled metrics (``recall@5``, ...).
+:data:`toolrag.evaluation.retrievability.HEALTH_FIGURES`, the label-free estimates
+(:data:`ESTIMATE_FIGURES`) and the labelled metrics (``recall@5``, ...).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,20 +27,35 @@ from typing import Any
 import numpy as np
 
 from toolrag.catalog.profile import Catalog
-from toolrag.errors import QueryError
+from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.changes import failing, gold_rank
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
+from toolrag.evaluation.label_free import LabelFreeChecker
 from toolrag.evaluation.loo import RetrievabilityChecker
+from toolrag.evaluation.metrics import METRIC_NAMES
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport
+from toolrag.evaluation.risk import LabelFreeReport
 from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_no_tool, tune_weights
-from toolrag.evaluation.visibility import caller_codes, evaluation_for, retrievability_for, visible_rows
+from toolrag.evaluation.visibility import caller_codes, estimate_for, evaluation_for, retrievability_for, visible_rows
 from toolrag.progress import Progress
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 
-__all__ = ["CatalogReport", "build_report", "report_for", "tune_with_threshold"]
+__all__ = ["ESTIMATE_FIGURES", "CatalogReport", "LabelFreeScope", "build_report", "report_for", "tune_with_threshold"]
+
+#: The label-free figures a gate can name (means of the estimate over the tools it checked).
+ESTIMATE_FIGURES = ("estimated_found_first", "estimated_found_top5")
+
+
+class LabelFreeScope(str, enum.Enum):
+    """Which tools the label-free estimate checks: those without example requests (``auto``), every tool
+    (``all``: compare it with the leave-one-out check) or none (``off``)."""
+
+    AUTO = "auto"
+    ALL = "all"
+    OFF = "off"
 
 
 @dataclass(frozen=True)
@@ -48,13 +69,42 @@ class CatalogReport:
     tuning: TuneResult | None = None
     threshold: ThresholdResult | None = None
     created: str = ""
+    label_free: LabelFreeReport | None = None
 
-    def figures(self) -> dict[str, float]:
-        """Health figures and labelled metrics by name (shares in [0, 1])."""
-        out = dict(self.retrievability.health.figures())
+    def figures(self) -> dict[str, float | None]:
+        """Health figures, label-free estimates and labelled metrics by name (shares in [0, 1]); ``None`` for a
+        figure with nothing behind it (its reason in :meth:`unmeasured`)."""
+        out: dict[str, float | None] = dict(self.retrievability.health.figures())
+        out.update(self.label_free.figures() if self.label_free is not None
+                   else dict.fromkeys(ESTIMATE_FIGURES))
         if self.evaluation is not None:
             out.update(self.evaluation.metrics)
         return out
+
+    def unmeasured(self) -> dict[str, str]:
+        """Why each figure that is ``None`` (or that a gate may name but the report lacks) was not measured."""
+        out = dict(self.retrievability.health.unmeasured())
+        if self.label_free is None or not self.label_free.tools:
+            why = ("not estimated: every tool has example requests (the leave-one-out figures measure them; "
+                   "--label-free all estimates every tool)" if not self.retrievability.health.no_examples
+                   else "not estimated: the label-free check was off (--label-free auto or all)")
+            out.update(dict.fromkeys(ESTIMATE_FIGURES, why))
+        for name in METRIC_NAMES:
+            if self.evaluation is None:
+                out[name] = "not measured: no labelled requests (give --queries FILE)"
+            elif name not in self.evaluation.metrics:
+                out[name] = self.evaluation.unmeasured(name)
+        return out
+
+    def gate(self, name: str, value: float) -> str | None:
+        """The failure of ``--fail-under name=value`` (``None``: it passes); raises ``SettingsError`` with the
+        reason when the figure was not measured (a gate on nothing neither passes nor fails silently)."""
+        figure = self.figures().get(name)
+        if figure is None:
+            reason = self.unmeasured().get(name) or (self.evaluation.unmeasured(name) if self.evaluation is not None
+                                                     else "not measured by this report")
+            raise SettingsError(f"--fail-under {name}: {reason}")
+        return None if figure >= value else f"{name} = {figure:.4f} < {value:.4f}"
 
     def to_json(self) -> dict[str, Any]:
         ev = self.evaluation
@@ -62,8 +112,10 @@ class CatalogReport:
             "catalog": self.catalog,
             "created": self.created,
             "settings": self.settings.to_dict(),
-            "figures": {k: round(v, 6) for k, v in self.figures().items()},
+            "figures": {k: None if v is None else round(v, 6) for k, v in self.figures().items()},
+            "unmeasured": {k: v for k, v in self.unmeasured().items() if k in self.figures()},
             "retrievability": self.retrievability.to_json(),
+            "label_free": None if self.label_free is None else self.label_free.to_json(),
             "evaluation": None if ev is None else {
                 **ev.to_json(n_tools=self.retrievability.health.n_tools + len(self.retrievability.health.skipped)),
                 "failing": [{"query": o.row.query, "gold": list(o.row.gold), "returned": list(o.returned[:5]),
@@ -95,16 +147,19 @@ def tune_with_threshold(retriever: ToolRetriever, rows: Sequence[QueryRow], *, b
 
 def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = None,
                  checker: RetrievabilityChecker | None = None, settings: Settings | None = None,
-                 tune: bool = False, step: float = 0.1, progress: Progress | None = None, role: str | None = None,
-                 permissions: Collection[str] | None = None) -> CatalogReport:
-    """Check retrievability, evaluate ``rows`` (when given) and tune on them (when ``tune``).
+                 tune: bool = False, step: float = 0.1, label_free: LabelFreeScope | str = LabelFreeScope.AUTO,
+                 label_free_checker: LabelFreeChecker | None = None, progress: Progress | None = None,
+                 role: str | None = None, permissions: Collection[str] | None = None) -> CatalogReport:
+    """Check retrievability, estimate the tools without examples (``label_free``), evaluate ``rows`` (when
+    given) and tune on them (when ``tune``).
 
-    ``checker`` keeps its caches between reports (a new one otherwise); ``settings`` default to the
-    retriever's. Tuning tries every weighting of the grid on every labelled row: ``rows x 66`` searches at
-    step 0.1 (no encoding). ``role`` / ``permissions``: the report as that caller sees it, every section
-    naming only the tools it may use (:mod:`toolrag.evaluation.visibility`)."""
+    ``checker`` and ``label_free_checker`` keep their caches between reports (new ones otherwise);
+    ``settings`` default to the retriever's. Tuning tries every weighting of the grid on every labelled row:
+    ``rows x 66`` searches at step 0.1 (no encoding). ``role`` / ``permissions``: the report as that caller
+    sees it, every section naming only the tools it may use (:mod:`toolrag.evaluation.visibility`)."""
     say = progress or (lambda f, m: None)
     cfg = settings or retriever.settings
+    scope = LabelFreeScope(label_free)
     codes = caller_codes(retriever.catalog, role=role, permissions=permissions)
     if codes is not None and rows:
         rows = visible_rows(rows, retriever.catalog, codes, role=role, permissions=permissions)
@@ -112,10 +167,18 @@ def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = 
         raise QueryError("tuning needs labelled requests: give queries (YAML, JSON Lines or CSV)")
     share = 0.6 if rows else 1.0
     checker = checker or RetrievabilityChecker()
-    retrievability = checker.check(retriever, settings=cfg, progress=lambda f, m: say(share * f, m))
+    retrievability = checker.check(retriever, settings=cfg, progress=lambda f, m: say(0.5 * share * f, m))
     if codes is not None:
         retrievability = retrievability_for(retrievability, retriever.catalog, codes,
                                             vectors=retriever.tool_vectors(), threshold=checker.threshold)
+    estimate = None
+    wanted = (set(retrievability.health.no_examples) if scope is LabelFreeScope.AUTO
+              else {t.tool_id for t in retrievability.tools} if scope is LabelFreeScope.ALL else set())
+    if wanted:
+        estimate = (label_free_checker or LabelFreeChecker()).check(
+            retriever, settings=cfg, tools=wanted, progress=lambda f, m: say(share * (0.5 + 0.5 * f), m))
+        if codes is not None:
+            estimate = estimate_for(estimate, retriever.catalog, codes)
     evaluation = tuning = threshold = None
     if rows:
         later = 0.2 if tune else 0.4
@@ -125,13 +188,14 @@ def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = 
                                                     progress=lambda f, m: say(0.8 + 0.2 * f, m))
     say(1.0, "report ready")
     return CatalogReport(retriever.catalog.name, cfg, retrievability, evaluation, tuning, threshold,
-                         _dt.datetime.now().isoformat(timespec="seconds"))
+                         _dt.datetime.now().isoformat(timespec="seconds"), estimate)
 
 
 def report_for(report: CatalogReport, catalog: Catalog, codes: Collection[str], *,
                vectors: tuple[Sequence[str], np.ndarray] | None = None, threshold: float) -> CatalogReport:
-    """``report`` as a caller holding ``codes`` sees it: its retrievability (:func:`retrievability_for`) and its
-    labelled requests (:func:`evaluation_for`)."""
+    """``report`` as a caller holding ``codes`` sees it: its retrievability (:func:`retrievability_for`), its
+    label-free estimate (:func:`estimate_for`) and its labelled requests (:func:`evaluation_for`)."""
     evaluation = None if report.evaluation is None else evaluation_for(report.evaluation, catalog, codes)
-    return replace(report, evaluation=evaluation, retrievability=retrievability_for(
+    estimate = None if report.label_free is None else estimate_for(report.label_free, catalog, codes)
+    return replace(report, evaluation=evaluation, label_free=estimate, retrievability=retrievability_for(
         report.retrievability, catalog, codes, vectors=vectors, threshold=threshold))

@@ -11,7 +11,9 @@ summaries of :class:`ExampleOutcome` rows, so they are tested on small hand-made
 - :class:`ConfusionPair`: "requests for A went to B", with the text cosine of A and B (a look-alike pair of
   the map when it reaches the threshold).
 - :class:`Health`: the catalog's summary: share of examples found first and in the top 5, MRR, tools never
-  first ("at risk"); :meth:`Health.figures` are what ``toolrag report --fail-under`` gates on.
+  first ("at risk"); :meth:`Health.figures` are what ``toolrag report --fail-under`` gates on. A figure with
+  nothing behind it (no tool has example requests) is ``None`` with its reason in :meth:`Health.unmeasured`,
+  never 0.0: nothing measured is not "nothing found".
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ from toolrag.catalog.lint import LintWarning
 from toolrag.catalog.profile import Catalog
 from toolrag.search.results import Decision
 
-__all__ = ["HEALTH_FIGURES", "ConfusionPair", "ExampleOutcome", "Health", "RetrievabilityReport", "ToolSummary",
-           "summarize"]
+__all__ = ["HEALTH_FIGURES", "NO_EXAMPLES_REASON", "ConfusionPair", "ExampleOutcome", "Health", "RetrievabilityReport",
+           "ToolSummary", "summarize"]
 
 #: The health figures a gate can name (each a share in [0, 1]; higher is better).
 HEALTH_FIGURES = ("found_first", "found_top5", "mrr", "tools_found")
 _TOP = 5
+#: Why the health figures of a catalog without example requests are not measured.
+NO_EXAMPLES_REASON = ("not measured: no tool has example requests to search (see the label-free estimate, "
+                      "made from the descriptions alone)")
 
 
 @dataclass(frozen=True)
@@ -126,25 +131,31 @@ class Health:
 
     n_tools: int
     n_examples: int
-    found_first: float
-    found_top5: float
-    mrr: float
-    tools_found: float
-    """Share of the tools with examples that come first for at least one of them."""
+    found_first: float | None
+    """Share of the example requests whose tool came first (``None``: no example was searched)."""
+    found_top5: float | None
+    mrr: float | None
+    tools_found: float | None
+    """Share of the tools with examples that come first for at least one of them (``None``: no tool has any)."""
     at_risk: tuple[str, ...]
     """Tools with examples that never come first for any of them."""
     no_examples: tuple[str, ...]
     skipped: tuple[str, ...] = ()
     """Deprecated tools: not searched for, and never shown to users."""
 
-    def figures(self) -> dict[str, float]:
-        """The gateable figures by name (see :data:`HEALTH_FIGURES`)."""
+    def figures(self) -> dict[str, float | None]:
+        """The gateable figures by name (see :data:`HEALTH_FIGURES`); ``None`` for one not measured."""
         return {"found_first": self.found_first, "found_top5": self.found_top5, "mrr": self.mrr,
                 "tools_found": self.tools_found}
 
+    def unmeasured(self) -> dict[str, str]:
+        """The figures that could not be measured, with the reason (empty when every one was)."""
+        return {name: NO_EXAMPLES_REASON for name, value in self.figures().items() if value is None}
+
     def to_json(self) -> dict[str, Any]:
         return {"n_tools": self.n_tools, "n_examples": self.n_examples,
-                **{k: round(v, 6) for k, v in self.figures().items()}, "at_risk": list(self.at_risk),
+                **{k: None if v is None else round(v, 6) for k, v in self.figures().items()},
+                "unmeasured": self.unmeasured(), "at_risk": list(self.at_risk),
                 "no_examples": list(self.no_examples), "skipped": list(self.skipped)}
 
 
@@ -191,7 +202,7 @@ def summarize(outcomes: Sequence[ExampleOutcome], catalog: Catalog, *, cosine: M
     ``threshold`` is flagged as a look-alike. Tools in ``skipped`` (deprecated) get no summary. Shares:
     found_first = examples with rank 1 / examples; found_top5 = rank <= 5 / examples; mrr = mean of 1/rank
     (0 when not returned); tools_found = tools with at least one rank-1 example / tools with examples; each
-    is 0.0 when its denominator is 0.
+    is ``None`` (not measured) when its denominator is 0.
     """
     by_tool: dict[str, list[ExampleOutcome]] = {}
     for o in outcomes:
@@ -227,10 +238,10 @@ def summarize(outcomes: Sequence[ExampleOutcome], catalog: Catalog, *, cosine: M
     n = len(counted)
     health = Health(
         n_tools=len(tools), n_examples=n,
-        found_first=sum(o.rank == 1 for o in counted) / n if n else 0.0,
-        found_top5=sum(o.rank is not None and o.rank <= _TOP for o in counted) / n if n else 0.0,
-        mrr=sum(1.0 / o.rank for o in counted if o.rank) / n if n else 0.0,
-        tools_found=sum(t.first > 0 for t in with_examples) / len(with_examples) if with_examples else 0.0,
+        found_first=sum(o.rank == 1 for o in counted) / n if n else None,
+        found_top5=sum(o.rank is not None and o.rank <= _TOP for o in counted) / n if n else None,
+        mrr=sum(1.0 / o.rank for o in counted if o.rank) / n if n else None,
+        tools_found=sum(t.first > 0 for t in with_examples) / len(with_examples) if with_examples else None,
         at_risk=tuple(t.tool_id for t in with_examples if t.first == 0),
         no_examples=tuple(t.tool_id for t in tools if not t.ranks),
         skipped=tuple(t.id for t in catalog.tools if t.id in skip),

@@ -26,8 +26,9 @@ from toolrag.catalog.profile import Catalog
 from toolrag.evaluation.evaluator import EvalReport, QueryOutcome, evaluate
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport, summarize
+from toolrag.evaluation.risk import LabelFreeReport
 
-__all__ = ["caller_codes", "evaluation_for", "retrievability_for", "visible_rows"]
+__all__ = ["caller_codes", "estimate_for", "evaluation_for", "retrievability_for", "visible_rows"]
 
 
 def caller_codes(catalog: Catalog, *, role: str | None = None, permissions: Collection[str] | None = None
@@ -118,3 +119,25 @@ def _cosine(vectors: tuple[Sequence[str], np.ndarray] | None, rows: dict[str, in
         return math.nan
     x, y = vectors[1][rows[a]], vectors[1][rows[b]]
     return float(x @ y) / max(float(np.linalg.norm(x) * np.linalg.norm(y)), 1e-12)
+
+
+def estimate_for(report: LabelFreeReport, catalog: Catalog, codes: Collection[str]) -> LabelFreeReport:
+    """The label-free estimate as a caller holding ``codes`` sees it: only the tools it may use, and no rival,
+    shared word or winner that names a tool it may not use."""
+    visible = _visible_ids(catalog, codes)
+
+    def seen(tool_id: str | None) -> str | None:
+        return tool_id if tool_id in visible else None
+
+    tools = []
+    for risk in report.tools:
+        if risk.tool_id not in visible:
+            continue
+        probes = tuple(dataclasses.replace(p, winner=seen(p.winner), rival=seen(p.rival),
+                                           margin=p.margin if seen(p.rival) else None,
+                                           signals=p.signals if seen(p.rival) else {}) for p in risk.probes)
+        hidden_rival = risk.rival is not None and risk.rival not in visible
+        tools.append(dataclasses.replace(risk, probes=probes, rival=None if hidden_rival else risk.rival,
+                                         rival_cosine=None if hidden_rival else risk.rival_cosine,
+                                         shared_words=() if hidden_rival else risk.shared_words))
+    return dataclasses.replace(report, tools=tuple(tools))

@@ -15,12 +15,13 @@ import pandas as pd
 
 from toolrag.evaluation.changes import EvalChanges, failing, gold_rank
 from toolrag.evaluation.evaluator import EvalReport
-from toolrag.evaluation.html_report import EVAL_CARDS, HEALTH_CARDS
+from toolrag.evaluation.html_report import ESTIMATE_CARDS, EVAL_CARDS, HEALTH_CARDS
 from toolrag.evaluation.retrievability import RetrievabilityReport, ToolSummary
+from toolrag.evaluation.risk import TRACKED, LabelFreeReport, Suggestion
 from toolrag.ui.studio import EditEffect
 
-__all__ = ["WHY", "confusion_table", "effect_frame", "effect_text", "failing_table", "health_cards",
-           "metric_cards", "tools_table"]
+__all__ = ["WHY", "confusion_table", "effect_frame", "effect_text", "estimate_cards", "estimate_summary",
+           "estimate_table", "failing_table", "health_cards", "metric_cards", "suggestion_table", "tools_table"]
 
 #: The text of the failing table's last column: a click there explains the request instead of opening it.
 WHY = "why?"
@@ -29,20 +30,25 @@ _CARD = ("display:inline-block;border:1px solid #ddd;border-radius:8px;padding:8
 _STATUS_ORDER = {"at risk": 0, "weak": 1, "no examples": 2, "ok": 3}
 
 
-def _cards(items: Sequence[tuple[str, str]], values: Mapping[str, float], previous: Mapping[str, float] | None,
-           elem: str) -> str:
+def _cards(items: Sequence[tuple[str, str]], values: Mapping[str, float | None],
+           previous: Mapping[str, float | None] | None, elem: str, reasons: Mapping[str, str] | None = None) -> str:
     out = []
     for key, label in items:
         value = values.get(key)
-        shown = "–" if value is None else f"{100 * value:.1f}%"
+        shown = "n/a" if value is None else f"{100 * value:.1f}%"
+        before = previous.get(key) if previous is not None else None
         delta = ""
-        if previous is not None and value is not None and key in previous:
-            d = 100 * (value - previous[key])
+        why = ""
+        if value is None and reasons and key in reasons:
+            why = (f'<div class="why" style="color:#5f6368;font-size:.75em;max-width:240px">'
+                   f"{html.escape(reasons[key])}</div>")
+        if value is not None and before is not None:
+            d = 100 * (value - before)
             colour = "#1e7e34" if d > 0.05 else "#d32f2f" if d < -0.05 else "#5f6368"
             delta = f' <span class="delta" style="font-size:.7em;color:{colour}">{d:+.1f}</span>'
         out.append(f'<div class="metric-card" data-metric="{html.escape(key)}" style="{_CARD}">'
                    f'<div style="font-size:1.5em;font-weight:600">{shown}{delta}</div>'
-                   f'<div style="color:#5f6368;font-size:.85em">{html.escape(label)}</div></div>')
+                   f'<div style="color:#5f6368;font-size:.85em">{html.escape(label)}</div>{why}</div>')
     return f'<div id="{elem}-inner">' + "".join(out) + "</div>"
 
 
@@ -51,9 +57,9 @@ def metric_cards(metrics: Mapping[str, float], previous: Mapping[str, float] | N
     return _cards(EVAL_CARDS, metrics, previous, "eval-cards")
 
 
-def health_cards(report: RetrievabilityReport, previous: Mapping[str, float] | None = None) -> str:
-    """The catalog's health figures as cards."""
-    return _cards(HEALTH_CARDS, report.health.figures(), previous, "retr-cards")
+def health_cards(report: RetrievabilityReport, previous: Mapping[str, float | None] | None = None) -> str:
+    """The catalog's health figures as cards (n/a with the reason for a figure not measured)."""
+    return _cards(HEALTH_CARDS, report.health.figures(), previous, "retr-cards", report.health.unmeasured())
 
 
 def failing_table(report: EvalReport | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
@@ -141,3 +147,42 @@ def effect_frame(effect: EditEffect | None = None) -> pd.DataFrame:
                          f"{_rank(gold_rank(c.before))} → {_rank(gold_rank(c.after))}",
                          f"{c.before.decision.value} → {c.after.decision.value}"])
     return pd.DataFrame(rows, columns=["change", "request", "expected", "rank", "decision"])
+
+
+def estimate_cards(report: LabelFreeReport | None) -> str:
+    """The label-free estimate as cards (n/a before any tool was estimated)."""
+    values = report.figures() if report is not None else {}
+    return _cards(ESTIMATE_CARDS, values, None, "estimate-cards",
+                  {key: "not estimated yet" for key, _ in ESTIMATE_CARDS})
+
+
+def estimate_summary(report: LabelFreeReport) -> str:
+    """How the estimate was made, how well it tracked labelled results, and the tools at risk."""
+    at_risk = ", ".join(f"`{t}`" for t in report.at_risk) or "none"
+    return (f"{len(report.tools)} tools estimated from their descriptions alone ({report.searched} searches, "
+            f"{report.seconds:.1f} s). **At risk**: {at_risk}. Click a tool to open it with its suggested "
+            f"example requests.\n\n*How:* {report.method}. *How well it tracked labelled results:* {TRACKED}")
+
+
+def estimate_table(report: LabelFreeReport | None) -> tuple[pd.DataFrame, list[dict[str, Any]]]:
+    """Every estimated tool, at risk first: its estimate, verdict, why, fields to fix and suggestions; and what
+    a click needs (the tool, and the request it lost, as rank query)."""
+    tools = sorted(report.tools if report is not None else (), key=lambda t: (not t.at_risk, t.p_first, t.tool_id))
+    rows, records = [], []
+    for t in tools:
+        rows.append([t.tool_id, f"{100 * t.p_first:.0f}%", f"{100 * t.p_top5:.0f}%", t.verdict, t.reason(),
+                     ", ".join(t.fields), " · ".join(s.query for s in t.suggestions)])
+        lost = next((p.query for p in t.probes if p.rank != 1), t.probes[0].query if t.probes else "")
+        records.append({"open": t.tool_id, "query": lost,
+                        "suggestions": [s.to_json() for s in t.suggestions]})
+    frame = pd.DataFrame(rows, columns=["tool", "found first (est.)", "top 5 (est.)", "verdict", "why",
+                                        "fields to fix", "suggested examples"])
+    return frame, records
+
+
+def suggestion_table(suggestions: Sequence[Suggestion | Mapping[str, Any]]) -> tuple[pd.DataFrame, list[str]]:
+    """Suggested example requests (a click on one adds it to the tool's examples) and their texts."""
+    items = [s.to_json() if isinstance(s, Suggestion) else dict(s) for s in suggestions]
+    frame = pd.DataFrame([[s["query"], s["source"], "✚ accept"] for s in items],
+                         columns=["suggested request", "from", "add"])
+    return frame, [s["query"] for s in items]

@@ -26,7 +26,7 @@ from toolrag.evaluation.html_report import render_html
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.report import report_for
 from toolrag.evaluation.tune import save_settings
-from toolrag.evaluation.visibility import retrievability_for, visible_rows
+from toolrag.evaluation.visibility import estimate_for, retrievability_for, visible_rows
 from toolrag.files import write_atomic
 from toolrag.settings import Settings
 from toolrag.signals import SIGNALS
@@ -240,6 +240,62 @@ class StudioHandlers:
         file = self._out / "toolrag-report.html"
         write_atomic(file, render_html(report), error=ToolragError)
         return str(file)
+
+    # ------------------------------------------------------------------------------------ label-free
+
+    @_named_settings
+    @_guard
+    def estimate(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
+                 *controls: Any) -> tuple[Any, ...]:
+        """The label-free estimate of the tools without example requests (every tool when all have some)."""
+        state = dict(state or {})
+        report = self.studio.label_free(self.settings(controls), progress=lambda f, m: progress(f, desc=m))
+        seen = self._seen(state)
+        if seen is not None:  # a visitor or an "evaluate as" role: only the tools it may see, no hidden rival
+            report = estimate_for(report, self.b.require().catalog, seen["codes"])
+        frame, records = views.estimate_table(report)
+        state["estimates"] = records
+        return views.estimate_cards(report), views.estimate_summary(report), frame, state
+
+    @_guard
+    def pick_estimate(self, evt: gr.SelectData, state: dict[str, Any] | None) -> tuple[Any, ...]:
+        """A click on an estimated tool opens it in Profiles (the request it lost as rank query) with its
+        suggested example requests."""
+        records = (state or {}).get("estimates") or []
+        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        if not 0 <= int(row) < len(records):
+            raise gr.Error("that row is gone: estimate again")
+        record = records[int(row)]
+        frame, queries = views.suggestion_table(record["suggestions"])
+        note = (f"{len(queries)} suggested request(s) for `{record['open']}`: click one to add it to the tool's "
+                "examples." if queries else f"No suggestion for `{record['open']}` yet: press *Suggest examples*.")
+        return (*self._open(record["open"], record["query"], state), frame, note,
+                {**(state or {}), "suggested": {"tool": record["open"], "queries": queries}})
+
+    @_named_settings
+    @_guard
+    def suggest(self, tool_id: str | None = None, state: dict[str, Any] | None = None,
+                *controls: Any) -> tuple[Any, ...]:
+        """Example requests of the bank of real requests that the search would send to the selected tool."""
+        if not tool_id:
+            raise gr.Error("pick a tool first")
+        found = self.studio.suggestions(tool_id, self.settings(controls))
+        frame, queries = views.suggestion_table(found)
+        note = (f"{len(queries)} suggested request(s) for `{tool_id}` (real requests written for other catalogs "
+                "that the search would call this tool for): click one to add it to the tool's examples."
+                if queries else f"No request of the bank is close enough to `{tool_id}` for the search to call it.")
+        return frame, note, {**(state or {}), "suggested": {"tool": tool_id, "queries": queries}}
+
+    def accept(self, evt: gr.SelectData, state: dict[str, Any] | None, rank_query: str | None = None,
+               oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """One click on a suggested request adds it to the tool's examples (``extra_examples.yaml``; who may
+        edit is checked as for a save)."""
+        suggested = (state or {}).get("suggested") or {}
+        queries = suggested.get("queries") or []
+        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        if not 0 <= int(row) < len(queries):
+            raise gr.Error("that suggestion is gone: suggest again")
+        return self.h.accept_example(suggested["tool"], queries[int(row)], rank_query, None, oauth)
 
     # ------------------------------------------------------------------------------------------- tuning
 

@@ -4,9 +4,11 @@ search. Built by :func:`evaluate_tab` and :func:`wire_links`, called from :func:
 The tab evaluates the labelled requests (the catalog's ``queries.yaml``, or an uploaded YAML, JSON Lines or
 CSV file) with the Search tab's settings, shows metric cards and the failing requests (a click opens the
 expected tool in Profiles with the request as rank query; the last column explains the ranking), checks
-every tool's retrievability from its own examples (no labels needed), exports the HTML report of
+every tool's retrievability from its own examples (no labels needed), estimates the findability of the
+tools without examples from their descriptions alone (:func:`estimate_section`), exports the HTML report of
 ``toolrag report``, tunes the text weights with the plots of ``toolrag tune`` and lists the unmatched requests of
-the audit log (:mod:`toolrag.ui.evaluate_unmatched`).
+the audit log (:mod:`toolrag.ui.evaluate_unmatched`). The Profiles tab gains the suggested example requests of a
+tool, each added to its examples in one click (:func:`suggestions_panel`).
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         confusions = gr.Dataframe(views.confusion_table(None), interactive=False, wrap=True, elem_id="retr-confusions",
                                   column_widths=["18%", "18%", "8%", "8%", "8%", "40%"],
                                   label="Confusion pairs: examples of the expected tool that another tool won")
+        estimates = estimate_section()
         gr.Markdown("### Tuning you can see: NDCG@10 over the weights of the text signals")
         with gr.Row():
             step = gr.Dropdown(["0.1", "0.2", "0.25"], value="0.1", label="Grid step", elem_id="tune-step")
@@ -108,6 +111,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
             threshold_plot = gr.Plot(label="No-tool threshold", elem_id="threshold-plot")
         unmatched_section(eh, search)  # real requests from the audit log (toolrag.ui.evaluate_unmatched)
     with _inside(profiles.effect_slot):
+        panel = suggestions_panel()
         effect = gr.Markdown(elem_id="edit-effect")
         changes = gr.Dataframe(views.effect_frame(), interactive=False, wrap=True, elem_id="edit-changes",
                                label="Labelled requests this edit moved (regressions first)")
@@ -129,11 +133,79 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
     apply.click(eh.apply, state, [*(search.controls[f"w_{s}"] for s in SIGNALS), search.controls["no_tool_threshold"],
                                   tune_summary], **PRIVATE)
     save.click(eh.save, state, settings_file, api_name="save_settings")
-    for event in profiles.saved:
+    added = wire_label_free(eh, estimates, panel, state=state, settings=settings, profiles=profiles, opened=opened)
+    for event in [*profiles.saved, *added]:
         event.success(eh.after_edit, [state, profiles.tool, *settings],
                       [effect, changes, cards, summary, failing, state], show_progress_on=[effect], **STUDIO,
                       **PRIVATE)
     return EvaluateTab(state, cards, failing, effect, changes, link, as_role)
+
+
+@dataclass
+class EstimateSection:
+    """The Evaluate tab's label-free estimate: its button, cards, summary and table of tools."""
+
+    run: gr.Button
+    cards: gr.HTML
+    summary: gr.Markdown
+    table: gr.Dataframe
+
+
+@dataclass
+class SuggestionsPanel:
+    """The Profiles tab's example requests: suggestions of the bank (one click adds one) and the author's own."""
+
+    suggest: gr.Button
+    note: gr.Markdown
+    table: gr.Dataframe
+    query: gr.Textbox
+    add: gr.Button
+    status: gr.Markdown
+
+
+def estimate_section() -> EstimateSection:
+    """Lay out the estimate of the tools without example requests (inside the Evaluate tab)."""
+    gr.Markdown("### Without examples: how findable is each tool from its descriptions alone? (no labels needed)\n"
+                "For the tools without example requests (most imported catalogs), each tool's own text and each "
+                "sentence of its description (left out of its document) are searched as requests; the estimate "
+                "says how likely a real request finds the tool first, which tool it loses to and why.")
+    run = gr.Button("Estimate from the descriptions", variant="primary", elem_id="lf-run")
+    cards = gr.HTML(views.estimate_cards(None), elem_id="lf-cards")
+    summary = gr.Markdown(elem_id="lf-summary")
+    table = gr.Dataframe(views.estimate_table(None)[0], interactive=False, wrap=True, elem_id="lf-tools",
+                         column_widths=["16%", "8%", "8%", "12%", "30%", "12%", "14%"],
+                         label="Tools, at risk first: click one to open it with its suggested example requests")
+    return EstimateSection(run, cards, summary, table)
+
+
+def suggestions_panel() -> SuggestionsPanel:
+    """Lay out the example-request panel (inside the Profiles tab, under the editor)."""
+    with gr.Accordion("Example requests: suggestions from real requests, or your own", open=True):
+        suggest = gr.Button("Suggest example requests for this tool", elem_id="suggest-run")
+        note = gr.Markdown(elem_id="suggest-note")
+        table = gr.Dataframe(views.suggestion_table(())[0], interactive=False, wrap=True, elem_id="suggest-table",
+                             column_widths=["70%", "18%", "12%"],
+                             label="Suggested example requests: click one to add it to the tool's examples")
+        with gr.Row():
+            query = gr.Textbox(label="Or add your own example request", elem_id="example-query", scale=4)
+            add = gr.Button("Add example", elem_id="example-add", scale=1)
+        status = gr.Markdown(elem_id="suggest-status")
+    return SuggestionsPanel(suggest, note, table, query, add, status)
+
+
+def wire_label_free(eh: StudioHandlers, section: EstimateSection, panel: SuggestionsPanel, *, state: gr.State,
+                    settings: list[Any], profiles: ProfilesTab, opened: list[Any]) -> list[Any]:
+    """The events of the estimate and of the example panel; returns the events that change the catalog (the
+    effect of an edit follows them)."""
+    section.run.click(eh.estimate, [state, *settings], [section.cards, section.summary, section.table, state],
+                      api_name="label_free", **STUDIO)
+    section.table.select(eh.pick_estimate, [state], [*opened, panel.table, panel.note, state], **PRIVATE)
+    panel.suggest.click(eh.suggest, [profiles.tool, state, *settings], [panel.table, panel.note, state],
+                        api_name="suggest_examples", **STUDIO)
+    changed = [panel.status, profiles.code, profiles.tool, profiles.catalog_df, profiles.version]
+    rank = [profiles.rank_query] if profiles.rank_query is not None else []
+    return [panel.table.select(eh.accept, [state, *rank], changed, **PRIVATE),
+            panel.add.click(eh.h.accept_example, [profiles.tool, panel.query, *rank], changed, api_name="add_example")]
 
 
 @contextlib.contextmanager

@@ -269,6 +269,22 @@ class Handlers:
         return text, info, gr.update(choices=images, value=None), version
 
     @_guard
+    def accept_example(self, tool_id: str | None, query: str | None, rank_query: str | None = None,
+                       last: dict[str, Any] | None = None, oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
+        """Add a suggested example request to a tool (the catalog's ``extra_examples.yaml``, re-indexed): the
+        status, the tool's YAML, the tool picker, the catalog table and the version, as after a save."""
+        if not tool_id or not (query or "").strip():
+            raise gr.Error("pick a tool and a suggested request first")
+        outcome = self._editor(oauth).add_examples(tool_id, [str(query)], probe=self._probe(rank_query, last))
+        message = (f"✓ Added “{query}” to the examples of `{tool_id}` in {outcome.file.name}"
+                   if outcome.action != "unchanged" else f"`{tool_id}` already has “{query}” as an example")
+        if outcome.query:
+            before, after = (f"#{r}" if r else "not ranked" for r in (outcome.rank_before, outcome.rank_after))
+            message += f". Rank for “{outcome.query}”: {before} → {after}"
+        status, code, tool, table, _, _, version = self._after_change(message, tool_id)
+        return status, code, tool, table, version
+
+    @_guard
     def validate_profile(self, tool_id: str | None, yaml_text: str,
                          oauth: gr.OAuthProfile | None = None) -> str:
         profile = self._editor(oauth).validate(tool_id or None, yaml_text)

@@ -2,7 +2,9 @@
 edit), shared by every session like :class:`toolrag.ui.backend.Backend`; it imports no gradio.
 
 It owns one :class:`toolrag.evaluation.loo.RetrievabilityChecker` (its leave-one-out vectors are cached on
-disk under the data folder, and it updates its last report incrementally after edits), a few recent
+disk under the data folder, and it updates its last report incrementally after edits), one
+:class:`toolrag.evaluation.label_free.LabelFreeChecker` (the estimate of tools without examples, and the
+example requests it suggests), a few recent
 evaluations of labelled rows (keyed by the index snapshot, the rows and the settings, so a second look
 costs nothing) and the *baseline*: the index snapshot of the last evaluation or edit (or of the page load),
 searched again to tell what the next edit changed. Every computation is a library call
@@ -24,10 +26,12 @@ from toolrag.config import data_dir as default_data_dir
 from toolrag.errors import QueryError
 from toolrag.evaluation.changes import EvalChanges, compare_reports
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
+from toolrag.evaluation.label_free import LabelFreeChecker
 from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import QueryRow, load_queries
 from toolrag.evaluation.report import CatalogReport, tune_with_threshold
 from toolrag.evaluation.retrievability import RetrievabilityReport, ToolSummary
+from toolrag.evaluation.risk import LabelFreeReport, Suggestion
 from toolrag.evaluation.tune import ThresholdResult, TuneResult
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.progress import Progress
@@ -72,6 +76,8 @@ class Studio:
         self.b = backend
         folder = (backend.data_dir or default_data_dir()) / "retrievability"
         self.checker = RetrievabilityChecker(cache_dir=folder)
+        self.label_free_checker = LabelFreeChecker(cache_dir=folder.parent / "label_free")
+        self.last_label_free: LabelFreeReport | None = None
         self._lock = threading.Lock()
         self._evals: OrderedDict[tuple[int, int, str], tuple[IndexSnapshot, EvalReport]] = OrderedDict()
         self._baseline: IndexSnapshot | None = None
@@ -178,6 +184,19 @@ class Studio:
         self.tuned = (result, threshold, settings)
         return result, threshold
 
+    def label_free(self, settings: Settings, *, progress: Progress | None = None) -> LabelFreeReport:
+        """The label-free estimate of the tools without example requests (of every tool when all have some)."""
+        retriever = self.b.require()
+        bare = [t.id for t in retriever.catalog.tools if not t.deprecated and not t.examples]
+        report = self.label_free_checker.check(retriever, settings=settings, tools=bare or None, progress=progress)
+        self.last_label_free = report
+        return report
+
+    def suggestions(self, tool_id: str, settings: Settings) -> tuple[Suggestion, ...]:
+        """Example requests of the bank that the search sends to ``tool_id`` (searched now: the catalog may have
+        changed since the last estimate)."""
+        return self.label_free_checker.suggest(self.b.require(), tool_id, settings=settings)
+
     def catalog_report(self, settings: Settings) -> CatalogReport:
         """The last retrievability check, evaluation and tuning of this app as one report (the HTML export)."""
         retrievability = self.last_retrievability
@@ -185,5 +204,4 @@ class Studio:
             raise QueryError("check retrievability first: the report starts with it")
         tuning, threshold = (self.tuned[0], self.tuned[1]) if self.tuned else (None, None)
         return CatalogReport(self.b.require().catalog.name, settings, retrievability, self.last_evaluation, tuning,
-                             threshold,
-                             _dt.datetime.now().isoformat(timespec="seconds"))
+                             threshold, _dt.datetime.now().isoformat(timespec="seconds"), self.last_label_free)
