@@ -106,7 +106,7 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     half = np.arange(len(rows)) % 4 >= 2
     out: dict[str, Any] = {
         "n": len(rows), "n_positive": int(y.sum()),
-        "threshold": cfg.effective_no_tool_threshold(),
+        "threshold": cfg.no_tool_threshold,
         "auc_confidence": auc(confidence, y),
         "accuracy": float((tool == y).mean()),
         "accuracy_report_half": float((tool[half] == y[half]).mean()),

@@ -22,7 +22,9 @@ import numpy as np
 
 __all__ = ["MAX_LOGIT_ERROR", "PROBES", "export_relevance"]
 
-MAX_LOGIT_ERROR = 0.5
+MAX_LOGIT_ERROR = 1.0
+#: Probe pairs of one request (index pairs): the export must order each pair as PyTorch does.
+ORDERED = ((0, 1), (2, 3), (5, 6))
 #: Probe pairs: (request, card). English, a glossed Chinese request, a long card, a tool that does not serve.
 PROBES = [
     ("what's the weather in Paris tomorrow", "get weather forecast: Weather forecast for the next 1 to 7 days."),
@@ -106,9 +108,13 @@ def export_relevance(model_dir: Path, out: Path, *, calibration: dict[str, float
     runtime = RelevanceModel(work)
     got = [float(runtime.logits(q, [c])[0]) for q, c in PROBES]
     worst = max(abs(a - b) for a, b in zip(ref, got, strict=True))
-    if worst > MAX_LOGIT_ERROR:
-        raise RuntimeError(f"the int8 export differs from PyTorch by {worst:.3f} on a probe logit "
-                           f"(at most {MAX_LOGIT_ERROR}); not shipped")
+    swapped = [(i, j) for i, j in ORDERED if (ref[i] > ref[j]) != (got[i] > got[j])]
+    if worst > MAX_LOGIT_ERROR or swapped:
+        for f in work.iterdir():
+            f.unlink()
+        work.rmdir()
+        raise RuntimeError(f"the int8 export differs from PyTorch by {worst:.3f} on a probe logit (at most "
+                           f"{MAX_LOGIT_ERROR}) or orders the probe pairs {swapped} otherwise; not shipped")
     info["max_logit_error"] = round(worst, 4)
     (work / "info.json").write_text(json.dumps(info, indent=1, ensure_ascii=False), encoding="utf-8")
     (work / "reference.json").write_text(json.dumps(

@@ -25,7 +25,7 @@ from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
 from toolrag.strict import Section
 
 __all__ = [
-    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "NO_TOOL_THRESHOLDS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
+    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
     "Fusion", "Normalization", "Settings",
 ]
 
@@ -64,10 +64,6 @@ _PACKAGED_TEXT = "e5"
 PACKAGED_MODELS: Mapping[str, str | None] = {
     "text_model": _PACKAGED_TEXT, "english_model": "minilm", "clip_model": None, "rerank_model": None}
 
-#: NO_TOOL thresholds on the confidence (top raw cosine), calibrated per text model (docs/benchmarks.md).
-NO_TOOL_THRESHOLDS: Mapping[str, float] = {"e5": 0.80, "minilm": 0.30}
-#: The threshold of a text model without a calibrated one: no request is refused for low similarity.
-UNCALIBRATED_NO_TOOL_THRESHOLD = -1.0
 #: Default of ``Settings.execute_share``: EXECUTE needs P(right) >= 0.2 x P(a tool fits). An agent acts on
 #: EXECUTE without a human check; when the best permitted tool is very likely not the one (e.g. the fitting
 #: tool is hidden from the caller) it answers directly instead. 0.2, not 0.5: P(right) is under-confident on
@@ -122,7 +118,9 @@ class Settings:
     """CLARIFY when the top two fused scores differ by less than this (relative) and the two tools are look-alikes
     (``toolrag.search.features.LOOKALIKE``); a tie between unrelated tools is left to the decision model."""
     no_tool_threshold: float | None = None
-    """NO_TOOL when the confidence (calibrated raw similarity) is under this; ``None`` = per-model default."""
+    """The catalog owner's floor: NO_TOOL when the confidence (the best multilingual cosine among the top tools)
+    is under this; ``None`` (the default) sets none, and the decision alone decides (``toolrag tune`` can
+    calibrate one from labelled rows that need no tool)."""
     execute_share: float = DEFAULT_EXECUTE_SHARE
     """EXECUTE needs P(the top tool is right) >= this x P(a tool fits); below it the decision is NO_TOOL (rule 5
     of :mod:`toolrag.search.decide`). Higher: fewer, surer calls; 0 turns the rule off."""
@@ -171,13 +169,6 @@ class Settings:
                                     "weights: {bm25: 0.3}")
             changes["weights"] = {**self.weights, **partial}
         return dataclasses.replace(self, **changes)
-
-    def effective_no_tool_threshold(self) -> float:
-        """The NO_TOOL threshold in force: the setting, else the text model's calibrated default, else -1
-        (no request is refused for low similarity)."""
-        if self.no_tool_threshold is not None:
-            return float(self.no_tool_threshold)
-        return NO_TOOL_THRESHOLDS.get(self.text_model, UNCALIBRATED_NO_TOOL_THRESHOLD)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> Settings:

@@ -121,8 +121,13 @@ def link_query(*, query: str, role: str | None, categories: Sequence[str] | None
         if value != default:
             shown = value.value if hasattr(value, "value") else int(value) if isinstance(value, bool) else value
             items.append((name, str(shown)))
-    if settings.effective_no_tool_threshold() != base.effective_no_tool_threshold():
-        items.append(("no_tool_threshold", f"{settings.effective_no_tool_threshold():g}"))
+    if _floor(settings) != _floor(base):
+        items.append(("no_tool_threshold", f"{_floor(settings):g}"))
     items += [(f"w_{s}", f"{settings.weights.get(s, 0.0):g}") for s in SIGNALS
               if abs(settings.weights.get(s, 0.0) - base.weights.get(s, 0.0)) > 1e-9]
     return "?" + urlencode(items)
+
+
+def _floor(settings: Settings) -> float:
+    """The owner's no-tool floor as the slider shows it: -1 (refuses nothing) when none is set."""
+    return -1.0 if settings.no_tool_threshold is None else float(settings.no_tool_threshold)
