@@ -1,7 +1,7 @@
 """Refresh the README's screenshots (docs/screenshots/*.png) by running the browser tests that take them.
 
-``python -m scripts.screenshots`` runs ``tests/test_ui_browser.py`` and ``tests/test_ui_studio_browser.py``
-with ``--update-screenshots``; any other run of the suite writes the same pictures under the ignored
+``python -m scripts.screenshots`` runs the browser tests that take them (:data:`TESTS`) with
+``--update-screenshots``; any other run of the suite writes the same pictures under the ignored
 ``tests/_artifacts/screenshots/``, so ``bash scripts/test.sh`` leaves a clone unchanged. Extra arguments go to
 pytest. Exit status: pytest's, with "no test ran" (5) as a failure.
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ("tests/test_ui_browser.py", "tests/test_ui_studio_browser.py")
+TESTS = ("tests/test_ui_browser.py", "tests/test_ui_studio_browser.py", "tests/test_label_free_ui.py")
 
 
 def command(extra: Sequence[str] = ()) -> list[str]:

@@ -497,25 +497,27 @@ def test_a_web_address_for_a_tool_that_takes_one_is_not_turned_away() -> None:
     assert decide(_inputs(**one, lone_z=LONE_Z - 1.0), None).decision is Decision.NO_TOOL
 
 
-def test_the_reason_says_when_a_request_of_change_meets_a_tool_that_only_reads() -> None:
-    """The model reads the conjunction as a feature; the reason names the verb and the tool, whatever the
-    decision, and says nothing without it."""
+def test_a_request_of_change_is_never_executed_on_a_tool_that_only_reads() -> None:
+    """Rule 7: whatever the probabilities say (even P(right) 0.9, even with a few tools and no model), a request
+    of change whose top tool only reads is not called, and the reason says why; a request that names the tool
+    still calls it, and without a verb of change the same scores call it."""
     pair = {"names": ("get_leave_balance", "submit_leave"), "summaries": ("Leave left.", "Ask for leave.")}
-    unlikely = DecisionScores(right=0.05, ambiguous=0.02, no_tool=0.1)  # rule 5: more likely wrong than right
-    refused = decide(_inputs(**pair, change_verb="approve"), unlikely, model=POINT)
-    assert refused.decision is Decision.NO_TOOL
-    assert refused.reason.endswith('the request asks for a change ("approve") and get_leave_balance only reads')
-    none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)
-    assert "only reads" in decide(_inputs(**pair, change_verb="approve"), none, model=POINT).reason
-    middling = DecisionScores(right=0.45, ambiguous=0.02, no_tool=0.0)  # 0.45 >= 0.2 x 1.0, but < 0.5 x 1.0
-    assert decide(_inputs(**pair), middling, model=POINT).decision is Decision.EXECUTE
-    assert decide(_inputs(**pair, change_verb="approve"), middling, model=POINT).decision is Decision.NO_TOOL
-    sure = DecisionScores(right=0.9, ambiguous=0.02, no_tool=0.02)  # called anyway: the agent is told
-    called = decide(_inputs(**pair, change_verb="approve"), sure, model=POINT)
-    assert called.decision is Decision.EXECUTE and "only reads" in called.reason
-    assert "only reads" not in decide(_inputs(**pair), sure, model=POINT).reason
+    for scores in (DecisionScores(right=0.05, ambiguous=0.02, no_tool=0.1),
+                   DecisionScores(right=0.45, ambiguous=0.02, no_tool=0.0),
+                   DecisionScores(right=0.9, ambiguous=0.02, no_tool=0.02)):
+        refused = decide(_inputs(**pair, change_verb="approve"), scores, model=POINT)
+        assert refused.decision is Decision.NO_TOOL and refused.selected == 0
+        assert 'asks for a change ("approve")' in refused.reason and "get_leave_balance only reads" in refused.reason
+    sure = DecisionScores(right=0.9, ambiguous=0.02, no_tool=0.02)
+    assert refused.source is DecisionSource.CHANGE_READER
+    called = decide(_inputs(**pair), sure, model=POINT)
+    assert called.decision is Decision.EXECUTE and "only reads" not in called.reason
     few = decide(_inputs(**pair, permitted=2, lone_z=LONE_Z + 1.0, change_verb="approve"), None)  # no model
-    assert few.decision is Decision.EXECUTE and few.reason.endswith("get_leave_balance only reads")
+    assert few.decision is Decision.NO_TOOL and few.source is DecisionSource.CHANGE_READER
+    named = decide(_inputs(**pair, change_verb="approve", named=1), sure, model=POINT)
+    assert named.decision is Decision.EXECUTE and named.source is DecisionSource.NAMED_TOOL
+    none = DecisionScores(right=0.1, ambiguous=0.02, no_tool=0.9)  # turned away by P(no tool): the reason says so too
+    assert "only reads" in decide(_inputs(**pair, change_verb="approve"), none, model=POINT).reason
 
 
 def test_a_request_with_a_placeholder_asks() -> None:

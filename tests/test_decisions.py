@@ -186,8 +186,7 @@ def test_best_tool_hidden_by_permissions_gives_no_tool(sample_retriever: Any, qu
     ("approve my team's pending leave requests", {"role": "employee"}),
     ("roll back payment-svc in prod to yesterday's build", {"role": "employee"}),
     # book a flight, by a caller with no permission codes (travel.flight.book needs travel.book, which every
-    # role has): P(right) 0.36 of P(a tool fits) 0.94 for the flight search, above rule 5's usual 0.2 x 0.94:
-    # called before CHANGE_READER_SHARE (0.5 x 0.94)
+    # role has): the flight search ranks first and only reads
     ("订一张明天北京飞上海的机票", {"permissions": ()}),
 ])
 def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retriever: Any, query: str,

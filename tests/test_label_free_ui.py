@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from conftest import ROOT
-from ui_support import SCREENSHOTS, free_port
+from ui_support import free_port
 
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, read_extra_examples
 
@@ -80,7 +80,8 @@ def test_client_estimates_suggests_and_adds_examples(server: tuple[str, Any, Pat
         e.query for e in backend.require().catalog.get(at_risk).examples]
 
 
-def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str, Any, Path], browser: Any) -> None:
+def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str, Any, Path], browser: Any,
+                                                               screenshot: Any) -> None:
     from playwright.sync_api import expect
 
     url, backend, folder = server
@@ -107,7 +108,7 @@ def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str,
         suggestion = page.locator("#suggest-table [data-testid=cell-0-0]")
         request = suggestion.inner_text().strip()
         page.evaluate("document.querySelector('#suggest-table').scrollIntoView({block: 'center'})")
-        page.screenshot(path=str(SCREENSHOTS / "suggestions.png"), full_page=False)
+        screenshot(page, "suggestions")
         suggestion.click()
         expect(page.locator("#suggest-status")).to_contain_text("Added")
         held = read_extra_examples(folder / EXTRA_EXAMPLES_FILE)

@@ -19,10 +19,13 @@ Rules, in order (the probabilities come from the catalog's :class:`toolrag.searc
    and the two are look-alikes (profiles at least :data:`toolrag.search.features.LOOKALIKE` alike: a tie between
    unrelated tools is most often a request that needs both, not a choice between them).
 5. NO_TOOL when the top tool is very likely not the one: P(right) < ``execute_share`` x P(a tool fits)
-   (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`; at least
-   :data:`CHANGE_READER_SHARE` when the request asks for a change and the top tool only reads), or under the
+   (``Settings.execute_share``, 0.2 by default: :data:`toolrag.settings.DEFAULT_EXECUTE_SHARE`), or under the
    model's execute floor.
 6. EXECUTE otherwise.
+7. Whatever decided above: NO_TOOL instead of EXECUTE when the request asks for a change and the top tool only
+   reads (:mod:`toolrag.search.actions`; "approve the expense claims" on ``get_expense_claim_status``), unless the
+   request names that tool. Calling a reader would not make the change, so the reason would contradict the
+   decision.
 
 With at most ``FEW_TOOLS`` (5) permitted tools, for a mostly-Chinese request to a catalog where fewer than
 ``CROSS_LINGUAL_SHARE`` (10%) of the tools have Chinese text (its simulated requests hold no Chinese request
@@ -51,16 +54,11 @@ from toolrag.settings import DEFAULT_EXECUTE_SHARE
 from toolrag.text import has_cjk
 
 __all__ = [
-    "CHANGE_READER_SHARE", "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint",
+    "NAMED_REASON", "DecisionInputs", "DecisionOutcome", "OperatingPoint",
     "clarification_question", "decide",
     "name_lookup", "named_tools",
 ]
 
-#: Rule 5's share for a request of change whose top tool only reads (:mod:`toolrag.search.actions`): such a call
-#: is made only when P(right) >= this x P(a tool fits), i.e. when the model finds the reader more likely right than
-#: wrong (``python -m bench.decisions``: no set's decision accuracy moves, bundled EXECUTE precision rises;
-#: docs/decisions.md).
-CHANGE_READER_SHARE = 0.5
 #: Words of the reason of a call the request asked for by name (rule 2).
 NAMED_REASON = "the request names"
 #: Identifier-like spans of a request: where a tool's exact name or id can appear.
@@ -153,8 +151,30 @@ def decide(
     ``model`` gives the operating point (any object with the :class:`OperatingPoint` fields, e.g. the
     catalog's decision model); its ``reference`` holds what the catalog's own simulated requests reach
     (``example_cosine``: median top cosine of its example requests; ``chat_sim``: how close requests that need
-    no tool come to each other), used only in the reason's words. See the module docstring for the rules.
+    no tool come to each other), used only in the reason's words. See the module docstring for the rules; the
+    last one holds whatever decided before it: a request of change is never EXECUTEd on a tool that only reads
+    (unless the request names that tool), so a decision never contradicts its own reason.
     """
+    outcome = _decide(inputs, scores, model=model, clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
+                      execute_share=execute_share)
+    if outcome.decision is Decision.EXECUTE and inputs.change_verb and outcome.source is not DecisionSource.NAMED_TOOL:
+        return DecisionOutcome(Decision.NO_TOOL, None,
+                               f'no tool: the request asks for a change ("{inputs.change_verb}") and the best '
+                               f"permitted match {inputs.names[0]} only reads: calling it would not make the change",
+                               scores, source=DecisionSource.CHANGE_READER)
+    return outcome
+
+
+def _decide(
+    inputs: DecisionInputs,
+    scores: DecisionScores | None,
+    *,
+    model: OperatingPoint | Any = None,
+    clarify_gap: float = 0.0,
+    no_tool_threshold: float | None = None,
+    execute_share: float = DEFAULT_EXECUTE_SHARE,
+) -> DecisionOutcome:
+    """Rules 1-6 of the module docstring (:func:`decide` adds the last)."""
     point = model if model is not None else OperatingPoint()
     ref = dict(point.reference)
     n = len(inputs.names)
@@ -206,9 +226,7 @@ def decide(
         source = DecisionSource.MODEL if ambiguous else DecisionSource.PLACEHOLDER if vague else DecisionSource.TIE
         return DecisionOutcome(Decision.CLARIFY, question, reason, scores, selected, source=source)
     fits = 1.0 - scores.no_tool
-    # a request of change whose top tool only reads: called only when that tool is more likely right than wrong
-    share = max(execute_share, CHANGE_READER_SHARE) if inputs.change_verb else execute_share
-    if scores.right < max(point.execute_floor, share * fits):
+    if scores.right < max(point.execute_floor, execute_share * fits):
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f"no tool: the best permitted match {inputs.names[0]} is more likely wrong than "
                                f"right (P(right) {scores.right:.2f} of P(a tool fits) {fits:.2f}; "

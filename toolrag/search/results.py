@@ -35,6 +35,7 @@ class DecisionSource(str, Enum):
     WEB_ADDRESS = "web_address"  # the request holds a web address and the top tool takes one
     PLACEHOLDER = "placeholder"  # the request leaves its object unsaid ("schedule something"): ask
     TIE = "tie"  # the top two within clarify_gap of each other: ask
+    CHANGE_READER = "change_reader"  # a request of change whose best permitted tool only reads: never called
     STANDOUT = "standout"  # few permitted tools, a Chinese request to a catalog without Chinese, or no model:
     # the top tool's standing against requests that need no tool (lone_z) decides
 
