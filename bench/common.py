@@ -49,7 +49,7 @@ __all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "at_least", "engine_description
            "machine", "model_ids", "open_retriever", "parse_args", "prepare", "say", "shown_command"]
 
 #: Options whose value is a path of the machine that ran a command: not written into docs/.
-PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks")
+PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks", "--training", "--relevance-dir")
 
 _T0 = time.perf_counter()
 

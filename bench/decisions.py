@@ -11,7 +11,9 @@ number is on data the model never saw. Each row runs through ``ToolRetriever.sea
 Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``metatool_task1`` (520
 need-a-tool + 520 need-no-tool requests: a row needs no tool when its gold is empty), the single-tool test
 splits of MetaTool, Seal-Tools (in and out of domain) and Gorilla HF (every row needs a tool), and MetaTool
-two-tool (the selection against the top five). ``bundled_refined`` also reports the bundled catalog's model
+two-tool (the selection against the top five). ``small``: catalogs of 1-5 tools (MetaTool's public tools and the
+bundled catalog, :data:`SMALL_SIZES`), each request with its tool present (EXECUTE expected) or left out of the
+catalog, or needing no tool (NO_TOOL expected): what most MCP clients send (``bench.small_catalogs``). ``bundled_refined`` also reports the bundled catalog's model
 refined with the labelled even rows (``ToolRetriever.refine_decisions``), on the odd rows. ``mcp_zh`` and ``mcp_en``:
 50 requests written for this project, in Chinese and the same in English, to the 31 English tools of
 tests/data/published_mcp (35 need a tool, 15 none): a Chinese request to a catalog without Chinese.
@@ -51,7 +53,11 @@ __all__ = ["DECISION_SETS", "SetOpener", "auc", "expected_decision", "main", "re
 
 #: set name -> (catalog source, query split or the bundled file)
 DECISION_SETS = ("bundled", "bundled_refined", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
-                 "metatool_multi", "seal_in", "seal_out", "gorilla")
+                 "metatool_multi", "seal_in", "seal_out", "gorilla", "small")
+#: The small catalogs of the ``small`` set (``bench.small_catalogs.sample_catalogs``): 1-5 tools, 4 draws per size
+#: and source (MetaTool's public tools, the bundled catalog).
+SMALL_SIZES = (1, 2, 3, 4, 5)
+SMALL_DRAWS = 4
 #: Sets kept in this repository: set name -> (catalog, labelled queries), relative to the repository.
 REPO_SETS = {
     "mcp_zh": ("tests/data/published_mcp/tools.json", "tests/data/published_mcp/queries_zh.yaml"),
@@ -165,6 +171,8 @@ def summarise(name: str, rows: Sequence[Row], *, fit: dict[str, Any] | None = No
     if (expect == "CLARIFY").any():
         out["clarify_recall"] = float((decisions[expect == "CLARIFY"] == "CLARIFY").mean())
     if (expect == "EXECUTE").any():
+        out["execute_right"] = float(np.mean([d == "EXECUTE" and r.right for r, d, e in zip(rows, decisions, expect,
+                                                                                         strict=True) if e == "EXECUTE"]))
         out["clarify_on_execute"] = float((decisions[expect == "EXECUTE"] == "CLARIFY").mean())
     tool_rows = [r for r in rows if r.gold]
     if tool_rows:
@@ -316,15 +324,40 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                "engine": engine_description(), "command": args.command_line, "sets": {}}
     for name in args.sets.split(","):
         start = time.perf_counter()
-        retriever, rows, fit = opener.rows(name)
-        outcome = run_rows(retriever, rows, execute_share=args.execute_share)
-        opener.restore(name)
-        opener.save()
+        if name == "small":
+            outcome, fit = _small(args, opener.models), {}
+        else:
+            retriever, rows, fit = opener.rows(name)
+            outcome = run_rows(retriever, rows, execute_share=args.execute_share)
+            opener.restore(name)
+            opener.save()
         results["sets"][name] = summarise(name, outcome, fit=fit)
         results.setdefault("rows", {})[name] = [r.__dict__ for r in outcome]
         say(f"{name}: {len(outcome)} rows in {time.perf_counter() - start:.0f}s: " + ", ".join(
             f"{k} {v:.3f}" for k, v in results["sets"][name].items() if isinstance(v, float)))
     return results
+
+
+def _small(args: argparse.Namespace, models: Any) -> list[Row]:
+    """The ``small`` set: every request of every sampled small catalog, each catalog with its own index and
+    decision model (fitted from the catalog alone, as always)."""
+    import shutil
+    import tempfile
+
+    from bench.small_catalogs import sample_catalogs
+    from toolrag.search.retriever import ToolRetriever
+
+    work = Path(tempfile.mkdtemp(prefix="toolrag-small-"))
+    try:
+        out: list[Row] = []
+        for label, catalog, requests in sample_catalogs(prepare(args.benchmarks, args.bench_dir), work,
+                                                        sizes=SMALL_SIZES, catalogs=SMALL_DRAWS,
+                                                        sources=("metatool", "bundled"), seed=7):
+            retriever = ToolRetriever.from_catalog(catalog, data_dir=work / label / "data", models=models)
+            out += run_rows(retriever, requests, execute_share=args.execute_share)
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def _pct(v: Any) -> str:
@@ -342,13 +375,15 @@ def format_tables(results: dict[str, Any]) -> str:
     """The markdown tables of docs/decisions.md (values in percent)."""
     sets = results["sets"]
     lines = ["| set | rows | decision accuracy | EXECUTE precision | EXECUTE coverage | CLARIFY recall | "
-             "CLARIFY on EXECUTE rows | no-tool AUC | no-tool accuracy | top-1 right | ECE of P(right) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "CLARIFY on EXECUTE rows | no-tool AUC | no-tool accuracy | NO_TOOL on no-tool rows | "
+             "EXECUTEd right on tool rows | top-1 right | ECE of P(right) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, s in sets.items():
         lines.append(f"| {name} | {s['n']} | {_pct(s['accuracy'])} | {_pct(s['execute_precision'])} | "
                      f"{_pct(s['execute_coverage'])} | {_pct(s.get('clarify_recall'))} | "
                      f"{_pct(s.get('clarify_on_execute'))} | {_pct(s.get('no_tool_auc'))} | "
-                     f"{_pct(s.get('no_tool_accuracy'))} | {_pct(s.get('top1'))} | {_pct(s.get('ece'))} |")
+                     f"{_pct(s.get('no_tool_accuracy'))} | {_pct(s.get('no_tool_recall'))} | "
+                     f"{_pct(s.get('execute_right'))} | {_pct(s.get('top1'))} | {_pct(s.get('ece'))} |")
     lines += ["", "Confusion (expected -> decided):", ""]
     for name, s in sets.items():
         cells = "; ".join(f"{e}: " + ", ".join(f"{d} {n}" for d, n in row.items()) for e, row in s["confusion"].items())

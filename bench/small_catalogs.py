@@ -21,13 +21,15 @@ import json
 import random
 import shutil
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.common import REPO, machine, parse_args, say
 from bench.datasets import prepare
 
-__all__ = ["main"]
+__all__ = ["SmallRequest", "main", "sample_catalogs"]
 
 
 def _metatool(root: Path) -> tuple[dict[str, Any], dict[str, list[str]], list[str]]:
@@ -68,6 +70,43 @@ def _catalog(source: str, pick: list[str], data: Any, folder: Path) -> Any:
                    assets_dir=data.assets_dir)
 
 
+@dataclass(frozen=True)
+class SmallRequest:
+    """A request to a sampled small catalog, in the shape of a labelled row (``bench.decisions.run_rows``):
+    ``gold`` its tool when the catalog holds it (EXECUTE expected), empty when its tool was left out of the
+    catalog or it needs no tool (NO_TOOL expected)."""
+
+    query: str
+    gold: tuple[str, ...]
+    expect: Any = None
+    image: Any = None
+    permissions: Any = None
+    role: Any = None
+    history: tuple[str, ...] = ()
+
+
+def sample_catalogs(root: Path, work: Path, *, sizes: Sequence[int], catalogs: int, sources: Sequence[str],
+                    seed: int) -> list[tuple[str, Any, list[SmallRequest]]]:
+    """Small catalogs and their requests: per source (``metatool``: the public set; ``bundled``), size and draw,
+    (label, catalog folder or Catalog, requests): two requests of each of its tools (their tool present), one
+    request of each of three tools left out of it and three requests that need no tool (their tool absent)."""
+    out = []
+    for source in sources:
+        data, by_tool, none = _metatool(root) if source == "metatool" else _bundled()
+        names = sorted(by_tool)
+        rng = random.Random(seed)
+        for size in sizes:
+            for n in range(catalogs):
+                pick = rng.sample(names, size)
+                requests = [SmallRequest(q, (t,)) for t in pick for q in rng.sample(by_tool[t], min(2, len(by_tool[t])))]
+                requests += [SmallRequest(by_tool[t][0], ()) for t in rng.sample([t for t in names if t not in pick], 3)]
+                requests += [SmallRequest(q, ()) for q in rng.sample(none, 3)]
+                folder = work / f"{source}-{size}-{n}"
+                folder.mkdir(parents=True)
+                out.append((f"{source}-{size}-{n}", _catalog(source, pick, data, folder), requests))
+    return out
+
+
 def _score(retriever: Any, requests: list[tuple[str, str | None]], tally: dict[str, list[int]]) -> None:
     for query, gold in requests:
         result = retriever.search(query, audited=False)
@@ -102,27 +141,18 @@ def main(argv: list[str] | None = None) -> int:
     lines = []
     try:
         for source in args.sources.split(","):
-            if source == "metatool":
-                data, by_tool, none = _metatool(prepare(args.benchmarks, args.bench_dir))
-            else:
-                data, by_tool, none = _bundled()
-            names = sorted(by_tool)
-            rng = random.Random(args.seed)
             for size in (int(s) for s in args.sizes.split(",")):
                 tallies = {mode: {"exec": [0, 0], "none": [0, 0]} for mode in ("shipped", "model")}
-                for n in range(args.catalogs):
-                    pick = rng.sample(names, size)
-                    requests = [(q, t) for t in pick for q in rng.sample(by_tool[t], min(2, len(by_tool[t])))]
-                    requests += [(by_tool[t][0], None) for t in rng.sample([t for t in names if t not in pick], 3)]
-                    requests += [(q, None) for q in rng.sample(none, 3)]
-                    folder = work / f"{source}-{size}-{n}"
-                    folder.mkdir()
-                    retriever = ToolRetriever.from_catalog(_catalog(source, pick, data, folder),
-                                                           data_dir=folder / "data", models=models)
+                drawn = sample_catalogs(prepare(args.benchmarks, args.bench_dir), work / f"{source}-{size}",
+                                        sizes=[size], catalogs=args.catalogs, sources=[source], seed=args.seed + size)
+                for label, catalog, requests in drawn:
+                    retriever = ToolRetriever.from_catalog(catalog, data_dir=work / f"{source}-{size}" / label / "data",
+                                                           models=models)
+                    pairs = [(r.query, r.gold[0] if r.gold else None) for r in requests]
                     for mode in ("shipped", "model"):
                         few = trial if mode == "shipped" else 0
                         decision_step.FEW_TOOLS = retriever_module.FEW_TOOLS = few  # type: ignore[misc]
-                        _score(retriever, requests, tallies[mode])
+                        _score(retriever, pairs, tallies[mode])
                     decision_step.FEW_TOOLS = retriever_module.FEW_TOOLS = shipped  # type: ignore[misc]
                 for mode, tally in tallies.items():
                     ex, no = (tally[k][0] / max(tally[k][1], 1) for k in ("exec", "none"))
