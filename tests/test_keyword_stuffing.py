@@ -108,3 +108,21 @@ def test_import_mcp_flags_keyword_stuffing(tmp_path: Path, capfd: pytest.Capture
     err = capfd.readouterr().err
     assert "tool 'do_everything': keyword stuffing: " in err
     assert err.count("keyword stuffing") == 1
+
+
+@pytest.mark.slow
+def test_the_stuffed_tool_is_injected_for_no_bundled_request(tmp_path: Path, models: Any) -> None:
+    """Issue 32's case through the real retriever: the stuffed tool reaches the top five of many bundled requests
+    through its words alone, and the decision's selection injects it beside the top tool for none of them."""
+    from toolrag import load_queries
+    from toolrag.search.retriever import ToolRetriever
+
+    retriever = ToolRetriever.from_catalog(stuffed_catalog(tmp_path), data_dir=tmp_path / "data", models=models)
+    rows = [r for r in load_queries(SAMPLE / "queries.yaml") if r.image is None]
+    in_top5 = injected = 0
+    for row in rows:
+        result = retriever.search(row.query, permissions=row.permissions, role=row.role, history=row.history)
+        in_top5 += STUFFED["id"] in result.ids[:5]
+        injected += STUFFED["id"] in result.selected
+    assert in_top5 >= 10, in_top5  # the case exists: its words pull it into the top five
+    assert injected == 0

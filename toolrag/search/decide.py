@@ -37,7 +37,9 @@ the multilingual model's: :func:`toolrag.search.features.lone_tool_z`), else NO_
 rule and the placeholder rule still ask; a request without text (an image alone) calls it.
 
 The selection (what to inject) is the top tool plus each next candidate, in order, whose P(also a right tool)
-reaches the model's threshold (1..top_k tools); CLARIFY injects at least the two it asks about, NO_TOOL none.
+reaches the model's threshold (1..top_k tools), stopping at a tool whose description is mostly a keyword list
+(keyword stuffing: it sits in the top five through its words alone); CLARIFY injects at least the two it asks
+about, NO_TOOL none.
 """
 
 from __future__ import annotations
@@ -106,6 +108,9 @@ class DecisionInputs:
     vague: str = ""
     """The request's placeholder for what it leaves unsaid ("something", "弄一下":
     :func:`toolrag.search.actions.vague_word`), else empty: the decision asks instead of calling."""
+    stuffed: tuple[bool, ...] = ()
+    """Per candidate: its description is mostly a keyword list (:func:`toolrag.catalog.lint.keyword_stuffing`);
+    such a tool is never injected beside the top tool (it reaches the top five through its words alone)."""
     change_verb: str = ""
     """The request's verb of change ("approve", "删除") when the top tool only reads
     (:mod:`toolrag.search.actions`), else empty: said in the reason."""
@@ -319,9 +324,11 @@ def _address(inputs: DecisionInputs, scores: DecisionScores | None, point: Any, 
 
 
 def _selection(inputs: DecisionInputs, threshold: float) -> int:
+    """How many of the first candidates to inject: the top one, then each next one while P(also a right tool)
+    reaches ``threshold`` and its description is not keyword stuffing."""
     count = 1
-    for p in inputs.select[: len(inputs.names) - 1]:
-        if p < threshold:
+    for k, p in enumerate(inputs.select[: len(inputs.names) - 1], start=1):
+        if p < threshold or (k < len(inputs.stuffed) and inputs.stuffed[k]):
             break
         count += 1
     return count

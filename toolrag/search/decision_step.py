@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from toolrag.catalog.lint import STUFFING_THRESHOLD, keyword_stuffing
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
 from toolrag.search.actions import change_verb, reads_only, vague_word
@@ -111,11 +112,20 @@ class DecisionStep:
             chat_sim=view.chat_sim, confidence=confidence, meaningful=meaningful, image=q.image_given,
             named=named, select=select, query=query, lone_z=lone_z,
             permitted=len(self.rows) if few else 0, cross_lingual=cross, glossed=bool(cross and q.gloss),
-            address_takers=takers,
+            address_takers=takers, stuffed=tuple(self._stuffed(c.id) for c in candidates),
             change_verb=(verb or "") if view.change_reader else "", vague=vague_word(q.text) or "")
         outcome = decide(inputs, scores, model=model, clarify_gap=self.cfg.clarify_gap,
                          no_tool_threshold=self.cfg.no_tool_threshold, execute_share=self.cfg.execute_share)
         return replace(outcome, features=tuple(float(v) for v in x))
+
+    def _stuffed(self, tool_id: str) -> bool:
+        """Whether a tool's description is keyword stuffing (:func:`toolrag.catalog.lint.keyword_stuffing`),
+        computed once per tool and snapshot, only for the tools that reach a result."""
+        known: dict[str, bool] = self.snap.memo(("stuffed",), dict)
+        if tool_id not in known:
+            tool = self.snap.catalog.get(tool_id)
+            known[tool_id] = tool is not None and keyword_stuffing(tool.description) >= STUFFING_THRESHOLD
+        return known[tool_id]
 
     def view(self, q: QueryFeatures, head: np.ndarray, chat: Mapping[str, np.ndarray], *, candidates: int = 2,
              change: bool = False) -> tuple[ResultView, list[float]]:
