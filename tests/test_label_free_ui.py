@@ -5,15 +5,13 @@ never touches the sample catalog the other UI tests share."""
 from __future__ import annotations
 
 import shutil
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ROOT
-from ui_support import free_port
+from ui_support import serve_app
 
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, read_extra_examples
 
@@ -28,7 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, models: Any
            network_guard: Any) -> Iterator[tuple[str, Any, Path]]:
     """The app on a copy of the published catalog, served on a free loopback port."""
     from toolrag.ui import Backend
-    from toolrag.ui.app import create_app, launch
+    from toolrag.ui.app import create_app
 
     folder = tmp_path_factory.mktemp("published-ui")
     shutil.copy(CATALOG, folder / "tools.json")
@@ -36,19 +34,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, models: Any
     backend.build()
     assert backend.ready, backend.error
     demo = create_app(backend)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "config", timeout=5) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
+    url = serve_app(demo)
     try:
         yield url, backend, folder
     finally:

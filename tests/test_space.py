@@ -19,11 +19,11 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlparse
+from urllib.parse import quote
 
 import pytest
 from conftest import ASSETS, ROOT
-from ui_support import CHROMIUM, copy_catalog, free_port
+from ui_support import CHROMIUM, copy_catalog, free_port, loopback_context
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -129,19 +129,7 @@ def chromium() -> Iterator[Any]:
 def _searches(browser: Any, app: App) -> tuple[str, list[str], list[str]]:
     """In a fresh browser context that may only reach the app: the mode and status lines once ready, the tool
     ids of a text search (opened from a link) and of an image search (uploaded), as a person would."""
-    blocked: list[str] = []
-    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
-
-    def route(request_route: Any) -> None:
-        url = urlparse(request_route.request.url)
-        if url.scheme in ("data", "blob") or url.hostname in ("127.0.0.1", "localhost"):
-            request_route.continue_()
-        else:
-            blocked.append(request_route.request.url)
-            request_route.abort()
-
-    context.route("**/*", route)
-    context.set_default_timeout(120_000)
+    context, blocked = loopback_context(browser, timeout_ms=120_000)
     try:
         page = context.new_page()
         page.goto(f"{app.url}?q={quote(TEXT_QUERY)}&role=guest")

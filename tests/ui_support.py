@@ -145,22 +145,10 @@ class Server:
 @pytest.fixture(scope="session")
 def ui_server(ui_backend: Any, network_guard: _Guard) -> Iterator[Server]:
     """The app served on a free loopback port for the whole session."""
-    from toolrag.ui.app import create_app, launch
+    from toolrag.ui.app import create_app
 
     demo = create_app(ui_backend)
-    port = free_port()
-    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            with urllib.request.urlopen(url + "config", timeout=5) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-        time.sleep(0.2)
+    url = serve_app(demo)
     try:
         yield Server(url, ui_backend, demo)
     finally:
@@ -188,6 +176,39 @@ def browser(ui_server: Server) -> Iterator[Any]:
 @pytest.fixture()
 def page(browser: Any, ui_server: Server) -> Iterator[Any]:
     """A fresh context per test whose requests may only go to the app (or data:/blob: URLs)."""
+    context, blocked = loopback_context(browser, timeout_ms=60_000)
+    pg = context.new_page()
+    pg.goto(ui_server.url)
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert not blocked, f"the page tried to reach the network: {blocked}"
+
+
+def serve_app(demo: Any) -> str:
+    """Launch a Blocks app on a free loopback port (not blocking) and return its URL once it answers."""
+    from toolrag.ui.app import launch
+
+    port = free_port()
+    launch(demo, server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url + "config", timeout=5) as response:
+                if response.status == 200:
+                    break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+        time.sleep(0.2)
+    return url
+
+
+def loopback_context(browser: Any, *, timeout_ms: int) -> tuple[Any, list[str]]:
+    """A fresh browser context whose requests may only go to loopback (or data:/blob: URLs); the second value
+    lists the requests it blocked."""
     blocked: list[str] = []
     context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
 
@@ -200,11 +221,5 @@ def page(browser: Any, ui_server: Server) -> Iterator[Any]:
             request_route.abort()
 
     context.route("**/*", route)
-    context.set_default_timeout(60_000)
-    pg = context.new_page()
-    pg.goto(ui_server.url)
-    try:
-        yield pg
-    finally:
-        context.close()
-    assert not blocked, f"the page tried to reach the network: {blocked}"
+    context.set_default_timeout(timeout_ms)
+    return context, blocked

@@ -52,7 +52,7 @@ from toolrag.evaluation.risk import (
     features,
     likely_rival,
 )
-from toolrag.evaluation.vector_cache import VectorCache
+from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.progress import Progress
 from toolrag.search.features import lone_tool_z
@@ -168,17 +168,8 @@ class LabelFreeChecker:
     # ------------------------------------------------------------------------------------------- internals
 
     def _prime(self, retriever: ToolRetriever, queries: Sequence[str]) -> None:
-        """Every request's text vectors from this checker's cache or one batched encoding (the retriever's
-        query cache is primed with them, so the searches encode nothing)."""
-        kinds = {"dense": retriever.models.text, "dense_en": retriever.models.english}
-        space = {kind: f"query|{model.fingerprint}|reading {TEXT_READING}" for kind, model in kinds.items()
-                 if model is not None}
-        known = {(kind, q): v for kind, name in space.items() for q, v in self._cache.lookup(name, queries).items()}
-        vectors = retriever.analyzer.prime(queries, known=known)
-        for kind, name in space.items():
-            fresh = {q: v for (k, q), v in vectors.items() if k == kind and (k, q) not in known}
-            if fresh:
-                self._cache.store(name, fresh)
+        """Every request's text vectors (:func:`toolrag.evaluation.vector_cache.prime_queries`)."""
+        prime_queries(retriever, self._cache, queries)
 
     def _vectors(self, retriever: ToolRetriever, kind: str, queries: Sequence[str]) -> dict[str, np.ndarray]:
         """One text model's vectors of ``queries`` (``dense``: multilingual, ``dense_en``: English), cached with

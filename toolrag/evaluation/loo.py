@@ -46,11 +46,10 @@ from toolrag.catalog.lint import lint_catalog
 from toolrag.catalog.profile import ToolProfile
 from toolrag.evaluation import projection
 from toolrag.evaluation.retrievability import ExampleOutcome, RetrievabilityReport, summarize
-from toolrag.evaluation.vector_cache import VectorCache
+from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tokenize import tokenize
 from toolrag.progress import Progress
-from toolrag.search.query import TEXT_READING
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS
@@ -160,18 +159,8 @@ class RetrievabilityChecker:
                          seconds=seconds)
 
     def _query_vectors(self, retriever: ToolRetriever, queries: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
-        """Every request's text vectors, from this checker's cache or one batched encoding; the retriever's
-        query cache is primed with them, so the searches that follow encode nothing."""
-        kinds = {"dense": retriever.models.text, "dense_en": retriever.models.english}
-        space = {kind: f"query|{model.fingerprint}|reading {TEXT_READING}" for kind, model in kinds.items()
-                 if model is not None}
-        known = {(kind, q): v for kind, name in space.items() for q, v in self._cache.lookup(name, queries).items()}
-        vectors = retriever.analyzer.prime(queries, known=known)
-        for kind, name in space.items():
-            fresh = {q: v for (k, q), v in vectors.items() if k == kind and (k, q) not in known}
-            if fresh:
-                self._cache.store(name, fresh)
-        return vectors
+        """Every request's text vectors (:func:`toolrag.evaluation.vector_cache.prime_queries`)."""
+        return prime_queries(retriever, self._cache, queries)
 
     def _search(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, items: Sequence[_Item],
                 say: Progress) -> tuple[list[ExampleOutcome], int]:

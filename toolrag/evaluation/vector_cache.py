@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.search.query import TEXT_READING
+
 __all__ = ["VectorCache"]
 
 log = logging.getLogger(__name__)
@@ -108,3 +110,19 @@ class VectorCache:
                         Path(tmp).unlink(missing_ok=True)
                 except OSError as exc:
                     log.warning("could not save the vector cache in %s: %s", self.folder, exc)
+
+
+def prime_queries(retriever: Any, cache: VectorCache, queries: Sequence[str]) -> dict[tuple[str, str], np.ndarray]:
+    """Every request's text vectors from ``cache`` or one batched encoding, keyed ``(kind, query)``; the
+    retriever's query cache is primed with them, so the searches that follow encode nothing, and ``cache``
+    keeps the new ones (per model fingerprint and text reading)."""
+    kinds = {"dense": retriever.models.text, "dense_en": retriever.models.english}
+    space = {kind: f"query|{model.fingerprint}|reading {TEXT_READING}" for kind, model in kinds.items()
+             if model is not None}
+    known = {(kind, q): v for kind, name in space.items() for q, v in cache.lookup(name, queries).items()}
+    vectors: dict[tuple[str, str], np.ndarray] = retriever.analyzer.prime(queries, known=known)
+    for kind, name in space.items():
+        fresh = {q: v for (k, q), v in vectors.items() if k == kind and (k, q) not in known}
+        if fresh:
+            cache.store(name, fresh)
+    return vectors

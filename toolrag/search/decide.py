@@ -160,8 +160,7 @@ def decide(
     last one holds whatever decided before it: a request of change is never EXECUTEd on a tool that only reads
     (unless the request names that tool), so a decision never contradicts its own reason.
     """
-    outcome = _decide(inputs, scores, model=model, clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
-                      execute_share=execute_share)
+    outcome = _decide(inputs, scores, model, clarify_gap, no_tool_threshold, execute_share)
     if outcome.decision is Decision.EXECUTE and inputs.change_verb and outcome.source is not DecisionSource.NAMED_TOOL:
         return DecisionOutcome(Decision.NO_TOOL, None,
                                f'no tool: the request asks for a change ("{inputs.change_verb}") and the best '
@@ -170,15 +169,8 @@ def decide(
     return outcome
 
 
-def _decide(
-    inputs: DecisionInputs,
-    scores: DecisionScores | None,
-    *,
-    model: OperatingPoint | Any = None,
-    clarify_gap: float = 0.0,
-    no_tool_threshold: float | None = None,
-    execute_share: float = DEFAULT_EXECUTE_SHARE,
-) -> DecisionOutcome:
+def _decide(inputs: DecisionInputs, scores: DecisionScores | None, model: OperatingPoint | Any, clarify_gap: float,
+            no_tool_threshold: float | None, execute_share: float) -> DecisionOutcome:
     """Rules 1-6 of the module docstring (:func:`decide` adds the last)."""
     point = model if model is not None else OperatingPoint()
     ref = dict(point.reference)
