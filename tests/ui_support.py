@@ -158,8 +158,11 @@ def ui_server(ui_backend: Any, network_guard: _Guard) -> Iterator[Server]:
 # ---------------------------------------------------------------------------------------------- browser
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(ui_server: Server) -> Iterator[Any]:
+    """Chromium for one test module. Not for the whole session: Playwright's sync API keeps an event loop
+    running in the main thread while it lives, and a later module that runs its own loop (the MCP tests' anyio,
+    another Playwright) would then fail with "Cannot run the event loop while another loop is running"."""
     from playwright.sync_api import expect, sync_playwright
 
     expect.set_options(timeout=90_000)  # the first OCR / UMAP call of a process takes a while on 2 cores
