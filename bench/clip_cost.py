@@ -28,7 +28,7 @@ XLM_R_BASE = {"vocab_size": 250002, "hidden_size": 768, "num_hidden_layers": 12,
 
 
 def _rss_mb() -> float:
-    with open("/proc/self/statm") as f:
+    with open("/proc/self/statm", encoding="utf-8") as f:
         return int(f.read().split()[1]) * 4096 / 2**20
 
 

@@ -105,7 +105,7 @@ def keep_results(args: argparse.Namespace, results: dict[str, Any], name: str, t
     ``--out`` or ``<bench dir>/<name>``, their tables on stdout and, with ``--write-docs``, ``write_docs(results)``.
     Returns the exit status (0)."""
     out = Path(args.out) if getattr(args, "out", None) else bench_dir(getattr(args, "bench_dir", None)) / name
-    out.write_text(json.dumps(results, indent=1, default=float), encoding="utf-8")
+    out.write_text(json.dumps(results, indent=1, default=float), "utf-8")
     say(f"wrote {out}")
     print(tables(results))
     if write_docs is not None and getattr(args, "write_docs", False):
@@ -137,7 +137,7 @@ def machine() -> str:
     """A one-line description of the machine the numbers come from."""
     cpu = platform.processor() or platform.machine()
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
+        for line in Path("/proc/cpuinfo").read_text("utf-8").splitlines():
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
@@ -145,7 +145,7 @@ def machine() -> str:
         pass
     mem = ""
     try:
-        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        kb = int(Path("/proc/meminfo").read_text("utf-8").split()[1])
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, ValueError, IndexError):
         pass

@@ -105,10 +105,10 @@ def _open(args: argparse.Namespace, name: str, models: Any) -> tuple[Any, Any, d
         rows = _rows_file(path.parent / "queries_en.yaml")
     elif name == "metatool":
         path = root / "sets" / "metatool" / "catalog"
-        rows = [json.loads(x) for x in (root / "sets" / "metatool" / "single_full.jsonl").read_text().splitlines()]
+        rows = [json.loads(x) for x in (root / "sets" / "metatool" / "single_full.jsonl").read_text("utf-8").splitlines()]
     elif name == "gorilla":
         path = root / "sets" / "gorilla_hf" / "catalog"
-        rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "all.jsonl").read_text().splitlines()]
+        rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "all.jsonl").read_text("utf-8").splitlines()]
     else:
         path, rows = _training_catalog(root, name.removeprefix("train_"), Path(args.training))
     full = load_catalog(path)
@@ -228,7 +228,7 @@ def time_report(args: argparse.Namespace) -> str:
     """``toolrag report --json`` on the first ``--timing`` Gorilla HF tools (no examples), index built once first
     (not timed), then the report timed twice (cold vectors cache, then warm)."""
     root = args.root
-    rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "catalog" / "tools.jsonl").read_text().splitlines()]
+    rows = [json.loads(x) for x in (root / "sets" / "gorilla_hf" / "catalog" / "tools.jsonl").read_text("utf-8").splitlines()]
     folder = root / "sets" / f"timing_{args.timing}"
     seen: set[str] = set()
     tools = [r for r in rows if not (r["id"] in seen or seen.add(r["id"]))][:args.timing]  # type: ignore[func-returns-value]
@@ -270,7 +270,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             sets[name] = measure(args, name, models)
         if args.candidates and name in args.candidates.split(",") and not sets[name].get("candidates"):
             sets[name]["candidates"] = measure_candidates(args, name, models, [r["tool_id"] for r in sets[name]["rows"]])
-        out_file.write_text(json.dumps({"sets": {**old["sets"], **sets}}, indent=1), encoding="utf-8")
+        out_file.write_text(json.dumps({"sets": {**old["sets"], **sets}}, indent=1), "utf-8")
     model = RISK_MODEL
     if args.fit:
         train = [r for n, s in sets.items() if n.startswith("train_") for r in s["rows"] if r["n_labelled"] >= 2]
@@ -281,7 +281,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "model": {"first": dict(model.first), "top5": dict(model.top5), "fitted_on": model.fitted_on}}
     results["agreement"] = evaluate_agreement(results, model)
     results["split_half"] = split_half(sets)
-    out_file.write_text(json.dumps(results, indent=1), encoding="utf-8")
+    out_file.write_text(json.dumps(results, indent=1), "utf-8")
     return results
 
 

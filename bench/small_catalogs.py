@@ -35,7 +35,7 @@ __all__ = ["SmallRequest", "main", "sample_catalogs"]
 def _metatool(root: Path) -> tuple[dict[str, Any], dict[str, list[str]], list[str]]:
     """MetaTool's tools (OpenAI entries by name), single-tool requests by tool, and Task1's no-tool requests."""
     folder = root / "sets" / "metatool"
-    tools = {t["function"]["name"]: t for t in json.loads((folder / "catalog" / "tools.json").read_text())}
+    tools = {t["function"]["name"]: t for t in json.loads((folder / "catalog" / "tools.json").read_text("utf-8"))}
     by_tool: dict[str, list[str]] = {}
     for line in (folder / "single_full.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -63,7 +63,7 @@ def _catalog(source: str, pick: list[str], data: Any, folder: Path) -> Any:
     from toolrag.catalog.profile import Catalog
 
     if source == "metatool":
-        (folder / "tools.json").write_text(json.dumps([data[n] for n in pick]), encoding="utf-8")
+        (folder / "tools.json").write_text(json.dumps([data[n] for n in pick]), "utf-8")
         return folder
     chosen = set(pick)
     return Catalog(tools=tuple(t for t in data.tools if t.id in chosen), name=folder.name, root=data.root,

@@ -12,11 +12,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+# The turns include Chinese: print UTF-8 whatever the locale says (the C locale would fail on the first character).
+for _stream in (sys.stdout, sys.stderr):
+    if (getattr(_stream, "encoding", "") or "").lower().replace("-", "") != "utf8" and hasattr(_stream, "reconfigure"):
+        _stream.reconfigure(encoding="utf-8")
 #: One conversation: a request, a follow-up only its history explains, small talk, an ambiguous request, and a
 #: request whose tool needs a permission most roles lack.
 TURNS = (

@@ -71,7 +71,7 @@ def _start(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str
             return proc, url
         time.sleep(0.2)
     _stop(proc)
-    tail = log_path.read_text(errors="replace")[-2000:]
+    tail = log_path.read_text(errors="replace", encoding="utf-8")[-2000:]
     raise RuntimeError(
         f"Chroma server {url} did not become ready (exit code {proc.returncode}); log:\n{tail}"
     )

@@ -65,7 +65,7 @@ def test_rotation_by_size_keeps_every_record_readable(tmp_path: Path) -> None:
 def test_an_unwritable_folder_warns_once_and_searches_go_on(small_retriever: Any, tmp_path: Path,
                                                             caplog: pytest.LogCaptureFixture) -> None:
     blocker = tmp_path / "not-a-folder"
-    blocker.write_text("x", encoding="utf-8")
+    blocker.write_text("x", "utf-8")
     audit = AuditLog(blocker / "audit.jsonl")  # its folder is a file: nothing can be written there
     retriever = ToolRetriever(small_retriever.index, audit=audit)
     with caplog.at_level(logging.WARNING, logger="toolrag.audit"):
@@ -94,17 +94,17 @@ def test_a_file_that_is_not_an_audit_log_is_refused_not_summarised(tmp_path: Pat
     """The probe's ``toolrag audit --log`` on another file exited 0 printing None and nan."""
     for name, text in (("notes.txt", "just some notes\nnothing else\n"), ("other.jsonl", '{"a": 1}\n[1, 2]\n')):
         file = tmp_path / name
-        file.write_text(text, encoding="utf-8")
+        file.write_text(text, "utf-8")
         done = audit_cli("--log", str(file))
         assert done.returncode == 2 and done.stdout == "" and "Traceback" not in done.stderr
         assert done.stderr == (f"toolrag: {file} is not a toolrag audit log: none of its 2 line(s) is a search or "
                                "call record; pass the JSON Lines file that --audit-log or TOOLRAG_AUDIT_LOG names\n")
-    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "ok", "time": "2026-01-01T00:00:00Z"}\n')
-    (tmp_path / "hosts.allow").write_text("not a rotated part of the log\n")  # only hosts.1, hosts.2, ... are
+    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "ok", "time": "2026-01-01T00:00:00Z"}\n', "utf-8")
+    (tmp_path / "hosts.allow").write_text("not a rotated part of the log\n", "utf-8")  # only hosts.1, hosts.2, ... are
     done = audit_cli("--log", str(tmp_path / "hosts"))
     assert done.returncode == 0 and "None" not in done.stdout and "nan" not in done.stdout
     assert done.stdout.strip() == ("0 searches (none), 1 calls (ok 1), no search latency recorded, "
                                    "2026-01-01T00:00:00Z .. 2026-01-01T00:00:00Z")
-    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "refused"}\ncut sho\n')
+    (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "refused"}\ncut sho\n', "utf-8")
     summary = summarize(tmp_path / "hosts")
     assert summary.skipped == 1 and summary.line().endswith("; 1 line(s) that are not audit records skipped")

@@ -5,6 +5,7 @@ used is cleaned or cut and the result says so. The app's side is in ``tests/test
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -42,6 +43,9 @@ def test_clean_text_replaces_what_no_encoder_reads_and_says_what() -> None:
     assert clean_text("\ud83d\ude00 ok").text == "😀 ok"  # a surrogate pair is one character, kept
     assert clean_text("x\ud800y\ufffe").removed == {"lone surrogate": 1, "non-character": 1}
     assert clean_text("天气 ok").notes("the query") == []
+    # UTF-8 bytes read in the C locale (预订 = e9 a2 84 e8 ae a2) are the text they spell, with nothing to report
+    c_locale = clean_text("\udce9\udca2\udc84\udce8\udcae\udca2 room")
+    assert (c_locale.text, c_locale.removed) == ("预订 room", {})
     long = clean_text("ab" * 10_000, limit=4000)
     assert len(long.text) == 4000 and long.cut == 16_000
     assert long.notes("the query") == ["the query has 20,000 characters; only the first 4,000 were used"]
@@ -122,7 +126,7 @@ def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureF
                                                          small_catalog_dir: Path, tmp_path: Path, line: str,
                                                          message: str) -> None:
     settings = tmp_path / "settings.yaml"
-    settings.write_text(f"top_k: 3\n{line}\n", encoding="utf-8")
+    settings.write_text(f"top_k: 3\n{line}\n", "utf-8")
     code, out, err = run(capsys, "search", "--catalog", str(small_catalog_dir), "--data-dir", str(tmp_path / "d"),
                          "--settings", str(settings), "weather")
     assert code == 2 and out == "" and err.count("\n") == 1
@@ -149,11 +153,11 @@ def test_bad_input_is_one_line_before_any_model_and_writes_nothing(
         capsys: pytest.CaptureFixture[str], no_models: None, small_catalog_dir: Path, tmp_path: Path,
         args: list[str], message: str) -> None:
     typo = tmp_path / "typo.yaml"
-    typo.write_text("- {query: weather, gold: [weather.curent]}\n- {query: room, gold: [calendar.bok]}\n")
+    typo.write_text("- {query: weather, gold: [weather.curent]}\n- {query: room, gold: [calendar.bok]}\n", "utf-8")
     good = tmp_path / "good.yaml"
-    good.write_text("- {query: weather, gold: [weather.current]}\n")
+    good.write_text("- {query: weather, gold: [weather.current]}\n", "utf-8")
     not_image = tmp_path / "notes.png"
-    not_image.write_text("not an image")
+    not_image.write_text("not an image", "utf-8")
     names = {"TYPO": str(typo), "GOOD": str(good), "MISSING": str(tmp_path / "missing.png"),
              "NOT_IMAGE": str(not_image), "CLOSED": f"http://127.0.0.1:{closed_port()}"}
     args = [names.get(a, a) for a in args]
@@ -187,11 +191,25 @@ def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: 
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow
+def test_a_chinese_request_in_the_c_locale(small_catalog_dir: Path, tmp_path: Path) -> None:
+    """A shell in the C locale (no UTF-8 mode): the UTF-8 bytes of the request are read as the text they spell and
+    the JSON comes out as UTF-8, not as a UnicodeEncodeError."""
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONIOENCODING": ""}
+    done = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
+                           "--data-dir", str(tmp_path / "d"), "--json", "预订明天的会议室".encode()],
+                          capture_output=True, cwd=ROOT, timeout=300, env=env)
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    result = json.loads(done.stdout.decode("utf-8"))
+    assert result["query"] == "预订明天的会议室"
+
+
 def degenerate_catalog(folder: Path, image: Image.Image | bytes) -> Path:
     """The small catalog with one more tool whose example image is ``image``."""
     shutil.copytree(Path(__file__).resolve().parent.parent / "assets", folder / "assets",
                     ignore=lambda d, names: [n for n in names if n not in ("receipt_zh.png", "astronaut.jpg")])
-    (folder / "catalog.yaml").write_text("name: small\nassets_dir: assets\n", encoding="utf-8")
+    (folder / "catalog.yaml").write_text("name: small\nassets_dir: assets\n", "utf-8")
     path = folder / "assets" / "strip.png"
     if isinstance(image, bytes):
         path.write_bytes(image)
@@ -373,7 +391,7 @@ RESTRICTED_SUCCESSOR = """\
 @pytest.fixture(scope="module")
 def successor_retriever(tmp_path_factory: pytest.TempPathFactory, models: Any) -> ToolRetriever:
     folder = tmp_path_factory.mktemp("successor")
-    (folder / "tools.yaml").write_text(RESTRICTED_SUCCESSOR, encoding="utf-8")
+    (folder / "tools.yaml").write_text(RESTRICTED_SUCCESSOR, "utf-8")
     return ToolRetriever.from_catalog(folder, data_dir=folder / "data", models=models)
 
 

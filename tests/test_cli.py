@@ -71,7 +71,7 @@ def test_weights_and_fusion_flags(capsys: pytest.CaptureFixture[str], small_cata
 def test_bad_input_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], small_catalog_dir: Path,
                                          data_dir: Path, tmp_path: Path, args: list[str], message: str) -> None:
     queries = tmp_path / "q.yaml"
-    queries.write_text("- {query: weather, gold: [weather.current]}\n")
+    queries.write_text("- {query: weather, gold: [weather.current]}\n", "utf-8")
     args = [str(small_catalog_dir) if a == "SMALL" else str(queries) if a == "Q" else a for a in args]
     code, _, err = run(capsys, *args, "--data-dir", str(data_dir))
     assert code == 2
@@ -118,11 +118,11 @@ def test_index_reports_incremental_encoding(capsys: pytest.CaptureFixture[str], 
 
 def test_lint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     (tmp_path / "t.yaml").write_text("- id: a\n  description: short\n  parameters: {type: object, properties: "
-                                     "{x: {type: string}}}\n")
+                                     "{x: {type: string}}}\n", encoding="utf-8")
     code, out, _ = run(capsys, "lint", "--catalog", str(tmp_path))
     assert code == 0
     assert "a: description has 5 characters" in out and "parameters without a description: x" in out
-    (tmp_path / "t.yaml").write_text("- id: a\n  descriptin: x\n")
+    (tmp_path / "t.yaml").write_text("- id: a\n  descriptin: x\n", "utf-8")
     code, out, err = run(capsys, "lint", "--catalog", str(tmp_path))
     assert code == 2 and "did you mean 'description'" in out and err.startswith("toolrag: ")
 
@@ -139,7 +139,7 @@ def test_lint(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
 )
 def test_broken_catalog_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str,
                                 message: str) -> None:
-    (tmp_path / "tools.yaml").write_text(text, encoding="utf-8")
+    (tmp_path / "tools.yaml").write_text(text, "utf-8")
     code, _, err = run(capsys, "search", "--catalog", str(tmp_path), "--data-dir", str(tmp_path / "d"), "x")
     assert code == 2 and err.startswith("toolrag: ") and message in err and err.count("\n") == 1
     assert not (tmp_path / "d").exists()  # nothing indexed from a catalog that fails validation

@@ -66,10 +66,11 @@ def test_only_config_touches_the_environment() -> None:
     """``os.environ`` appears in toolrag/ and app.py only in toolrag/config.py; in bench/ only where the engine
     to measure is chosen before any toolrag import, and where a child process inherits the environment."""
     allowed = {"toolrag/config.py", "bench/common.py", "bench/image_model.py"}
-    found = {f.relative_to(ROOT).as_posix() for f in _sources() if re.search(r"os\.environ|getenv", f.read_text())}
+    found = {f.relative_to(ROOT).as_posix() for f in _sources()
+             if re.search(r"os\.environ|getenv", f.read_text("utf-8"))}
     assert found <= allowed, f"read these through toolrag.config.env: {sorted(found - allowed)}"
     assert "toolrag/config.py" in found
-    common = (ROOT / "bench" / "common.py").read_text()
+    common = (ROOT / "bench" / "common.py").read_text("utf-8")
     assert [line.strip() for line in common.splitlines() if "os.environ" in line] == [
         'ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()']
 
@@ -77,7 +78,7 @@ def test_only_config_touches_the_environment() -> None:
 def test_every_variable_named_in_the_code_is_in_the_table() -> None:
     names = {var.name for var in cfg.ENV_VARS}
     named = {(f.relative_to(ROOT).as_posix(), m) for f in _sources()
-             for m in re.findall(r"\bTOOLRAG_[A-Z][A-Z_]*[A-Z]\b", f.read_text())}
+             for m in re.findall(r"\bTOOLRAG_[A-Z][A-Z_]*[A-Z]\b", f.read_text("utf-8"))}
     missing = sorted((file, name) for file, name in named if name not in names)
     assert not missing, f"add these to toolrag.config.ENV_VARS (or stop reading them): {missing}"
 

@@ -76,7 +76,7 @@ def test_load_image_rejects_bad_input_naming_the_file(tmp_path: Path, png_bytes:
     if case == "folder":
         path.mkdir()
     elif case == "not_image":
-        path.write_text("this is a text file renamed to .png\n" * 20)
+        path.write_text("this is a text file renamed to .png\n" * 20, "utf-8")
     elif case == "truncated":
         big = io.BytesIO()
         Image.effect_noise((300, 300), 80).convert("RGB").save(big, format="PNG")
@@ -144,7 +144,7 @@ def test_e5_copy_without_saved_prompts_still_gets_prefixes(e5: enc_text.TextEnco
     for item in source.iterdir():
         if item.name != "config_sentence_transformers.json":
             (copy / item.name).symlink_to(item)
-    (copy / "config_sentence_transformers.json").write_text('{"prompts": {}}', encoding="utf-8")
+    (copy / "config_sentence_transformers.json").write_text('{"prompts": {}}', "utf-8")
     plain = enc_text.TextEncoder(str(copy), backend="torch")
     assert (plain.query_prompt, plain.passage_prompt) == ("query: ", "passage: ")
     text = ["发票报销 expense receipt"]

@@ -69,7 +69,7 @@ def test_restart_encodes_nothing_and_an_edit_encodes_one(models: Any, small_cata
     text = (catalog_dir / "tools.yaml").read_text(encoding="utf-8")
     edited = text.replace("Search the company's source code repositories for a function, class or string.",
                           "Look up travel weather - rain, sunshine and temperature today for a city.")
-    (catalog_dir / "tools.yaml").write_text(edited, encoding="utf-8")
+    (catalog_dir / "tools.yaml").write_text(edited, "utf-8")
     encoded = retriever.reload(load_catalog(catalog_dir))
     assert encoded == 1 and counter2.passages == 1  # only the edited profile is re-encoded
     after = retriever.search("sunshine and temperature today", top_k=8).ids
@@ -148,7 +148,7 @@ def test_a_picture_shared_by_several_tools_is_read_once(models: Any, tmp_path: P
     (folder / "tools.yaml").write_text("".join(
         f"- id: expense.{n}\n  name: expense_{n}\n  description: Submit a receipt for reimbursement ({n}).\n"
         f"  images: [{{path: receipt_zh.png}}]\n" for n in ("a", "b", "c")), encoding="utf-8")
-    (folder / "catalog.yaml").write_text("name: shared\nassets_dir: assets\n", encoding="utf-8")
+    (folder / "catalog.yaml").write_text("name: shared\nassets_dir: assets\n", "utf-8")
     counter = CountingOcr(models.get_ocr())
     m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter)
     retriever = ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
@@ -175,7 +175,7 @@ def test_another_ocr_reading_reads_the_example_images_again(models: Any, tmp_pat
     (folder / "tools.yaml").write_text(
         "- id: expense.a\n  name: expense_a\n  description: Submit a receipt for reimbursement.\n"
         "  images: [{path: receipt_zh.png}]\n", encoding="utf-8")
-    (folder / "catalog.yaml").write_text("name: reading\nassets_dir: assets\n", encoding="utf-8")
+    (folder / "catalog.yaml").write_text("name: reading\nassets_dir: assets\n", "utf-8")
     counter = CountingOcr(models.get_ocr())
     m = dataclasses.replace(models, english=None, image=None, ocr_factory=lambda: counter)
     ToolRetriever.from_catalog(folder, data_dir=tmp_path / "d", models=m)
@@ -223,7 +223,7 @@ def test_failed_validation_keeps_the_previous_index(models: Any, small_catalog_d
 
     catalog_dir = copy_catalog(small_catalog_dir, tmp_path / "cat")
     retriever = ToolRetriever.from_catalog(catalog_dir, data_dir=tmp_path / "d", models=models)
-    (catalog_dir / "broken.yaml").write_text("- id: weather.current\n  description: duplicate id\n")
+    (catalog_dir / "broken.yaml").write_text("- id: weather.current\n  description: duplicate id\n", "utf-8")
     with pytest.raises(ProfileError, match="duplicate tool id 'weather.current'"):
         retriever.reload(load_catalog(catalog_dir))
     assert len(retriever.index.catalog) == 8
@@ -242,7 +242,8 @@ def test_empty_and_single_tool_catalogs(models: Any, tmp_path: Path) -> None:
     assert result.decision is Decision.NO_TOOL and result.candidates == () and result.tokens.all == 0
     one = tmp_path / "one"
     one.mkdir()
-    (one / "t.yaml").write_text("id: solo\ndescription: Convert a currency amount using today's exchange rate\n")
+    (one / "t.yaml").write_text("id: solo\ndescription: Convert a currency amount using today's exchange rate\n",
+                                "utf-8")
     single = ToolRetriever.from_catalog(one, data_dir=tmp_path / "d", models=models)
     hit = single.search("convert 100 dollars to euros")
     assert hit.ids == ["solo"] and hit.decision is Decision.EXECUTE

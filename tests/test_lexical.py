@@ -89,7 +89,7 @@ def test_jieba_caches_in_the_data_folder(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "data"))
     assert lexical._cache_dir() == tmp_path / "data" / "jieba"
     assert (tmp_path / "data" / "jieba").is_dir()
-    (tmp_path / "file").write_text("x")
+    (tmp_path / "file").write_text("x", "utf-8")
     monkeypatch.setenv("TOOLRAG_DATA_DIR", str(tmp_path / "file" / "data"))  # unusable: the temp folder
     assert lexical._cache_dir() == Path(tempfile.gettempdir())
 
@@ -150,7 +150,7 @@ def test_query_scores_sum_each_terms_entries() -> None:
 
 def test_toolrag_does_not_import_bm25s() -> None:
     package = Path(__file__).resolve().parent.parent / "toolrag"
-    users = [f for f in package.rglob("*.py") if re.search(r"^\s*(import|from) bm25s", f.read_text(), re.M)]
+    users = [f for f in package.rglob("*.py") if re.search(r"^\s*(import|from) bm25s", f.read_text("utf-8"), re.M)]
     assert not users, f"toolrag scores BM25 itself (toolrag.index.bm25_triples.query_scores): {users}"
 
 

@@ -80,7 +80,7 @@ def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 def test_data_dir_unwritable_names_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
-    blocker.write_text("x")
+    blocker.write_text("x", "utf-8")
     monkeypatch.setenv(cfg.DATA_DIR_ENV, str(blocker / "sub"))
     with pytest.raises(SettingsError, match=cfg.DATA_DIR_ENV):
         cfg.data_dir()
@@ -215,7 +215,7 @@ def _fake_build(calls: list[int], *, delay: float = 0.0, fail: bool = False) -> 
         time.sleep(delay)
         if fail:
             raise OSError("disk full (simulated)")
-        (folder / "toolrag_build.json").write_text("{}")
+        (folder / "toolrag_build.json").write_text("{}", "utf-8")
 
     return build
 

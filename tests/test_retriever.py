@@ -241,7 +241,7 @@ def test_bad_queries(small_retriever: Any, tmp_path: Path) -> None:
     long = small_retriever.search("weather " * 12_500)  # 100,000 characters
     assert long.candidates and long.candidates[0].id.startswith("weather")
     bad = tmp_path / "not_an_image.png"
-    bad.write_text("hello")
+    bad.write_text("hello", "utf-8")
     with pytest.raises(ImageError, match="not_an_image.png"):
         small_retriever.search("x", image=bad)
     truncated = tmp_path / "truncated.png"
@@ -456,7 +456,7 @@ def test_published_tools_without_descriptions_are_found_by_name(tmp_path: Path, 
         {"name": "create_github_issue", "description": "Open an issue in a GitHub repository"},
         {"name": "get_weather_forecast", "description": "Weather forecast for a city for the next days"},
     ]}
-    (tmp_path / "server.json").write_text(json.dumps(listed), encoding="utf-8")
+    (tmp_path / "server.json").write_text(json.dumps(listed), "utf-8")
     retriever = ToolRetriever.from_catalog(tmp_path / "server.json", data_dir=tmp_path / "data", models=models)
     assert retriever.catalog.report.degraded == 2 and len(retriever.catalog) == 4
     assert retriever.search("show me what files are in the docs folder").ids[0] == "list_directory"

@@ -436,7 +436,7 @@ def test_silent_or_foreign_server_fails_fast(tmp_path: Path) -> None:
 
 def test_unusable_path_and_empty_config_raise(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
-    blocker.write_text("not a folder")
+    blocker.write_text("not a folder", "utf-8")
     with pytest.raises(StoreError, match="is a file"):
         open_client(StoreConfig(path=blocker))
     with pytest.raises(StoreError, match=re.escape(str(blocker))):

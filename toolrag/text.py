@@ -9,6 +9,7 @@ about what counts as Chinese. Every request text (the library, the CLI's argumen
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass, field
 
@@ -80,7 +81,8 @@ def _describe(removed: dict[str, int]) -> str:
 def clean_text(text: str, *, limit: int | None = None) -> CleanText:
     """Replace what no encoder can read by spaces and cut the text to ``limit`` characters.
 
-    Replaced: bytes that are not UTF-8 (as ``surrogateescape`` gives them from ``sys.argv``), surrogates
+    Bytes escaped by ``surrogateescape`` (``sys.argv`` in a locale that is not UTF-8) that form UTF-8 are read as
+    the text they spell. Replaced: bytes that are not UTF-8, surrogates
     without a partner (surrogate pairs are joined into their character first), control characters except
     tab and line breaks (NUL included) and the non-characters U+FDD0-U+FDEF, U+FFFE and U+FFFF. The cut comes
     after cleaning. ``str`` only: anything else is a ``TypeError`` (a bug in the caller).
@@ -92,6 +94,11 @@ def clean_text(text: str, *, limit: int | None = None) -> CleanText:
         # Cleaning never lengthens the text, so cleaning a generous prefix gives the same first ``limit``.
         text = text[: 2 * limit]
     removed: dict[str, int] = {}
+    if _ESCAPED_BYTES.search(text):
+        # Bytes that are UTF-8 after all, read as another encoding (the arguments of a process run in the C
+        # or POSIX locale): the text they spell.
+        with contextlib.suppress(UnicodeError):
+            text = text.encode("utf-8", "surrogateescape").decode("utf-8")
     if _SURROGATES.search(text):
         escaped = len(_ESCAPED_BYTES.findall(text))
         # Join surrogate pairs (e.g. an emoji written as two JSON escapes); lone ones stay to be counted.

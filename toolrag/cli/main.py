@@ -30,7 +30,17 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
+def _utf8_output() -> None:
+    """Write UTF-8 whatever the locale says: tool names, descriptions and JSON hold any language (JSON is UTF-8 by
+    its standard), and in the C or POSIX locale Python would otherwise fail on the first non-ASCII character."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _utf8_output()
     args = parser().parse_args(argv)
     configure_environment()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",
