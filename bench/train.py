@@ -1,14 +1,17 @@
-"""Train the models shipped in ``toolrag/data/models/`` from the public training sets, on this CPU.
+"""Train an English text model for tool requests from the public training sets (docs/models.md, "Models trained here").
 
-    python -m bench.train                 # every stage: data, mine, relevance, query, export (CPU, see docs/models.md)
-    python -m bench.train --stage mine    # one stage
+    python -m bench.train                 # every stage: data, mine, english (CPU; time in docs/models.md)
+    python -m bench.train --stage english # one stage
 
 Stages (each reads what the previous wrote under ``<bench dir>/train``; a finished stage is not redone):
 
 1. ``data``: ``../shared/training`` as catalogs and pairs (``bench.train_data``).
-2. ``mine``: every request searched by the shipped retriever (``bench.train_mine``): hard negatives, vectors.
-3. ``relevance``: the cross-encoder (``bench.train_cross``), from the packaged all-MiniLM-L6-v2 weights.
-4. ``export``: the trained model to ONNX int8 under ``toolrag/data/models/`` with its checks.
+2. ``mine``: every request searched by the retriever with the original MiniLM (``bench.train_mine``): the hard
+   negatives.
+3. ``english``: all-MiniLM-L6-v2 fine-tuned on the requests, their tools and the mined negatives
+   (``bench.train_bi``) into ``<bench dir>/train/models/minilm-tools``, a sentence-transformers folder that
+   ``TOOLRAG_ENGLISH_MODEL`` can name. It is not shipped: it ranks better and decides worse than the packaged
+   all-MiniLM-L6-v2 on the evaluation sets (docs/models.md).
 
 Nothing from ``../shared/benchmarks`` is trained on.
 """
@@ -23,35 +26,28 @@ from bench.train_data import FOLDERS, prepare_training
 
 __all__ = ["main"]
 
-STAGES = ("data", "mine", "relevance", "export")
+STAGES = ("data", "mine", "english")
 
 
-def _mined(root: Path) -> list[tuple[object, list[str]]]:
-    from bench.train_cross import cards_of
+def english(root: Path, *, epochs: float) -> Path:
+    """Fine-tune all-MiniLM-L6-v2 on every mined training folder; returns the model's folder."""
+    from bench.train_bi import BiConfig, fit_bi
     from bench.train_mine import mined_dir
     from bench.train_sets import load_mined
-
-    data = []
-    for folder in FOLDERS:
-        m = load_mined(mined_dir(root, folder), folder)
-        data.append((m, cards_of(root / folder / "catalog", m.ids)))
-        say(f"{folder}: {len(m.rows)} requests, {len(m.ids)} tools")
-    return data
-
-
-def relevance(root: Path, *, epochs: float, out: Path) -> Path:
-    from bench.train_cross import CrossConfig, fit_cross
     from toolrag.encode.resolve import resolve_text_model
 
     base = Path(resolve_text_model("minilm").location)
-    return fit_cross(base, _mined(root), CrossConfig(epochs=epochs), out)  # type: ignore[arg-type]
+    data = [load_mined(mined_dir(root, folder), folder) for folder in FOLDERS]
+    for m in data:
+        say(f"{m.name}: {len(m.rows)} requests, {len(m.ids)} tools")
+    return fit_bi(base, data, BiConfig(epochs=epochs), root / "models" / "minilm-tools")
 
 
 def main(argv: list[str] | None = None) -> int:
     def options(parser: Any) -> None:
         parser.add_argument("--stage", choices=STAGES, action="append", help="run only these stages (repeatable)")
         parser.add_argument("--training", help="the training sets' folder (default ../shared/training)")
-        parser.add_argument("--epochs", type=float, default=1.0, help="epochs of the relevance model (default 1)")
+        parser.add_argument("--epochs", type=float, default=1.0, help="epochs of the English model (default 1)")
 
     args = parse_args("bench.train", __doc__.split("\n")[0], argv, options)
     stages = args.stage or list(STAGES)
@@ -61,9 +57,8 @@ def main(argv: list[str] | None = None) -> int:
 
         mine_main([*(["--training", args.training] if args.training else []),
                    *(["--bench-dir", args.bench_dir] if args.bench_dir else [])])
-    if "relevance" in stages:
-        out = relevance(root, epochs=args.epochs, out=root / "models" / "relevance")
-        say(f"relevance model: {out}")
+    if "english" in stages:
+        say(f"English model: {english(root, epochs=args.epochs)} (try it: TOOLRAG_ENGLISH_MODEL=<that folder>)")
     return 0
 
 

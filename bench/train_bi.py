@@ -1,5 +1,6 @@
 """The English text model fine-tuned on tool requests, both sides (requests and tool texts): a sentence-transformers
-folder from the packaged all-MiniLM-L6-v2 weights, for the ``dense_en`` role (tools re-indexed with it).
+folder from the packaged all-MiniLM-L6-v2 weights, for the ``dense_en`` role (tools re-indexed with it). Not shipped:
+it ranks better but decides worse (docs/models.md, "Models trained here"); ``TOOLRAG_ENGLISH_MODEL=<folder>`` tries it.
 
 Pairs: each training request (its English reading: the gloss of a Chinese one) with each gold tool the English
 model reads (the tool's indexed text, ``ToolProfile.document_text``), one hard negative from the shipped
@@ -101,3 +102,4 @@ def fit_bi(base: Path, data: list[Mined], cfg: BiConfig, out: Path) -> Path:
     model.eval()
     st.save(str(out))
     return out
+

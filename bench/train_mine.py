@@ -9,7 +9,9 @@ request is searched with the shipped settings (``ToolRetriever.search``, top 30)
     rows.jsonl     per request: gold, the top 30 candidates with each text signal's raw and normalised score
 
 These are the cached features the trainers read (``bench.train``): the hard negatives of a request are the
-candidates the shipped retriever ranks above or near its gold tools.
+candidates the shipped retriever ranks above or near its gold tools. The retriever mines with the original
+all-MiniLM-L6-v2 (:data:`MINING_SETTINGS`), not the model trained from these folders, so that the pipeline
+reproduces the shipped model from its own start.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ import numpy as np
 
 from bench.common import SETS, index_dir, parse_args, prepare, say
 from bench.train_data import FOLDERS, prepare_training, read_pairs
+
+#: The retriever that mines: the shipped settings with the original MiniLM (the one the trained model starts from).
+MINING_SETTINGS = {"english_model": "minilm"}
 
 __all__ = ["mine", "mined_dir"]
 
@@ -69,7 +74,7 @@ def mine_catalog(catalog: Path, pairs: list[Any], out: Path, *, data_dir: Path, 
     (out / "tools.json").write_text(json.dumps({
         "ids": list(snap.ids), "english": [bool(e) for e in snap.english],
         "texts": [cat.get(i).document_text() for i in snap.ids]}, ensure_ascii=False), encoding="utf-8")
-    settings = Settings()
+    settings = Settings(**MINING_SETTINGS)
     retriever.prepare([p.query for p in pairs])
     qd = np.zeros((len(pairs), snap.vectors["dense"].shape[1]), dtype=np.float32)
     qe = np.full((len(pairs), snap.vectors["dense_en"].shape[1]), np.nan, dtype=np.float32)
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args("bench.train_mine", __doc__.split("\n")[0], argv, options)
     root = prepare_training(args.training, args.bench_dir)
-    models = load_models(Settings())
+    models = load_models(Settings(**MINING_SETTINGS))
     for folder in args.folders:
         mine(root, folder, models=models, force=args.force)
     bench_root = prepare(None, args.bench_dir)

@@ -1,22 +1,19 @@
-"""The mined training and evaluation folders as arrays the trainers read, and the ranking metrics they report.
+"""The mined training folders as arrays the trainer reads.
 
 A :class:`Mined` folder holds one catalog's indexed tool vectors, its requests' query vectors and texts, the gold
-tools as row numbers and the shipped retriever's top 30 per request (``bench.train_mine``). Scoring here is
-offline and exact (every tool of the catalog), for choosing and comparing models quickly; the numbers that go
-into docs/ come from the real engine (``bench.quality``).
+tools as row numbers and the mining retriever's top 30 per request (``bench.train_mine``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Mined", "load_mined", "ranking_metrics"]
+__all__ = ["Mined", "load_mined"]
 
 
 @dataclass
@@ -57,24 +54,3 @@ def load_mined(folder: Path, name: str = "") -> Mined:
     return Mined(name or folder.parent.name, tools["ids"], np.array(tools["english"], dtype=bool), tools["texts"],
                  vec["tool_dense"], vec["tool_dense_en"], vec["q_dense"], vec["q_dense_en"], rows, gold)
 
-
-def ranking_metrics(scores: np.ndarray, gold: list[np.ndarray], *, k: int = 10) -> dict[str, float]:
-    """NDCG@10, Recall@1/@5 (share of gold in the top k) and MRR@10 of a (requests x tools) score matrix, binary
-    relevance; ties broken by the tool's row (the lower first), as the engine breaks them by catalog order.
-    Requests without a gold tool are skipped."""
-    out = {"ndcg@10": 0.0, "recall@1": 0.0, "recall@5": 0.0, "mrr@10": 0.0}
-    n = 0
-    discounts = 1.0 / np.log2(np.arange(2, k + 2))
-    for s, g in zip(scores, gold, strict=True):
-        if len(g) == 0:
-            continue
-        n += 1
-        order = np.lexsort((np.arange(len(s)), -s))[:k]
-        hit = np.isin(order, g)
-        ideal = discounts[: min(len(g), k)].sum()
-        out["ndcg@10"] += float((hit * discounts).sum() / ideal)
-        out["recall@1"] += float(hit[:1].sum() / len(g))
-        out["recall@5"] += float(hit[:5].sum() / len(g))
-        first = np.flatnonzero(hit)
-        out["mrr@10"] += 1.0 / (first[0] + 1) if len(first) else 0.0
-    return {key: 100 * v / n if n else math.nan for key, v in out.items()}
