@@ -135,10 +135,12 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar(TEXT_BACKEND_ENV, "`onnx-int8`",
            "how the text models run: `onnx-int8`, `onnx` (fp32) or `torch` (sentence-transformers)"),
     EnvVar(IMAGE_BACKEND_ENV, "`onnx`", "how the image model runs: `onnx` (ONNX Runtime) or `torch`"),
-    EnvVar(CLIP_ENV, "`none` offline, multilingual CLIP online",
-           "the open_clip model of the `clip` signal: `ARCH:/path/to/weights.pt`, (online) a Hub id, or `none`"),
-    EnvVar(RERANK_ENV, "`none` offline, `BAAI/bge-reranker-v2-m3` online",
-           "the cross-encoder that reranks the top candidates: a local folder, (online) a Hub id, or `none`"),
+    EnvVar(CLIP_ENV, "`none` (no CLIP weights ship in a package)",
+           "the open_clip model of the `clip` signal, an opt-in: `ARCH:/path/to/weights.pt`, (online) a Hub id such "
+           "as `xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k`, or `none`"),
+    EnvVar(RERANK_ENV, "`none` (no cross-encoder weights ship in a package)",
+           "the cross-encoder that reranks the top candidates, an opt-in: a local folder, (online) a Hub id such as "
+           "`BAAI/bge-reranker-v2-m3`, or `none`"),
     EnvVar(CHROMA_URL_ENV, "unset: an embedded index in the data folder",
            "a Chroma server (`http://host:port`) when `--chroma-url` is not given"),
     EnvVar(AUDIT_LOG_ENV, "unset: no audit log",
