@@ -155,9 +155,9 @@ def machine() -> str:
 def git_rev() -> str:
     try:
         out = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
+                             encoding="utf-8", timeout=10, check=False)
         dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "toolrag"], capture_output=True,
-                               text=True, timeout=10, check=False).stdout.strip()
+                               encoding="utf-8", timeout=10, check=False).stdout.strip()
         return out.stdout.strip() + (" + uncommitted changes in toolrag/" if dirty else "")
     except OSError:
         return "unknown"

@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         for backend in runs:
             say(f"round {round_ + 1}/{args.rounds}: {backend}")
             out = subprocess.run([sys.executable, "-c", _CHILD, backend, *pictures], env=env, check=True,
-                                 capture_output=True, text=True)
+                                 capture_output=True, encoding="utf-8")
             runs[backend].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"{len(pictures)} pictures (assets/), {args.rounds} new processes per backend; {machine()}")
     print("| backend | first image ms (load included) | memory added MB | p50 ms per image after it | torch imported |")

@@ -241,7 +241,7 @@ def time_report(args: argparse.Namespace) -> str:
     times = []
     for _ in range(2):
         start = time.perf_counter()
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True, cwd=REPO)
+        out = subprocess.run(cmd, check=True, capture_output=True, encoding="utf-8", cwd=REPO)
         times.append(time.perf_counter() - start)
     lf = json.loads(out.stdout)["label_free"]
     write_json(root / "timing.json", {"tools": len(tools), "seconds": times})

@@ -94,7 +94,7 @@ def _tree_state() -> set[str] | None:
     """``git status --porcelain`` of the repository as a set of lines (None outside a git checkout)."""
     try:
         out = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=all"],
-                             capture_output=True, text=True, timeout=60, check=False)
+                             capture_output=True, encoding="utf-8", timeout=60, check=False)
     except OSError:
         return None
     return set(out.stdout.splitlines()) if out.returncode == 0 else None

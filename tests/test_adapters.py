@@ -346,7 +346,7 @@ def test_example_runs_offline(example: str, data_dir: Path, sample_retriever: An
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["PYTHONPATH"] = str(ROOT)
     run = subprocess.run([sys.executable, str(ROOT / "examples" / example), "--data-dir", str(data_dir)],
-                         capture_output=True, text=True, env=env, timeout=240, cwd=ROOT)
+                         capture_output=True, encoding="utf-8", env=env, timeout=240, cwd=ROOT)
     assert run.returncode == 0, run.stderr[-3000:]
     out = run.stdout
     assert out.count("turn ") == len(demo_support.TURNS)

@@ -160,7 +160,7 @@ def _repository_files() -> list[str]:
 
     try:
         out = subprocess.run(["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard"],
-                             capture_output=True, text=True, timeout=60, check=True).stdout
+                             capture_output=True, encoding="utf-8", timeout=60, check=True).stdout
         return sorted({line for line in out.splitlines() if (REPO / line).is_file()})
     except (OSError, subprocess.CalledProcessError):
         skip = {".git", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache", "_artifacts"}

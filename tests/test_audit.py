@@ -85,7 +85,7 @@ def test_summary_of_a_missing_log_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def audit_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolrag", "audit", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "toolrag", "audit", *args], capture_output=True, encoding="utf-8",
                           cwd=ROOT, timeout=120)
 
 

@@ -242,9 +242,9 @@ def test_an_unusable_example_image_is_refused_as_lint_says_it_before_anything_is
     (existing / "chroma").mkdir(parents=True)
     (existing / "chroma" / "chroma.sqlite3").write_bytes(b"an index built before")
     before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in existing.rglob("*") if p.is_file()}
-    for folder, command in ((fresh, ["index"]), (existing, ["search", "报销这张小票"])):
+    for folder, command in ((fresh, ["index"]), (existing, ["search", "报销这张小票".encode()])):  # bytes: any locale
         done = subprocess.run([sys.executable, "-m", "toolrag", command[0], "--catalog", str(catalog), "--data-dir",
-                               str(folder), *command[1:]], capture_output=True, text=True, cwd=ROOT, timeout=300)
+                               str(folder), *command[1:]], capture_output=True, encoding="utf-8", cwd=ROOT, timeout=300)
         assert done.returncode == 2 and done.stdout == "", done.stderr
         assert done.stderr == f"toolrag: {first}\n"  # lint's file:line message, the one line on stderr
     assert not fresh.exists()  # no model built, no index opened

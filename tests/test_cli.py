@@ -159,14 +159,14 @@ def test_console_entry_point_as_subprocess(small_catalog_dir: Path, tmp_path: Pa
     data = str(tmp_path / "data")
     done = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
                            "--data-dir", data, "--json", "book a meeting room"],
-                          capture_output=True, text=True, cwd=ROOT, env=env,
+                          capture_output=True, encoding="utf-8", cwd=ROOT, env=env,
                           timeout=600)
     assert done.returncode == 0, done.stderr
     payload: dict[str, Any] = json.loads(done.stdout)
     assert payload["candidates"][0]["id"] == "calendar.book"
     bad = subprocess.run([sys.executable, "-m", "toolrag", "search", "--catalog", str(small_catalog_dir),
                           "--data-dir", data, ""],
-                         capture_output=True, text=True, cwd=ROOT, env=env, timeout=600)
+                         capture_output=True, encoding="utf-8", cwd=ROOT, env=env, timeout=600)
     assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith("toolrag: empty query")
     assert "Traceback" not in bad.stderr
 
@@ -179,7 +179,7 @@ def test_text_search_on_a_built_index_loads_no_image_network(small_retriever: An
     code = ("import sys; from toolrag.cli.main import main; "
             f"rc = main(['search', '--catalog', {str(small_catalog_dir)!r}, '--data-dir', {str(data_dir)!r}, "
             "'--json', 'book a meeting room']); print('torch' in sys.modules, file=sys.stderr); sys.exit(rc)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, encoding="utf-8", cwd=ROOT,
                           env=dict(os.environ), timeout=600)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["candidates"][0]["id"] == "calendar.book"

@@ -410,7 +410,8 @@ def test_a_process_that_exits_right_after_an_edit_still_stores_the_refitted_mode
 
     data = tmp_path / "data"
     done = subprocess.run([sys.executable, "-c", _EDIT_THEN_EXIT, str(small_catalog_dir), str(data)],
-                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).resolve().parent.parent)
+                          capture_output=True, encoding="utf-8", timeout=600,
+                          cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "failed" not in done.stderr and "Traceback" not in done.stderr, done.stderr[-2000:]
     key = done.stdout.strip().splitlines()[-1]

@@ -80,7 +80,7 @@ def test_two_processes_editing_one_catalog_lose_nothing(catalog: Path, tmp_path:
     go = tmp_path / "go"
     worker = subprocess.Popen([sys.executable, str(WORKER), "edit", str(catalog), str(tmp_path / "worker-data"),
                                "worker", "shared.tool", "worker.tool", str(rounds), str(go)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, encoding="utf-8", cwd=ROOT)
     try:
         retriever = ToolRetriever.from_catalog(catalog, data_dir=tmp_path / "parent-data", models=models)
         editor = CatalogEditor(retriever)
@@ -144,7 +144,7 @@ def test_an_edit_waits_for_another_process_holding_the_lock(catalog: Path, tmp_p
         "import fcntl, os, sys, time\n"
         f"fd = os.open({str(catalog / LOCK_FILE)!r}, os.O_RDWR | os.O_CREAT)\n"
         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(60)\n")],
-        stdout=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, encoding="utf-8")
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         read = editor.read_profile("other.tool")  # reading needs no lock
@@ -182,7 +182,7 @@ def test_leftovers_of_a_killed_save_are_removed_at_the_next_start(catalog: Path,
     prefix = _copy_prefix(catalog)
     before = (catalog / "tools.yaml").read_bytes()
     worker = subprocess.Popen([sys.executable, str(WORKER), mode, str(catalog)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                              stderr=subprocess.PIPE, encoding="utf-8", cwd=ROOT)
     try:
         assert worker.stdout is not None and worker.stdout.readline().strip() == "hanging", worker.stderr.read()  # type: ignore[union-attr]
     finally:

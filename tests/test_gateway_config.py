@@ -129,7 +129,8 @@ role: reader
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
     start = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "toolrag", "serve", "--gateway", str(file), "--data-dir", str(data)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                          cwd=ROOT, env=env, capture_output=True, encoding="utf-8", timeout=120,
+                          stdin=subprocess.DEVNULL)
     elapsed = time.monotonic() - start
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()

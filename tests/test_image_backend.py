@@ -67,7 +67,8 @@ def test_the_onnx_image_model_never_imports_torch_once_built(
     code = ("import sys; from toolrag.encode.vision import ImageFeatureEncoder as E; "
             f"f = E().features([{str(PHOTOS[1])!r}]); print(f.shape, 'torch' in sys.modules)")
     env = {**os.environ, cfg.DATA_DIR_ENV: str(models_dir), "PYTHONPATH": str(REPO)}
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, encoding="utf-8", timeout=300,
+                         check=True)
     assert out.stdout.strip() == "(1, 1280) False", out.stderr[-2000:]
 
 

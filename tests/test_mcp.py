@@ -143,7 +143,7 @@ def toolrag_process(*args: str, timeout: float = 120) -> subprocess.CompletedPro
     """``python -m toolrag ARGS`` as a user runs it (no TOOLRAG_ variables of this machine)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
     return subprocess.run([sys.executable, "-m", "toolrag", *args], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+                          encoding="utf-8", timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 def test_a_server_that_writes_something_else_is_one_line(tmp_path: Path) -> None:

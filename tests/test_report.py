@@ -194,7 +194,7 @@ def test_report_as_a_role_names_no_tool_the_role_cannot_use(small_catalog_dir: P
         env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
         proc = subprocess.run([sys.executable, "-m", "toolrag", "report", "--catalog", str(catalog), "--data-dir",
                                str(data), "--queries", str(queries), "--json", *extra], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600)
+                              capture_output=True, encoding="utf-8", timeout=600)
         assert proc.returncode == 0, proc.stderr
         return proc.stdout, proc.stderr
 

@@ -338,7 +338,7 @@ def test_a_misspelt_public_role_is_refused_at_start(small_catalog_dir: Path) -> 
 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}, "SPACE_ID": "me/demo",
            "TOOLRAG_ONLINE": "0", "TOOLRAG_CATALOG": str(small_catalog_dir), "TOOLRAG_PUBLIC_ROLE": "employe"}
-    done = subprocess.run([sys.executable, str(ROOT / "app.py")], env=env, capture_output=True, text=True,
+    done = subprocess.run([sys.executable, str(ROOT / "app.py")], env=env, capture_output=True, encoding="utf-8",
                           timeout=300, cwd=ROOT)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines()[-1] == ("toolrag: TOOLRAG_PUBLIC_ROLE: 'employe' is not a role of catalog "
