@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-# The turns include Chinese: print UTF-8 whatever the locale says (the C locale would fail on the first character).
-for _stream in (sys.stdout, sys.stderr):
-    if (getattr(_stream, "encoding", "") or "").lower().replace("-", "") != "utf8" and hasattr(_stream, "reconfigure"):
-        _stream.reconfigure(encoding="utf-8")
 #: One conversation: a request, a follow-up only its history explains, small talk, an ambiguous request, and a
 #: request whose tool needs a permission most roles lack.
 TURNS = (
@@ -183,7 +178,11 @@ def agents_model(steps: int = 64) -> Any:
 # ----------------------------------------------------------------------------------------------- set-up
 
 def arguments(description: str) -> argparse.Namespace:
-    """The examples' command line: the catalog, the caller's role, the data folder."""
+    """The examples' command line: the catalog, the caller's role, the data folder. Output is UTF-8 from here on
+    (the turns include Chinese; :func:`toolrag.config.utf8_output`)."""
+    from toolrag.config import utf8_output
+
+    utf8_output()
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--catalog", default=str(ROOT / "sample_tools"), help="catalog folder or file")
     parser.add_argument("--role", default="employee", help="the caller's role (default: employee)")

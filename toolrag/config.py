@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -72,6 +73,7 @@ __all__ = [
     "optional_setting",
     "quiet_library_defaults",
     "set_default",
+    "utf8_output",
 ]
 
 log = logging.getLogger(__name__)
@@ -349,6 +351,16 @@ def quiet_library_defaults() -> None:
     for var in LIBRARY_ENV:
         if var.quiet:
             set_default(var.name, var.value)
+
+
+def utf8_output() -> None:
+    """Make an entry point write UTF-8 to stdout and stderr whatever the locale says: tool names, descriptions and
+    JSON hold any language (JSON is UTF-8 by its standard), and in the C or POSIX locale Python would otherwise
+    fail on the first non-ASCII character. Streams already in UTF-8 (or not reconfigurable) are left alone."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8")
 
 
 def configure_environment(*, offline: bool | None = None) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from toolrag.cli import audit, catalog, evaluate, report, search, serve
 from toolrag.cli.common import catalog_options, query_options
-from toolrag.config import configure_environment
+from toolrag.config import configure_environment, utf8_output
 from toolrag.errors import ToolragError
 
 __all__ = ["main", "parser"]
@@ -30,17 +30,8 @@ def parser() -> argparse.ArgumentParser:
     return root
 
 
-def _utf8_output() -> None:
-    """Write UTF-8 whatever the locale says: tool names, descriptions and JSON hold any language (JSON is UTF-8 by
-    its standard), and in the C or POSIX locale Python would otherwise fail on the first non-ASCII character."""
-    for stream in (sys.stdout, sys.stderr):
-        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
-        if encoding != "utf8" and hasattr(stream, "reconfigure"):
-            stream.reconfigure(encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    _utf8_output()
+    utf8_output()
     args = parser().parse_args(argv)
     configure_environment()
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(message)s",

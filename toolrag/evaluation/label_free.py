@@ -124,7 +124,7 @@ class LabelFreeChecker:
         cfg = settings or retriever.settings
         with self._lock:
             start = time.perf_counter()
-            base = retriever.index.snapshot
+            base = retriever.snapshot
             visible = [t for t in base.catalog.tools if not t.deprecated and (tools is None or t.id in tools)]
             own = {t.id: own_text(t) for t in visible}
             self._prime(retriever, list(own.values()))
@@ -156,7 +156,7 @@ class LabelFreeChecker:
     def suggest(self, retriever: ToolRetriever, tool_id: str, *, settings: Settings | None = None
                 ) -> tuple[Suggestion, ...]:
         """Example requests of the bank for one tool, at risk or not (what the app's Profiles tab offers)."""
-        base = retriever.index.snapshot
+        base = retriever.snapshot
         tool = base.catalog.get(tool_id)
         if tool is None or tool.deprecated:
             raise QueryError(f"no tool {tool_id!r} to suggest examples for: pick one of the catalog's tools")
