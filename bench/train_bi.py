@@ -39,13 +39,12 @@ def triples(m: Mined, *, seed: int = 0) -> list[tuple[str, str, str]]:
     """(request, gold tool text, hard negative text) of a mined folder, English-readable tools only."""
     rng = random.Random(seed)
     out = []
-    for row, gold, top in zip(m.rows, m.gold, m.candidates(30), strict=True):
+    for query, gold, top in zip(m.english_queries, m.gold, m.candidates(30), strict=True):
         gold_en = [int(g) for g in gold if m.english[g]]
         if not gold_en:
             continue
         golden = {m.texts[g] for g in gold}
         hard = [int(t) for t in top if int(t) not in set(gold.tolist()) and m.english[t] and m.texts[t] not in golden]
-        query = row["gloss"] or row["text"]
         for g in gold_en[:2]:
             neg = rng.choice(hard[:10]) if hard else rng.randrange(len(m.ids))
             out.append((query, m.texts[g], m.texts[neg]))

@@ -11,10 +11,7 @@ exactly as ``bench.datasets`` puts the evaluation sets into an import format: ``
 ``description`` as published, ``parameters`` as published (the lenient loader drops what is not a JSON
 Schema, with a warning), ``category`` from the source's domain or category, ``tags`` from Gorilla's domain
 and functionality. Nothing here is evaluation data: a result on these folders is never reported as a
-benchmark (``bench.train`` uses them to fit, and held-out folders of them only to choose when to stop).
-
-Groups: HammerBench's and ACEBench's English and Chinese folders hold translations of one another (the same
-tools), so a folder held out for validation takes its twin with it (:data:`GROUPS`).
+benchmark (``bench.train`` fits on them).
 """
 
 from __future__ import annotations
@@ -27,16 +24,13 @@ from typing import Any
 
 from bench.datasets import bench_dir, write_jsonl
 
-__all__ = ["FOLDERS", "GROUPS", "TrainPair", "prepare_training", "read_pairs", "training_dir"]
+__all__ = ["FOLDERS", "TrainPair", "prepare_training", "read_pairs", "training_dir"]
 
 FORMAT_VERSION = "1"
 
 #: The training folders, in a fixed order.
 FOLDERS = ("gorilla_torchhub", "gorilla_apizoo", "apibank_lv3", "hammerbench_en", "hammerbench_zh",
            "acebench_en", "acebench_zh", "callnavi", "toolalpaca_eval")
-#: Folders that are translations of each other: held out together.
-GROUPS = {"hammerbench_en": "hammerbench", "hammerbench_zh": "hammerbench", "acebench_en": "acebench",
-          "acebench_zh": "acebench"}
 
 
 @dataclass(frozen=True)

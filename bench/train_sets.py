@@ -1,7 +1,8 @@
 """The mined training folders as arrays the trainer reads.
 
-A :class:`Mined` folder holds one catalog's indexed tool vectors, its requests' query vectors and texts, the gold
-tools as row numbers and the mining retriever's top 30 per request (``bench.train_mine``).
+A :class:`Mined` folder holds one catalog's tools (ids, which the English model reads, their indexed texts), its
+requests as the engine read them, the gold tools as row numbers and the mining retriever's top 30 per request
+(``bench.train_mine``).
 """
 
 from __future__ import annotations
@@ -22,17 +23,8 @@ class Mined:
     ids: list[str]
     english: np.ndarray
     texts: list[str]
-    tool_dense: np.ndarray
-    tool_dense_en: np.ndarray
-    q_dense: np.ndarray
-    q_dense_en: np.ndarray
     rows: list[dict[str, Any]]
     gold: list[np.ndarray]
-
-    @property
-    def queries(self) -> list[str]:
-        """What the multilingual model reads of each request (cleaned text; its query prompt is added later)."""
-        return [r["text"] for r in self.rows]
 
     @property
     def english_queries(self) -> list[str]:
@@ -47,10 +39,9 @@ class Mined:
 
 def load_mined(folder: Path, name: str = "") -> Mined:
     tools = json.loads((folder / "tools.json").read_text(encoding="utf-8"))
-    vec = np.load(folder / "vectors.npz")
     rows = [json.loads(line) for line in (folder / "rows.jsonl").read_text(encoding="utf-8").splitlines() if line]
     row_of = {t: i for i, t in enumerate(tools["ids"])}
     gold = [np.array(sorted({row_of[g] for g in r["gold"] if g in row_of}), dtype=np.int64) for r in rows]
     return Mined(name or folder.parent.name, tools["ids"], np.array(tools["english"], dtype=bool), tools["texts"],
-                 vec["tool_dense"], vec["tool_dense_en"], vec["q_dense"], vec["q_dense_en"], rows, gold)
+                 rows, gold)
 
