@@ -29,13 +29,12 @@ from bench.synthetic import make_catalog
 
 __all__ = ["ceiling_line", "main"]
 
-#: (label, module, attribute): the phases of ToolIndex._sync and the decision model's fit.
+#: (label, module, attribute): the phases of ToolIndex._sync.
 _PHASES = (
     ("tool texts: both text models, Chroma writes", "toolrag.index.tool_index", "sync_texts"),
     ("example images: image features", "toolrag.index.image_sync", "ImageSync.sync"),
     ("example images: OCR and its text vectors", "toolrag.index.image_sync", "ImageSync.sync_text"),
     ("BM25 keyword index", "toolrag.index.tool_index", "ToolIndex._build_bm25"),
-    ("decision model: simulation and fit", "toolrag.search.calibration", "DecisionCalibrator.fit"),
 )
 
 

@@ -3,7 +3,7 @@
 ``python -m bench.decisions`` measures the shipped decision, fitted from each catalog alone. This script asks a
 different question: with the *same* results (the same ranking, the same decision features, the shipped model's
 own probabilities and decision), how well could a decision do if it were fitted on the set's own labels? Every
-row runs through ``ToolRetriever.search`` with the shipped settings (``bench.decisions.SetOpener``: the same
+row runs through ``ToolRetriever.search`` with the shipped settings (``bench.decision_sets.SetOpener``: the same
 sets, indexes and caches), and then, for each set:
 
 - **no tool** (sets with rows that need none): out-of-fold P(no tool) of a logistic regression and of
@@ -23,7 +23,7 @@ sets, indexes and caches), and then, for each set:
 - **bundled**: a three-class model of the expected decision (EXECUTE / CLARIFY / NO_TOOL), cross-fitted on
   the bundled rows: its decision accuracy and CLARIFY recall against the shipped decision's.
 
-    python -m bench.ceilings                        # every set of bench.decisions but bundled_refined
+    python -m bench.ceilings                        # every set of bench.decisions but bundled_tuned and small
     python -m bench.ceilings --sets bundled,metatool_task1
     python -m bench.ceilings --write-docs           # ... and its section of docs/decisions.md
 
@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 
 from bench.common import REPO, engine_description, git_rev, keep_results, machine, parse_args, say
-from bench.decisions import DECISION_SETS, SetOpener, _pct, auc, expected_decision
+from bench.decision_sets import DECISION_SETS, SetOpener, expected_decision
+from bench.decisions import _pct, auc
 
 __all__ = ["FeatureRow", "best_threshold_accuracy", "cross_fitted", "fittable", "main", "max_coverage_at",
            "selection_ceiling", "with_no_tool_threshold"]
@@ -107,7 +108,7 @@ def candidate_features(candidates: Sequence[Any], position: int) -> tuple[float,
 
 def collect(retriever: Any, rows: Sequence[Any], *, top_k: int = 5) -> list[FeatureRow]:
     """Each labelled row searched with the shipped settings, and what its result holds for the ceilings."""
-    from toolrag.search.features import FEATURES
+    from toolrag.decision.view import FEATURES
 
     out = []
     for row in rows:
@@ -357,11 +358,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                "engine": engine_description(), "command": args.command_line, "sets": {}}
     collected: dict[str, list[FeatureRow]] = {}
     for name in args.sets.split(","):
-        if name not in DECISION_SETS or name == "bundled_refined":
+        if name not in DECISION_SETS or name in ("bundled_tuned", "small"):
             raise SystemExit(f"--sets: unknown set {name!r}; choose from "
-                             f"{', '.join(s for s in DECISION_SETS if s != 'bundled_refined')}")
+                             f"{', '.join(s for s in DECISION_SETS if s not in ('bundled_tuned', 'small'))}")
         start = time.perf_counter()
-        retriever, rows, _ = opener.rows(name)
+        retriever, rows = opener.rows(name)
         got = collected[name] = collect(retriever, rows)
         opener.save()
         results["sets"][name] = ceilings(got)
@@ -375,7 +376,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     def options(parser: argparse.ArgumentParser) -> None:
-        parser.add_argument("--sets", default=",".join(s for s in DECISION_SETS if s != "bundled_refined"))
+        parser.add_argument("--sets", default=",".join(s for s in DECISION_SETS if s not in ("bundled_tuned", "small")))
         parser.add_argument("--limit", type=int, default=None, help="at most this many rows per set (evenly spaced)")
 
     args = parse_args("bench.ceilings", "ceilings of the decision targets, with each set's labels known", argv,

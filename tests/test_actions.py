@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolrag.catalog.profile import ToolProfile
-from toolrag.search.actions import change_verb, reads_only, vague_word
+from toolrag.decision.actions import change_verb, reads_only, vague_word
 
 
 @pytest.mark.parametrize(("text", "verb"), [

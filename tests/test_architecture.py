@@ -22,9 +22,10 @@ LAYERS = {
     "catalog": 3,
     "encode": 4,
     "index": 5,
-    "search": 6,
-    "evaluation": 7,
-    "serve": 8, "ui": 8, "adapters": 8, "cli": 9,
+    "decision": 6,
+    "search": 7,
+    "evaluation": 8,
+    "serve": 9, "ui": 9, "adapters": 9, "cli": 10,
 }
 
 

@@ -109,7 +109,7 @@ def test_simulated_requests_read_a_web_address_as_a_search_does(sample_retriever
     # The bundled catalog has example requests with an address ("summarize https://blog.example.com/..."): the
     # simulation reads them as a search does ("the web page URL"), and the tool's texts lose the example as written.
     from toolrag.search import simulate
-    from toolrag.search.addresses import ADDRESS_STAND_IN, has_web_address
+    from toolrag.decision.addresses import ADDRESS_STAND_IN, has_web_address
 
     snap = sample_retriever.index.snapshot
     requests = simulate.build_requests(snap, np.flatnonzero(~snap.deprecated), lambda t: len(t.split()), ())

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from conftest import ROOT
 
-from toolrag.search.addresses import takes_web_address
+from toolrag.decision.addresses import takes_web_address
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 

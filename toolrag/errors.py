@@ -23,6 +23,7 @@ __all__ = [
     "QueryError",
     "SettingsError",
     "StoreError",
+    "ToolNotFound",
     "ToolragError",
 ]
 
@@ -85,6 +86,11 @@ class ProfileError(CatalogError):
 
 class QueryError(ToolragError):
     """A request or a labelled query file is invalid (empty request, unknown role or category, bad row)."""
+
+
+class ToolNotFound(QueryError):
+    """A tool name that no tool the caller may use answers to (the same words for a hidden tool and for a name
+    that does not exist, so nothing hidden is revealed); :attr:`tool` is the name as given."""
 
 
 class ImageError(ToolragError):

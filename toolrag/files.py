@@ -33,16 +33,18 @@ log = logging.getLogger(__name__)
 _TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
-def write_atomic(file: Path, text: str, *, error: type[ToolragError] = ToolragError) -> None:
-    """Write via a temp file in the same folder + fsync + os.replace: readers see the old or the new file."""
+def write_atomic(file: Path, data: str | bytes, *, error: type[ToolragError] = ToolragError) -> None:
+    """Write ``data`` (text as UTF-8, or bytes) via a temp file in the same folder + fsync + os.replace: readers
+    see the old or the new file, never half of one, and a failed write leaves the old file as it was. The one
+    atomic writer of toolrag (catalog edits, saved serving state, caches of vectors)."""
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
     except OSError as exc:
         raise error(f"cannot write {file}: {exc}; check that its folder exists and is writable") from exc
     tmp = Path(tmp_name)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
             handle.flush()
             os.fsync(handle.fileno())
         if file.exists():

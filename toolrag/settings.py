@@ -25,7 +25,7 @@ from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS
 from toolrag.strict import Section
 
 __all__ = [
-    "DEFAULT_EXECUTE_SHARE", "IMAGE_SIGNALS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
+    "IMAGE_SIGNALS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
     "Fusion", "Normalization", "Settings",
 ]
 
@@ -63,14 +63,6 @@ class Normalization(str, Enum):
 _PACKAGED_TEXT = "e5"
 PACKAGED_MODELS: Mapping[str, str | None] = {
     "text_model": _PACKAGED_TEXT, "english_model": "minilm", "clip_model": None, "rerank_model": None}
-
-#: Default of ``Settings.execute_share``: EXECUTE needs P(right) >= 0.2 x P(a tool fits). An agent acts on
-#: EXECUTE without a human check; when the best permitted tool is very likely not the one (e.g. the fitting
-#: tool is hidden from the caller) it answers directly instead. 0.2, not 0.5: P(right) is under-confident on
-#: catalogs whose examples read like real requests (the bundled one: predicted 35-55% are right 56-80% of the
-#: time), where 0.5 turned a third of the requests that need a tool into NO_TOOL; ``python -m bench.decisions
-#: --execute-share X`` measures the trade-off of EXECUTE precision against coverage (docs/decisions.md).
-DEFAULT_EXECUTE_SHARE = 0.2
 
 # Text signals share 0.7 and image signals 0.3 when an image is given (the seeds' split); within each group
 # the split was measured (docs/benchmarks.md). Absent signals' weight is redistributed per candidate.
@@ -114,16 +106,10 @@ class Settings:
     """How many tools each signal proposes before exact scoring and fusion (the candidate pool)."""
     rerank: bool = False
     rerank_top_n: int = 20
-    clarify_gap: float = 0.01
-    """CLARIFY when the top two fused scores differ by less than this (relative) and the two tools are look-alikes
-    (``toolrag.search.features.LOOKALIKE``); a tie between unrelated tools is left to the decision model."""
-    no_tool_threshold: float | None = None
-    """The catalog owner's floor: NO_TOOL when the confidence (the best multilingual cosine among the top tools)
-    is under this; ``None`` (the default) sets none, and the decision alone decides (``toolrag tune`` can
-    calibrate one from labelled rows that need no tool)."""
-    execute_share: float = DEFAULT_EXECUTE_SHARE
-    """EXECUTE needs P(the top tool is right) >= this x P(a tool fits); below it the decision is NO_TOOL (rule 5
-    of :mod:`toolrag.search.decide`). Higher: fewer, surer calls; 0 turns the rule off."""
+    precision_target: float | None = None
+    """The decision's operating point: EXECUTE only where the decision model's P(right) reaches the threshold
+    that gave this EXECUTE precision on held-out sources (0.5-0.99; ``None``: the model's default, see
+    docs/decisions.md). Higher: fewer, surer calls, more questions and answers without a tool."""
     rrf_k: int = 60
     history_weight: float = 0.35
     """Share of the query vector taken by earlier user turns (conversation-aware search)."""
@@ -146,17 +132,18 @@ class Settings:
         _check_int("candidates", self.candidates, 1, 10_000)
         _check_int("rerank_top_n", self.rerank_top_n, 1, 1000)
         _check_int("rrf_k", self.rrf_k, 1, 10_000)
-        _check_number("clarify_gap", self.clarify_gap, 0.0, 1.0)
-        _check_number("execute_share", self.execute_share, 0.0, 1.0)
         _check_number("history_weight", self.history_weight, 0.0, 1.0)
         if not isinstance(self.rerank, bool):
             raise SettingsError(f"rerank is {self.rerank!r}; use true or false")
-        if self.no_tool_threshold is not None:
-            _check_number("no_tool_threshold", self.no_tool_threshold, -1.0, 1.0)
+        if self.precision_target is not None:
+            _check_number("precision_target", self.precision_target, 0.5, 0.99)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields changed (``None`` is a value: it turns an optional model off or
         restores a per-model default); ``weights`` may be partial (other signals keep their weight)."""
+        removed = sorted(set(changes) & set(REMOVED))
+        if removed:
+            raise SettingsError(f"setting {removed[0]!r} is gone: {REMOVED[removed[0]]}")
         unknown = sorted(set(changes) - _FIELD_NAMES)
         if unknown:
             close = difflib.get_close_matches(unknown[0], sorted(_FIELD_NAMES), n=1, cutoff=0.6)
@@ -177,6 +164,10 @@ class Settings:
         file = Path(path)
         top = Section.of(read_yaml_file(file, "settings file"), file,
                          what="setting names to values, e.g. top_k: 5")
+        gone = [k for k in top.names() if k in REMOVED]
+        if gone:
+            raise SettingsError(f"{top.where(gone[0])}: setting {gone[0]!r} is gone: {REMOVED[gone[0]]}",
+                                file=str(file), line=top.line_of(gone[0]), field=str(gone[0]))
         top.check_keys(sorted(_FIELD_NAMES))
         settings = cls()
         for key in top.names():
@@ -196,6 +187,11 @@ class Settings:
 
 
 _FIELD_NAMES = frozenset(f.name for f in dataclasses.fields(Settings))
+_DECISION_MODEL = ("the decision is one model learned across many catalogs now (docs/decisions.md); set "
+                   "precision_target (0.5-0.99) to trade calls for questions and answers without a tool")
+#: Settings of the per-catalog decision rules that the learned decision model replaced, and what to use instead.
+REMOVED: Mapping[str, str] = {"clarify_gap": _DECISION_MODEL, "no_tool_threshold": _DECISION_MODEL,
+                              "execute_share": _DECISION_MODEL}
 
 
 def _plain(value: Any) -> Any:

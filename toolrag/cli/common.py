@@ -67,10 +67,9 @@ def query_options() -> argparse.ArgumentParser:
     opts.add_argument("--weight", action="append", default=[], metavar="SIGNAL=W",
                       help=f"signal weight, repeatable; signals: {', '.join(SIGNALS)}")
     opts.add_argument("--rerank", action="store_true", help="rerank the top candidates")
-    opts.add_argument("--clarify-gap", type=float)
-    opts.add_argument("--no-tool-threshold", type=float)
-    opts.add_argument("--execute-share", type=float,
-                      help="EXECUTE needs P(right) >= this x P(a tool fits) (default 0.2; higher: fewer, surer calls)")
+    opts.add_argument("--precision-target", type=float, metavar="P",
+                      help="the decision's operating point: EXECUTE only where this share of calls was right on "
+                           "held-out sources (0.5-0.99; default: the decision model's; higher: fewer, surer calls)")
     opts.add_argument("--json", action="store_true", help="print JSON")
     return opts
 
@@ -94,9 +93,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "fusion": getattr(args, "fusion", None),
         "normalization": getattr(args, "normalization", None),
         "weights": weights or None,
-        "clarify_gap": getattr(args, "clarify_gap", None),
-        "no_tool_threshold": getattr(args, "no_tool_threshold", None),
-        "execute_share": getattr(args, "execute_share", None),
+        "precision_target": getattr(args, "precision_target", None),
         "rerank": True if getattr(args, "rerank", False) else None,
     }
     return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})

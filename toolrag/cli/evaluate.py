@@ -61,26 +61,27 @@ def run_tune(args: argparse.Namespace) -> int:
     rows = load_queries(Path(args.queries))
     Evaluator(rows).check(catalog)
     retriever = open_retriever(args, settings, catalog)
-    # The threshold is calibrated too when the rows hold both kinds (rows that need no tool, rows that need one).
-    result, no_tool = tune_with_threshold(retriever, rows, step=args.step, metric=args.metric)
+    # The decision's operating point is calibrated too when the rows hold both kinds (rows that need no tool, rows
+    # that need one): a catalog's own rows move only its threshold, never the shipped model.
+    result, point = tune_with_threshold(retriever, rows, step=args.step, metric=args.metric)
     if args.json:
         print(json.dumps({"summary": result.summary(), "changed": result.changed, "metric": result.metric,
                           "base_score": result.base_score, "best_score": result.best_score,
                           "gain_stderr": result.gain_stderr, "weights": dict(result.settings.weights),
                           "top": [{"weights": c.weights, "score": c.score} for c in result.candidates[:10]],
-                          "no_tool": dataclasses.asdict(no_tool) if no_tool else None}, indent=2))
+                          "precision_target": dataclasses.asdict(point) if point else None}, indent=2))
     else:
         print(result.summary())
         for cand in result.candidates[:5]:
             weights = ", ".join(f"{s}={w:g}" for s, w in cand.weights.items())
             print(f"  {args.metric} {100 * cand.score:6.2f}  {weights}")
-        print(no_tool.summary() if no_tool else "no_tool_threshold: not calibrated (the queries need rows with "
-                                                "'expect: no_tool' and rows with gold tools)")
+        print(point.summary() if point else "precision_target: not calibrated (the queries need rows with "
+                                            "'expect: no_tool' and rows with gold tools)")
     if args.out:
         changes: dict[str, Any] = {"weights": {s: round(float(w), 4) for s, w in result.settings.weights.items()}}
-        if no_tool is not None and no_tool.changed:
-            changes["no_tool_threshold"] = round(no_tool.threshold, 4)
-        summary = result.summary() + ("; " + no_tool.summary() if no_tool else "")
+        if point is not None and point.changed:
+            changes["precision_target"] = round(point.target, 4)
+        summary = result.summary() + ("; " + point.summary() if point else "")
         print(f"wrote {save_settings(args.out, changes, comment=summary)}", file=sys.stderr)
     return 0
 

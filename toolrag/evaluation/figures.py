@@ -147,26 +147,27 @@ def tuning_figure(result: TuneResult, *, base: Settings) -> Any:
 
 @_fail_safe
 def threshold_figure(result: ThresholdResult) -> Any:
-    """Accuracy, missed tools and false calls over the NO_TOOL threshold, current and chosen marked."""
+    """Accuracy, missed tools and false calls over the decision's EXECUTE precision target, current and chosen
+    marked."""
     import plotly.graph_objects as go
 
     if not result.curve:
-        return error_figure("No threshold curve: the labelled requests need rows with expect: no_tool and rows "
-                            "with gold tools.", title="No-tool threshold")
-    xs = [p.threshold for p in result.curve]
+        return error_figure("No operating-point curve: the labelled requests need rows with expect: no_tool and "
+                            "rows with gold tools.", title="Decision operating point")
+    xs = [100 * p.target for p in result.curve]
     fig = go.Figure()
     for name, values, colour in (("accuracy", [p.accuracy for p in result.curve], "#1e7e34"),
-                                 ("requests needing a tool refused", [p.missed for p in result.curve], "#d32f2f"),
+                                 ("requests needing a tool not called", [p.missed for p in result.curve], "#d32f2f"),
                                  ("requests needing none answered with a tool", [p.false_calls for p in result.curve],
                                   "#b26a00")):
         fig.add_trace(go.Scatter(x=xs, y=[100 * v for v in values], mode="lines", name=name, line={"color": colour},
                                  line_shape="hv"))
-    fig.add_vline(x=result.base_threshold, line_dash="dot", line_color="#000000", annotation_text="current")
+    fig.add_vline(x=100 * result.base_target, line_dash="dot", line_color="#000000", annotation_text="current")
     if result.changed:
-        fig.add_vline(x=result.threshold, line_dash="dash", line_color="#d32f2f", annotation_text="chosen")
-    fig.update_layout(title={"text": f"No-tool threshold trade-off ({result.n_tool} rows need a tool, "
+        fig.add_vline(x=100 * result.target, line_dash="dash", line_color="#d32f2f", annotation_text="chosen")
+    fig.update_layout(title={"text": f"Decision operating point ({result.n_tool} rows need a tool, "
                                      f"{result.n_no_tool} need none)<br><sup>{result.summary()}</sup>"},
-                      xaxis={"title": "no_tool_threshold (confidence below it: NO_TOOL)"},
+                      xaxis={"title": "precision_target (% of EXECUTEs right on held-out sources)"},
                       yaxis={"title": "% of rows", "range": [0, 100]}, height=420,
                       legend={"orientation": "h", "y": -0.25})
     return fig

@@ -35,6 +35,7 @@ import numpy as np
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import ToolProfile
+from toolrag.decision.nulls import standing
 from toolrag.encode.protocols import TextModel
 from toolrag.errors import QueryError
 from toolrag.evaluation.loo import document_view
@@ -55,7 +56,6 @@ from toolrag.evaluation.risk import (
 from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.progress import Progress
-from toolrag.search.features import lone_tool_z
 from toolrag.search.query import TEXT_READING
 from toolrag.search.results import Decision, SearchResult
 from toolrag.search.retriever import ToolRetriever
@@ -276,7 +276,7 @@ class LabelFreeChecker:
         for kind in kinds:
             vectors = self._vectors(retriever, kind, [r.query for r in pool])
             null = self._null(retriever, kind, lang)
-            zs += [lone_tool_z({kind: base.vectors[kind][row]}, {kind: vectors[r.query]}, {kind: null}) for r in pool]
+            zs += [standing(base.vectors[kind][row], vectors[r.query], null) for r in pool]
         zs /= max(len(kinds), 1)
         tried = [pool[i] for i in np.argsort(-zs, kind="stable") if zs[i] >= _MIN_Z][:_TRIED]
         self._prime(retriever, [r.query for r in tried])

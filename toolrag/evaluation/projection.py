@@ -30,7 +30,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 
 from toolrag.config import set_default
-from toolrag.search.features import LOOKALIKE
+from toolrag.decision.view import LOOKALIKE
 
 __all__ = [
     "UMAP_MIN_POINTS",
@@ -48,7 +48,7 @@ log = logging.getLogger(__name__)
 
 #: Below this many tools UMAP's neighbourhood graph is too thin to mean anything: PCA is used instead.
 UMAP_MIN_POINTS = 20
-#: Default cosine threshold for look-alike pairs (the decision's, :data:`toolrag.search.features.LOOKALIKE`).
+#: Default cosine threshold for look-alike pairs (the decision's, :data:`toolrag.decision.view.LOOKALIKE`).
 LOOKALIKE_THRESHOLD = LOOKALIKE
 _CACHE_SIZE = 8
 #: Category colours (no pure red: red lines mark look-alike pairs).

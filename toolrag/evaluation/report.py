@@ -36,7 +36,7 @@ from toolrag.evaluation.metrics import METRIC_NAMES
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.evaluation.risk import LabelFreeReport
-from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_no_tool, tune_weights
+from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_target, tune_weights
 from toolrag.evaluation.visibility import caller_codes, estimate_for, evaluation_for, retrievability_for, visible_rows
 from toolrag.progress import Progress
 from toolrag.search.results import Decision
@@ -127,9 +127,9 @@ class CatalogReport:
                 "base_score": self.tuning.base_score, "best_score": self.tuning.best_score,
                 "weights": dict(self.tuning.settings.weights),
                 "grid": [{"weights": c.weights, "score": c.score} for c in self.tuning.candidates]},
-            "no_tool_threshold": None if self.threshold is None else {
-                "summary": self.threshold.summary(), "threshold": self.threshold.threshold,
-                "base_threshold": self.threshold.base_threshold, "changed": self.threshold.changed,
+            "precision_target": None if self.threshold is None else {
+                "summary": self.threshold.summary(), "target": self.threshold.target,
+                "base_target": self.threshold.base_target, "changed": self.threshold.changed,
                 "curve": [p.__dict__ for p in self.threshold.curve]},
         }
 
@@ -137,11 +137,11 @@ class CatalogReport:
 def tune_with_threshold(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base: Settings | None = None,
                         step: float = 0.1, metric: str = "ndcg@10", progress: Progress | None = None
                         ) -> tuple[TuneResult, ThresholdResult | None]:
-    """What ``toolrag tune`` does: the text weights, then the NO_TOOL threshold when the rows hold both kinds
-    (rows that need no tool and rows with gold tools; otherwise ``None``)."""
+    """What ``toolrag tune`` does: the text weights, then the decision's precision target when the rows hold both
+    kinds (rows that need no tool and rows with gold tools; otherwise ``None``)."""
     result = tune_weights(retriever, rows, base=base, step=step, metric=metric, progress=progress)
     kinds = {r.expect is Decision.NO_TOOL for r in rows if r.gold or r.expect is Decision.NO_TOOL}
-    threshold = calibrate_no_tool(retriever, rows, base=result.settings) if kinds == {True, False} else None
+    threshold = calibrate_target(retriever, rows, base=result.settings) if kinds == {True, False} else None
     return result, threshold
 
 

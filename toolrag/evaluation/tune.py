@@ -25,18 +25,19 @@ from typing import Any
 import numpy as np
 import yaml
 
+from toolrag.decision.model import DecisionModel
+from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import metric as parse_metric
 from toolrag.evaluation.queries import QueryRow
 from toolrag.files import write_atomic
-from toolrag.search.decide import NAMED_REASON
-from toolrag.search.results import Decision
+from toolrag.search.results import SearchResult
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import TEXT_SIGNALS, Settings
 from toolrag.signals import ModelRole
 
-__all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_no_tool", "save_settings",
+__all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_target", "save_settings",
            "simplex_grid", "tune_weights"]
 
 log = logging.getLogger(__name__)
@@ -200,10 +201,10 @@ def save_settings(path: str | Path, changes: Mapping[str, Any], *, comment: str 
 
 @dataclass(frozen=True)
 class ThresholdPoint:
-    """One candidate NO_TOOL threshold: the share of rows it decides right, of rows that need a tool it
-    refuses (``missed``) and of rows that need none it lets through (``false_calls``)."""
+    """One candidate EXECUTE precision target: the share of rows it decides right, of rows that need a tool it
+    does not call (``missed``) and of rows that need none it calls (``false_calls``)."""
 
-    threshold: float
+    target: float
     accuracy: float
     missed: float
     false_calls: float
@@ -211,80 +212,86 @@ class ThresholdPoint:
 
 @dataclass(frozen=True)
 class ThresholdResult:
-    """The NO_TOOL threshold chosen from labelled rows, and the evidence for it."""
+    """The decision's operating point (``precision_target``) chosen from labelled rows, and the evidence."""
 
-    threshold: float
-    """The chosen threshold (``base_threshold`` when nothing beat it significantly)."""
-    base_threshold: float
+    target: float
+    """The chosen target (``base_target`` when nothing beat it significantly)."""
+    base_target: float
     accuracy: float
-    """Share of rows on the right side of ``threshold`` (NO_TOOL exactly for the rows that need no tool)."""
+    """Share of rows decided as expected (EXECUTE with a right tool first, CLARIFY, NO_TOOL)."""
     base_accuracy: float
     gain_stderr: float
     changed: bool
     n_tool: int
     n_no_tool: int
     curve: tuple[ThresholdPoint, ...] = ()
-    """Every candidate threshold tried, in increasing order: the trade-off the choice was made on."""
+    """Every candidate target tried, in increasing order: the trade-off the choice was made on."""
 
     def summary(self) -> str:
-        verdict = "new no_tool_threshold" if self.changed else "kept the no_tool_threshold (no significant gain)"
-        return (f"{verdict}: {self.threshold:.4f}; accuracy {100 * self.base_accuracy:.2f} -> "
+        verdict = "new precision_target" if self.changed else "kept the precision_target (no significant gain)"
+        return (f"{verdict}: {self.target:.2f}; accuracy {100 * self.base_accuracy:.2f} -> "
                 f"{100 * self.accuracy:.2f} (gain stderr {100 * self.gain_stderr:.2f}) on {self.n_tool} rows "
                 f"that need a tool and {self.n_no_tool} that need none")
 
 
-def calibrate_no_tool(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base: Settings | None = None,
-                      z: float = 1.0) -> ThresholdResult:
-    """Choose ``no_tool_threshold`` from rows that need no tool (``expect: no_tool``) and rows that need one.
+def calibrate_target(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base: Settings | None = None,
+                     z: float = 1.0) -> ThresholdResult:
+    """Choose the decision's ``precision_target`` from labelled rows that need no tool (``expect: no_tool``) and
+    rows that need one: a catalog's own rows adjust only the operating point of the shipped decision model,
+    never the model.
 
-    Each row is searched once with ``base`` without a threshold; with threshold t it is answered NO_TOOL when
-    the decision model already says so, or when its ``confidence`` < t and it names no tool (what a search
-    with t decides, docs/decisions.md). A row is right when that matches whether it needs a tool. The current
-    threshold is ``base.no_tool_threshold`` (unset: -1, nothing refused). Candidate thresholds are the midpoints between
-    consecutive distinct confidences; the most accurate (ties: the nearest to the current threshold)
-    replaces the current threshold only when its mean per-row gain exceeds ``z`` x its standard error.
-    Rows with neither gold tools nor an expected decision are skipped. Why per catalog: confidences depend
-    on the model and on how the catalog is written (docs/benchmarks.md: 0.80 suits the bundled catalog,
-    0.834 MetaTool).
+    Each row is searched once with ``base``; under a target t a row the model decided gets EXECUTE when its
+    P(right) reaches t's threshold, else CLARIFY when P(ambiguous) reaches the model's ask threshold, else
+    NO_TOOL (what a search with t decides, :mod:`toolrag.decision.policy`); a row an invariant decided keeps its
+    decision. A row is right when that is its expected decision (EXECUTE: with a gold tool first). The
+    targets tried are those the model measured on held-out sources; the most accurate (ties: the nearest to
+    the current one) replaces the current target only when its mean per-row gain exceeds ``z`` x its standard
+    error, the guard against fitting a handful of rows.
     """
     if not isinstance(retriever, ToolRetriever):
-        raise TypeError(f"calibrate_no_tool needs a ToolRetriever, got {type(retriever).__name__}")
+        raise TypeError(f"calibrate_target needs a ToolRetriever, got {type(retriever).__name__}")
     if z < 0:
-        raise SettingsError(f"z must be >= 0, got {z}")
+        raise SettingsError(f"z must be >= 0, got {z}", field="z")
+    model = retriever.decider.model
+    if model is None:
+        raise SettingsError(f"the decision model cannot be read ({retriever.decider.note}): nothing to calibrate")
     base = base or retriever.settings
-    used = [r for r in rows if r.expect is Decision.NO_TOOL or r.gold]
-    needs_none = np.array([r.expect is Decision.NO_TOOL for r in used], dtype=bool)
+    used = [r for r in rows if r.expect is not None or r.gold]
+    expected = [r.expect if r.expect is not None else (Decision.EXECUTE if r.gold else Decision.NO_TOOL)
+                for r in used]
+    needs_none = np.array([e is Decision.NO_TOOL for e in expected], dtype=bool)
     if not needs_none.any() or needs_none.all():
-        raise QueryError("calibrating the no-tool threshold needs labelled rows of both kinds: some with "
+        raise QueryError("calibrating the decision needs labelled rows of both kinds: some with "
                          "'expect: no_tool' and some with gold tools")
     evaluator = Evaluator(used)
-    # Searched once without the threshold: the decision model's own answer, the confidence and whether the
-    # request names a tool (a named tool is called whatever the threshold; toolrag.search.decide rule 2).
-    free = base.with_overrides(no_tool_threshold=None)
-    results = [evaluator.run_row(retriever, row, settings=free) for row in used]
-    conf = np.array([r.confidence for r in results], dtype=np.float64)
-    model_none = np.array([r.decision is Decision.NO_TOOL for r in results], dtype=bool)
-    named = np.array([r.decision is Decision.EXECUTE and NAMED_REASON in r.decision_reason for r in results],
-                     dtype=bool)
-    # No threshold set: nothing is refused for a low confidence (-1 is the lowest cosine).
-    current = float(base.no_tool_threshold) if base.no_tool_threshold is not None else -1.0
-    levels = np.unique(conf)
-    candidates = np.concatenate([[current], (levels[1:] + levels[:-1]) / 2]) if len(levels) > 1 else np.array(
-        [current])
-    refused = model_none[None, :] | (~named[None, :] & (conf[None, :] < candidates[:, None]))
-    right = (needs_none[None, :] & refused) | (~needs_none[None, :] & ~refused)
+    results = [evaluator.run_row(retriever, row, settings=base) for row in used]
+    current = base.precision_target if base.precision_target is not None else model.default_target
+    targets = sorted({current, *(t for t, _ in model.points)})
+    decided = np.array([[_decision_at(model, r, t) for r in results] for t in targets], dtype=object)
+    expect = np.array(expected, dtype=object)
+    first_right = np.array([bool(r.ids) and r.ids[0] in set(row.gold) for r, row in zip(results, used, strict=True)])
+    right = (decided == expect[None, :]) & ((decided != Decision.EXECUTE) | first_right[None, :])
     accuracy = right.mean(axis=1)
-    best = min(range(len(candidates)), key=lambda i: (-accuracy[i], abs(candidates[i] - current)))
-    gains = right[best].astype(np.float64) - right[0].astype(np.float64)
+    start = targets.index(current)
+    best = min(range(len(targets)), key=lambda i: (-accuracy[i], abs(targets[i] - current)))
+    gains = right[best].astype(np.float64) - right[start].astype(np.float64)
     stderr = float(gains.std(ddof=1) / math.sqrt(len(gains))) if len(gains) > 1 else 0.0
     changed = bool(gains.mean() > 0 and gains.mean() > z * stderr)
-    pick = best if changed else 0
-    missed = (refused & ~needs_none[None, :]).sum(axis=1) / max(int((~needs_none).sum()), 1)
-    false_calls = (~refused & needs_none[None, :]).sum(axis=1) / max(int(needs_none.sum()), 1)
-    curve = tuple(sorted({float(candidates[i]): ThresholdPoint(float(candidates[i]), float(accuracy[i]),
-                                                                float(missed[i]), float(false_calls[i]))
-                          for i in range(len(candidates))}.values(), key=lambda p: p.threshold))
-    return ThresholdResult(threshold=float(candidates[pick]), base_threshold=float(current),
-                           accuracy=float(accuracy[pick]), base_accuracy=float(accuracy[0]), gain_stderr=stderr,
-                           changed=changed, n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()),
-                           curve=curve)
+    pick = best if changed else start
+    calls = decided == Decision.EXECUTE
+    missed = (~calls & ~needs_none[None, :]).sum(axis=1) / max(int((~needs_none).sum()), 1)
+    false_calls = (calls & needs_none[None, :]).sum(axis=1) / max(int(needs_none.sum()), 1)
+    curve = tuple(ThresholdPoint(float(t), float(accuracy[i]), float(missed[i]), float(false_calls[i]))
+                  for i, t in enumerate(targets))
+    return ThresholdResult(target=float(targets[pick]), base_target=float(current), accuracy=float(accuracy[pick]),
+                           base_accuracy=float(accuracy[start]), gain_stderr=stderr, changed=changed,
+                           n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()), curve=curve)
+
+
+def _decision_at(model: DecisionModel, result: SearchResult, target: float) -> Decision:
+    """The decision a search with ``precision_target`` = ``target`` gives ``result`` (searched at another one)."""
+    if result.decided_by is not DecisionSource.MODEL or result.scores is None:
+        return result.decision
+    if result.scores.right >= model.execute_threshold(target):
+        return Decision.EXECUTE
+    return Decision.CLARIFY if result.scores.ambiguous >= model.ask_threshold else Decision.NO_TOOL

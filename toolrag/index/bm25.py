@@ -71,7 +71,8 @@ class BM25Index:
         self._token_cache = token_cache
         self._terms, self._docs, self._tf = triples
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
-        self._last_scores: tuple[str, np.ndarray] | None = None
+        self._last_scores: tuple[str, np.ndarray | None, np.ndarray] | None = None
+        self._subset: tuple[np.ndarray, int, float] | None = None
         self._last_terms: tuple[str, tuple[str, ...]] | None = None
         self._by_doc: DocumentTerms | None = None
         self._position: dict[str, int]
@@ -315,9 +316,16 @@ class BM25Index:
             self._by_doc = DocumentTerms.build(self._docs, len(self._ids), self._vocab)
         return self._by_doc
 
-    def has_term(self, term: str) -> bool:
-        """True when ``term`` (a token as :meth:`tokens` returns them) is in the index's vocabulary."""
-        return term in self._vocab
+    def has_term(self, term: str, visible: np.ndarray | None = None) -> bool:
+        """True when ``term`` (a token as :meth:`tokens` returns them) is in the text of an indexed document (of
+        a ``visible`` one, when given: a bool mask over :attr:`ids`)."""
+        tid = self._vocab.get(term)
+        if tid is None:
+            return False
+        lo, hi = int(self._starts[tid]), int(self._starts[tid + 1])
+        if visible is None:
+            return hi > lo
+        return bool(visible[self._doc_index[lo:hi]].any())
 
     def terms(self, query: str) -> list[str]:
         """The query's tokens (repeats kept), as :meth:`scores` reads them; the last query's are kept."""
@@ -331,19 +339,47 @@ class BM25Index:
     def _query_term_ids(self, query: str) -> list[int]:
         return list(dict.fromkeys(self._vocab[t] for t in self.terms(query) if t in self._vocab))
 
-    def scores(self, query: str) -> np.ndarray:
+    def scores(self, query: str, visible: np.ndarray | None = None) -> np.ndarray:
         """BM25 score of every indexed document for ``query`` (float32, in :attr:`ids` order, >= 0; read-only).
 
+        ``visible`` (a bool mask over :attr:`ids`, e.g. the tools a caller sees): score as if only those
+        documents were indexed: N, each term's document frequency and the mean length are theirs, so the
+        scores equal those of an index built over them alone, bit for bit, and the other documents score 0.
         The last query's scores are kept: one search asks for them up to three times (candidates, exact
         scores, the reference distribution), which at 100,000 tools costs milliseconds each time."""
+        if visible is not None and visible.all():
+            visible = None
         cached = self._last_scores
-        if cached is not None and cached[0] == query:
-            return cached[1]
-        out = bm25_triples.query_scores(self._weights, self._doc_index, self._starts, self._query_term_ids(query),
-                                        len(self._ids))
+        if cached is not None and cached[0] == query and cached[1] is visible:
+            return cached[2]
+        terms = self._query_term_ids(query)
+        if visible is None:
+            out = bm25_triples.query_scores(self._weights, self._doc_index, self._starts, terms, len(self._ids))
+        else:
+            out = self._subset_scores(terms, visible)
         out.flags.writeable = False
-        self._last_scores = (query, out)
+        self._last_scores = (query, visible, out)
         return out
+
+    def _subset_scores(self, term_ids: Sequence[int], visible: np.ndarray) -> np.ndarray:
+        """:meth:`scores` over the ``visible`` documents only (their own N, df and mean length)."""
+        seen = self._subset
+        if seen is None or seen[0] is not visible:
+            lengths = self._lengths[visible]
+            seen = self._subset = (visible, int(np.count_nonzero(visible)), bm25_triples.mean_length(lengths))
+        _, n_docs, avgdl = seen
+        scores = np.zeros(len(self._ids), dtype=np.float32)
+        for term in term_ids:
+            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
+            docs = self._doc_index[lo:hi]
+            keep = visible[docs]
+            df = int(np.count_nonzero(keep))
+            if not df:
+                continue
+            docs = docs[keep]
+            scores[docs] += bm25_triples.subset_weights(self._tf[lo:hi][keep], self._lengths[docs], df, n_docs, avgdl,
+                                                        k1=self._k1, b=self._b)
+        return scores
 
     def term_scores(self, query: str, doc_id: str) -> dict[str, float]:
         """Per query term, its contribution to ``doc_id``'s score (only terms found in the document)."""
@@ -362,18 +398,20 @@ class BM25Index:
     def top(self, query: str, *, k: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
         """The best ``k`` documents with score > 0, sorted by score desc, then id asc (ties by id).
 
-        ``mask`` (bool, one per indexed document) restricts the result to allowed documents.
+        ``mask`` (bool, one per indexed document) restricts the result to those documents, scored as if only they
+        were indexed (:meth:`scores` with ``visible``).
         """
         if k < 0:
             raise ValueError(f"top-k must be >= 0, got k={k}")
-        scores = self.scores(query)
-        allowed = scores > 0
         if mask is not None:
             mask = np.asarray(mask)
-            if mask.dtype != np.bool_ or mask.shape != scores.shape:
+            if mask.dtype != np.bool_ or mask.shape != (len(self._ids),):
                 raise ValueError(
-                    f"mask must be a bool array of shape {scores.shape}, got {mask.dtype} {mask.shape}"
+                    f"mask must be a bool array of shape {(len(self._ids),)}, got {mask.dtype} {mask.shape}"
                 )
+        scores = self.scores(query, mask)
+        allowed = scores > 0
+        if mask is not None:
             allowed &= mask
         cand = np.flatnonzero(allowed)
         if k == 0 or cand.size == 0:

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FEW_DOCS", "cache_bound", "insertion_points", "lucene_weights", "query_scores", "splice", "term_triples",
-           "vocab_bound"]
+__all__ = ["FEW_DOCS", "cache_bound", "insertion_points", "lucene_weights", "mean_length", "query_scores", "splice",
+           "subset_weights", "term_triples", "vocab_bound"]
 
 
 def lucene_weights(terms: np.ndarray, docs: np.ndarray, tf: np.ndarray, lengths: np.ndarray, df: np.ndarray, *,
@@ -28,13 +28,34 @@ def lucene_weights(terms: np.ndarray, docs: np.ndarray, tf: np.ndarray, lengths:
     arithmetic); the values equal the step-by-step formula's bit for bit."""
     n_docs = len(lengths)
     idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-    avgdl = float(lengths.mean()) if lengths.sum() else 1.0
+    avgdl = mean_length(lengths)
     per_doc = k1 * (1.0 - b + b * lengths / avgdl)
     tfc = tf.astype(np.float64)
     denominator = per_doc[docs]
     denominator += tfc
     tfc /= denominator
     weights = idf[terms]
+    weights *= tfc
+    return weights.astype(np.float32)
+
+
+def mean_length(lengths: np.ndarray) -> float:
+    """avgdl of :func:`lucene_weights`: the documents' mean token count, 1.0 when every document is empty."""
+    return float(lengths.mean()) if lengths.sum() else 1.0
+
+
+def subset_weights(tf: np.ndarray, dl: np.ndarray, df: int, n_docs: int, avgdl: float, *, k1: float, b: float
+                   ) -> np.ndarray:
+    """The weights :func:`lucene_weights` gives one term's entries (``tf``, their documents' lengths ``dl``) in an
+    index of only ``n_docs`` documents of mean length ``avgdl``, where ``df`` of them hold the term: the same
+    operations in the same order, so the values are those of an index built over those documents alone, bit
+    for bit (a caller's visible tools: what the others are does not move its scores)."""
+    idf = np.log1p((n_docs - np.asarray([df], dtype=np.int64) + 0.5) / (np.asarray([df], dtype=np.int64) + 0.5))
+    per_doc = k1 * (1.0 - b + b * dl / avgdl)
+    tfc = tf.astype(np.float64)
+    per_doc += tfc
+    tfc /= per_doc
+    weights = np.repeat(idf, len(tfc))
     weights *= tfc
     return weights.astype(np.float32)
 

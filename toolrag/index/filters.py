@@ -7,20 +7,10 @@ may see a row when it holds every code of the row's key.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
-__all__ = ["allowed_perm_keys", "build_where", "matches_nothing", "prune_where"]
-
-
-def allowed_perm_keys(all_keys: Iterable[str], caller_codes: Collection[str]) -> set[str]:
-    """Keys among ``all_keys`` whose codes the caller all holds; the empty key (unrestricted) is always in."""
-    held = set(caller_codes)
-    allowed = {""}
-    for key in all_keys:
-        if key and set(key.split(",")) <= held:
-            allowed.add(key)
-    return allowed
+__all__ = ["build_where", "matches_nothing", "prune_where"]
 
 
 def build_where(

@@ -6,18 +6,18 @@ one consistent index.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.index.ann import IvfIndex
 from toolrag.index.bm25 import BM25Index
-from toolrag.index.filters import allowed_perm_keys
 
-__all__ = ["IndexSnapshot", "filter_key", "perm_codes"]
+__all__ = ["IndexSnapshot", "perm_codes"]
 
 T = TypeVar("T")
 
@@ -66,38 +66,33 @@ class IndexSnapshot:
         self._memo[key] = value
         return value
 
-    def allowed(
-        self, permissions: Collection[str], *, categories: Collection[str] | None, include_deprecated: bool
-    ) -> tuple[np.ndarray, int]:
-        """Mask of tools the caller may see and pass the filters (read-only, shared by the searches with the
-        same filters); and how many the filters (not the permissions) removed. Tools the caller lacks
-        permission for are never counted anywhere."""
-        key = ("allowed", filter_key(permissions, categories=categories, include_deprecated=include_deprecated))
-        return self.memo(key, lambda: self._allowed(permissions, categories, include_deprecated))
+    def allowed(self, caller: Caller) -> tuple[np.ndarray, int]:
+        """Mask of the tools ``caller`` sees (read-only, shared by the searches of callers with the same
+        :attr:`toolrag.catalog.caller.Caller.key`); and how many its category, tool and deprecation filters (not
+        its permissions) removed. Tools the caller lacks permission for are never counted anywhere."""
+        return self.memo(("allowed", caller.key), lambda: self._allowed(caller))
 
-    def _allowed(self, permissions: Collection[str], categories: Collection[str] | None,
-                 include_deprecated: bool) -> tuple[np.ndarray, int]:
+    def _allowed(self, caller: Caller) -> tuple[np.ndarray, int]:
         if self.perm_key_codes is not None:
-            keys = allowed_perm_keys(self.perm_key_values, set(permissions))
-            ok = np.array([v in keys for v in self.perm_key_values], dtype=bool)
+            ok = np.array([caller.permits(_codes_of(v)) for v in self.perm_key_values], dtype=bool)
             permitted = ok[self.perm_key_codes] if len(ok) else np.zeros(len(self.perm_keys), dtype=bool)
         else:
-            keys = allowed_perm_keys(set(self.perm_keys.tolist()), set(permissions))
-            permitted = np.fromiter((k in keys for k in self.perm_keys), bool, len(self.perm_keys))
+            keys = {k: caller.permits(_codes_of(k)) for k in set(self.perm_keys.tolist())}
+            permitted = np.fromiter((keys[k] for k in self.perm_keys), bool, len(self.perm_keys))
         mask = permitted.copy()
-        if categories:
-            mask &= np.isin(self.categories, list(categories))
-        if not include_deprecated:
+        if caller.categories is not None:
+            mask &= np.isin(self.categories, list(caller.categories))
+        if caller.tools is not None:
+            mask &= np.fromiter((i in caller.tools for i in self.ids), bool, len(self.ids))
+        if not caller.include_deprecated:
             mask &= ~self.deprecated
         mask.flags.writeable = False
         return mask, int(permitted.sum() - mask.sum())
 
 
-def filter_key(permissions: Collection[str], *, categories: Collection[str] | None,
-               include_deprecated: bool) -> Hashable:
-    """The identity of a caller's filters: searches with equal keys see the same tools (for
-    :meth:`IndexSnapshot.memo` keys of values derived from the filtered catalog)."""
-    return frozenset(permissions), frozenset(categories) if categories else None, bool(include_deprecated)
+def _codes_of(perm_key: str) -> list[str]:
+    """The permission codes of a tool's ``perm_key`` (sorted codes, comma-joined; "" = none)."""
+    return perm_key.split(",") if perm_key else []
 
 
 def perm_codes(keys: list[str]) -> dict[str, Any]:

@@ -20,12 +20,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Collection, Container, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.config import data_dir
 from toolrag.encode.models import ModelSet
@@ -33,7 +34,7 @@ from toolrag.encode.ocr import OcrEngine
 from toolrag.gcpause import paused_gc
 from toolrag.index.bm25 import BM25Index
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.filters import allowed_perm_keys, build_where
+from toolrag.index.filters import build_where
 from toolrag.index.image_sync import ImageSync
 from toolrag.index.mirror import MirroredCollection
 from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, restore_snapshot, saved_state
@@ -98,12 +99,12 @@ class ToolIndex:
         return self._snapshot.catalog
 
     def query_rows(
-        self, kind: str, vector: np.ndarray, *, k: int, mask: np.ndarray, permissions: Collection[str],
-        categories: Collection[str] | None, include_deprecated: bool, snapshot: IndexSnapshot | None = None,
+        self, kind: str, vector: np.ndarray, *, k: int, mask: np.ndarray, caller: Caller,
+        snapshot: IndexSnapshot | None = None,
     ) -> np.ndarray:
-        """Snapshot rows of the permitted tools nearest to ``vector`` in one collection (at most ``k``), rows of
-        ``snapshot`` (default: the live one; a search passes the one it holds, so an edit that swaps the live
-        snapshot in between cannot hand it rows of another).
+        """Snapshot rows of the tools ``caller`` sees (``mask``) nearest to ``vector`` in one collection (at most
+        ``k``), rows of ``snapshot`` (default: the live one; a search passes the one it holds, so an edit that
+        swaps the live snapshot in between cannot hand it rows of another).
 
         When the filters keep at least half the catalog (``mask``), Chroma is asked without a where-clause for
         a few more rows and the filter is applied here: Chroma's metadata filter costs ~100 ms at 10,000 rows
@@ -130,8 +131,10 @@ class ToolIndex:
             rows = rows[mask[rows]] if len(rows) else rows
             if len(rows) >= k or share == 1.0:
                 return rows[:k]
-        keys = allowed_perm_keys(snap.perm_key_values or set(snap.perm_keys.tolist()), set(permissions))
-        where = build_where(allowed_perm_keys=keys, categories=categories, include_deprecated=include_deprecated)
+        keys = {k for k in (snap.perm_key_values or set(snap.perm_keys.tolist()))
+                if caller.permits(k.split(",") if k else [])}
+        where = build_where(allowed_perm_keys=keys, categories=caller.categories,
+                            include_deprecated=caller.include_deprecated)
         rows = self._rows(snap, collection.query(vector, k=k, where=where))
         return rows[mask[rows]] if len(rows) else rows
 

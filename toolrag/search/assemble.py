@@ -4,18 +4,19 @@ from the ranked candidates and the decision (the tools to inject, their prompt b
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Hashable
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
+from toolrag.decision.outcome import Decision, DecisionOutcome
+from toolrag.decision.view import SELECTION_FEATURES, DecisionView
 from toolrag.index.snapshot import IndexSnapshot
-from toolrag.search.decide import DecisionOutcome
-from toolrag.search.features import FEATURES
 from toolrag.search.prompting import openai_tools, prompt_block, tokenizer_name
 from toolrag.search.query import QueryFeatures
 from toolrag.search.request import visible_successor
-from toolrag.search.results import Candidate, Decision, SearchResult, TokenReport
+from toolrag.search.results import Candidate, SearchResult, TokenReport
 from toolrag.search.scoring import RawScores
 
 __all__ = ["VISUAL_MATCH", "ResultParts", "assemble_result", "top_confidence"]
@@ -48,20 +49,20 @@ class ResultParts:
     mask: np.ndarray
     """The permitted tools (bool per snapshot row)."""
     confidence: float
-    codes: Collection[str]
+    caller: Caller
     key: Hashable
-    """The filters' memo key of the snapshot (:func:`toolrag.index.snapshot.filter_key`)."""
+    """The caller's memo key of the snapshot (:attr:`toolrag.catalog.caller.Caller.key`)."""
 
 
 def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, candidates: list[Candidate],
-                    outcome: DecisionOutcome, per_tool: np.ndarray, timing: dict[str, float],
-                    notes: list[str]) -> SearchResult:
+                    outcome: DecisionOutcome, view: DecisionView | None, per_tool: np.ndarray,
+                    timing: dict[str, float], notes: list[str]) -> SearchResult:
     """The explained result: the decision's selection as OpenAI tools and a prompt block, and the schema
     tokens of the selection, of the candidates and of every permitted tool (``per_tool``: each tool's count,
     in snapshot rows)."""
     chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
     # A successor the caller may not see is not named in the prompt either.
-    profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, parts.codes))
+    profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, parts.caller))
                 if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
     names = [snap.catalog.function_name(p.id) for p in profiles]
     mask = parts.mask
@@ -82,5 +83,7 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
         prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
         decision_reason=outcome.reason, scores=outcome.scores, decided_by=outcome.source,
         selected=tuple(c.id for c in chosen),
-        decision_features=dict(zip(FEATURES, outcome.features, strict=False)),
+        decision_features=view.named() if view is not None else {},
+        candidate_features=tuple(dict(zip(SELECTION_FEATURES, (float(v) for v in row), strict=True))
+                                 for row in view.candidates[: max(len(candidates) - 1, 0)]) if view is not None else (),
     )

@@ -62,8 +62,9 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
                  ) -> tuple[np.ndarray, dict[str, Any], dict[str, str]]:
     """Fuse the signals of the scored ``rows`` (``mask`` = the permitted tools): (fused scores, each signal's
     lazy explanation of every candidate, the signals left out and why). ``filter_id``
-    (:func:`toolrag.index.snapshot.filter_key` of the filters behind ``mask``) lets the snapshot keep the
-    reference rows and their vectors for the next search with the same filters."""
+    (the :attr:`toolrag.catalog.caller.Caller.key` of the caller behind ``mask``) lets the snapshot keep the
+    reference rows and their vectors for the next search with the same filters. BM25 reads the statistics of
+    the ``mask`` tools only (a hidden tool moves no score)."""
     raw, present = dict(scores.raw), dict(scores.present)
     weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
     absent = dict(q.absent)
@@ -98,7 +99,8 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
             # 100,000-row matrix again for every search costs about 1 ms.
             ref_vectors = _remember(snap, ("reference-vectors", filter_id), lambda: {
                 space: np.ascontiguousarray(matrix[ref_rows]) for space, matrix in snap.vectors.items()})
-            ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight, row_vectors=ref_vectors)
+            ref = score_signals(snap, ref_rows, q, history_weight=cfg.history_weight, row_vectors=ref_vectors,
+                                visible=None if mask.all() else mask)
             ref_raw, ref_present = dict(ref.raw), dict(ref.present)
             if combined is not None and "dense" in ref_raw:
                 ref_raw["dense"] = np.asarray(ref_vectors["dense"] @ combined, dtype=np.float32)
@@ -124,7 +126,7 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
 
 def _remember(snap: IndexSnapshot, key: tuple[str, Hashable | None], build: Callable[[], T]) -> T:
     """``build()``, kept by the snapshot for the next search with the same filters (``key[1]``: their
-    :func:`toolrag.index.snapshot.filter_key`; ``None``: not kept)."""
+    :attr:`toolrag.catalog.caller.Caller.key`; ``None``: not kept)."""
     return build() if key[1] is None else snap.memo(key, build)
 
 

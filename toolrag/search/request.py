@@ -10,11 +10,11 @@ Nothing here needs a model, so a bad request is refused in milliseconds.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from toolrag.catalog.caller import Caller, closest
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import QueryError
 from toolrag.search.query import MAX_QUERY_CHARS
@@ -25,23 +25,29 @@ __all__ = ["MAX_QUERY_CHARS", "Request", "prepare_request", "unknown_codes", "vi
 
 @dataclass(frozen=True)
 class Request:
-    """A checked request: cleaned (and cut) text, the caller's permission codes and what to tell them."""
+    """A checked request: cleaned (and cut) text, the caller and what to tell them."""
 
     query: str
     history: tuple[str, ...]
-    codes: frozenset[str]
+    caller: Caller
     notes: tuple[str, ...] = ()
 
 
 def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, history: Sequence[str] = (),
-                    permissions: Collection[str] | None = None, role: str | None = None,
-                    categories: Collection[str] | None = None) -> Request:
+                    caller: Caller | None = None, permissions: Collection[str] | None = None,
+                    role: str | None = None, categories: Collection[str] | None = None,
+                    include_deprecated: bool = False) -> Request:
     """Check a request against ``catalog``; raise QueryError (CatalogError for an unknown role) naming the
-    bad value, or return the cleaned request with notes on what was cleaned, cut or not recognised."""
+    bad value, or return the cleaned request with notes on what was cleaned, cut or not recognised. The caller is
+    ``caller``, else the one ``role``, ``permissions``, ``categories`` and ``include_deprecated`` describe
+    (:meth:`toolrag.catalog.caller.Caller.of`)."""
     if not isinstance(query, str):
-        raise QueryError(f"query must be text, got {type(query).__name__}")
-    if isinstance(history, str) or isinstance(permissions, str) or isinstance(categories, str):
-        raise TypeError("history, permissions and categories take a list of strings, not one string")
+        raise QueryError(f"query must be text, got {type(query).__name__}", field="query")
+    if history is None or isinstance(history, str | bytes) or not isinstance(history, Sequence):
+        raise QueryError(f"history must be a list of earlier user turns (text), got {type(history).__name__}",
+                         field="history")
+    if caller is not None and (permissions is not None or role is not None or categories is not None):
+        raise TypeError("give either caller or role / permissions / categories, not both")
     notes: list[str] = []
     cleaned = clean_text(query, limit=MAX_QUERY_CHARS)
     notes += cleaned.notes("the query")
@@ -57,22 +63,13 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
             raise QueryError(f"the query holds no readable text ({notes[0].removeprefix('the query had ')}); "
                              "type the request as UTF-8 text")
         raise QueryError("empty query: type a request or give an image")
-    codes = set(_texts(permissions, "permission code"))
-    if role is not None:
-        if not isinstance(role, str):
-            raise QueryError(f"role must be a role name, got {type(role).__name__}")
-        if role:
-            codes |= set(catalog.role_codes(role))
-    if categories:
-        known = catalog.categories
-        unknown = sorted(set(_texts(categories, "category")) - set(known))
-        if unknown:
-            raise QueryError(f"unknown category {unknown[0]!r}{_closest(unknown[0], known)}; categories: "
-                             f"{', '.join(known)}")
+    if caller is None:
+        caller = Caller.of(catalog, role=role, permissions=permissions, categories=categories,
+                           include_deprecated=include_deprecated)
     for code in unknown_codes(catalog, permissions) if permissions else ():
         notes.append(f"permission code {code!r} is used by no tool or role of this catalog"
-                     f"{_closest(code, _all_codes(catalog))}; it grants nothing")
-    return Request(cleaned.text, tuple(turns), frozenset(codes), tuple(notes))
+                     f"{closest(code, _all_codes(catalog))}; it grants nothing")
+    return Request(cleaned.text, tuple(turns), caller, tuple(notes))
 
 
 def unknown_codes(catalog: Catalog, permissions: Iterable[str]) -> list[str]:
@@ -81,29 +78,14 @@ def unknown_codes(catalog: Catalog, permissions: Iterable[str]) -> list[str]:
     return sorted({c for c in permissions if c not in known})
 
 
-def visible_successor(catalog: Catalog, tool: ToolProfile, codes: Collection[str]) -> str | None:
-    """``tool.replaced_by`` when a caller holding ``codes`` may see that successor, else ``None``: a
-    successor the caller lacks permission for is never named (in results, the prompt or JSON)."""
+def visible_successor(catalog: Catalog, tool: ToolProfile, caller: Caller) -> str | None:
+    """``tool.replaced_by`` when ``caller`` may use that successor, else ``None``: a successor the caller lacks
+    permission for is never named (in results, the prompt or JSON)."""
     successor = catalog.get(tool.replaced_by) if tool.replaced_by else None
-    if successor is None or not set(successor.permissions) <= set(codes):
+    if successor is None or not caller.may_use(successor):
         return None
     return successor.id
 
 
 def _all_codes(catalog: Catalog) -> set[str]:
     return set(catalog.permission_codes) | {c for codes in catalog.roles.values() for c in codes}
-
-
-def _texts(values: Iterable[Any] | None, what: str) -> list[str]:
-    out = []
-    for value in values or ():
-        if not isinstance(value, str):
-            raise QueryError(f"a {what} must be text, got {value!r}")
-        out.append(value)
-    return out
-
-
-def _closest(value: str, choices: Iterable[str]) -> str:
-    close = difflib.get_close_matches(value, sorted(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-

@@ -8,58 +8,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
-__all__ = ["Candidate", "Decision", "DecisionScores", "SearchResult", "SignalScore", "TokenReport"]
+from toolrag.decision.outcome import Decision, DecisionScores, DecisionSource
 
-
-class Decision(str, Enum):
-    """What the agent should do with the retrieved tools."""
-
-    EXECUTE = "EXECUTE"  # a tool clearly fits: call it
-    CLARIFY = "CLARIFY"  # several tools fit about equally, or a required detail is missing: ask the user
-    NO_TOOL = "NO_TOOL"  # no tool fits: answer directly
-
-
-class DecisionSource(str, Enum):
-    """What made the decision: the catalog's decision model (its probabilities against its thresholds), or a
-    rule that does not read them. When a rule decided, the probabilities a result carries are the model's view
-    only and may disagree with the decision (a tool the request names is called whatever P(no tool) says)."""
-
-    MODEL = "model"
-    NAMED_TOOL = "named_tool"  # the request names a permitted tool exactly
-    NO_PERMITTED_TOOL = "no_permitted_tool"  # no tool is available to this caller
-    NO_MEANINGFUL_TEXT = "no_meaningful_text"  # only symbols, emoji or invisible characters, and no image
-    OWNER_THRESHOLD = "owner_threshold"  # the catalog owner's no_tool_threshold on the confidence
-    WEB_ADDRESS = "web_address"  # the request holds a web address and the top tool takes one
-    PLACEHOLDER = "placeholder"  # the request leaves its object unsaid ("schedule something"): ask
-    TIE = "tie"  # the top two within clarify_gap of each other: ask
-    CHANGE_READER = "change_reader"  # a request of change whose best permitted tool only reads: never called
-    STANDOUT = "standout"  # few permitted tools, a Chinese request to a catalog without Chinese, or no model:
-    # the top tool's standing against requests that need no tool (lone_z) decides
-
-    def view_note(self) -> str:
-        """What to print beside the probabilities: nothing when the model decided, else that they are its view
-        only (the CLI and the app's banner)."""
-        if self is DecisionSource.MODEL:
-            return ""
-        return f"the model's view only: decided by the {self.value.replace('_', ' ')} rule"
-
-
-@dataclass(frozen=True)
-class DecisionScores:
-    """The decision model's calibrated probabilities for one result (fitted per catalog, see
-    ``docs/decisions.md``). ``right``: the top tool is the right one; ``ambiguous``: the request is ambiguous
-    between the top two (ask); ``no_tool``: no permitted tool fits (answer directly)."""
-
-    right: float
-    ambiguous: float
-    no_tool: float
-
-    def to_json(self) -> dict[str, float]:
-        return {"right": round(self.right, 4), "ambiguous": round(self.ambiguous, 4),
-                "no_tool": round(self.no_tool, 4)}
+__all__ = ["Candidate", "Decision", "DecisionScores", "DecisionSource", "SearchResult", "SignalScore",
+           "TokenReport"]
 
 
 @dataclass(frozen=True)
@@ -163,11 +117,13 @@ class SearchResult:
     decision_reason: str = ""
     """Why this decision, in words and numbers (the probabilities, the look-alikes, the named tool...)."""
     scores: DecisionScores | None = None
-    """The decision model's probabilities (``None`` when no tool is permitted)."""
+    """The decision model's probabilities (``None`` when no tool is visible or no model could be read)."""
     decided_by: DecisionSource = DecisionSource.MODEL
     """The model, or the rule that decided without reading ``scores`` (see :class:`DecisionSource`)."""
     decision_features: Mapping[str, float] = field(default_factory=dict)
-    """The features the decision model read (``toolrag.search.features.FEATURES``; NaN = missing)."""
+    """The features the decision model read (:data:`toolrag.decision.view.FEATURES`; NaN = missing)."""
+    candidate_features: tuple[Mapping[str, float], ...] = ()
+    """Per candidate after the first, what the selection read (:data:`toolrag.decision.view.SELECTION_FEATURES`)."""
     selected: tuple[str, ...] = ()
     """Ids of the candidates to inject (1..top_k for EXECUTE and CLARIFY, none for NO_TOOL): ``tools`` and
     ``prompt`` hold exactly these."""

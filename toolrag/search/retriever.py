@@ -9,40 +9,41 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
 
 from toolrag.audit import AuditLog
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
+from toolrag.decision.decider import Decider
+from toolrag.decision.outcome import DecisionOutcome
+from toolrag.decision.policy import Facts, name_lookup, named_tools
+from toolrag.decision.view import DecisionView, build_view
 from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
-from toolrag.errors import ModelUnavailable
+from toolrag.errors import ModelUnavailable, SettingsError
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.snapshot import IndexSnapshot, filter_key
+from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.progress import Progress
 from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
 from toolrag.search.auditing import search_record
-from toolrag.search.calibration import DecisionCalibrator
-from toolrag.search.decide import DecisionOutcome, name_lookup, named_tools
-from toolrag.search.decision_step import DecisionStep
-from toolrag.search.features import FEATURES
 from toolrag.search.fuse_step import fuse_signals, top_positions
-from toolrag.search.model_fit import LabelledCase
+from toolrag.search.gloss import english_reading, gloss_key
 from toolrag.search.prompting import schema_tokens
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
-from toolrag.search.results import Candidate, Decision, SearchResult, SignalScore
-from toolrag.search.scoring import score_signals
+from toolrag.search.results import Candidate, SearchResult, SignalScore
+from toolrag.search.scoring import RawScores, score_signals
 from toolrag.search.warmup import warm_up
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS
@@ -63,14 +64,14 @@ class ToolRetriever:
     def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
                  reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None,
-                 decisions: DecisionCalibrator | None = None) -> None:
+                 decider: Decider | None = None) -> None:
         self.index = index
         self.audit = audit
         """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
         self.settings = settings or Settings()
-        #: The catalog's decision model (fitted on first need; see toolrag.search.calibration).
-        self.decisions = decisions or DecisionCalibrator(index.models)
         self.analyzer = QueryAnalyzer(index.models)
+        #: The decision: the shipped model (one for every catalog) and the no-tool requests (toolrag.decision).
+        self.decider = decider or bank_decider(self.analyzer, folder=None)
         self.reranker = reranker
         self._reranker_factory = reranker_factory
         self._reranker_lock = threading.Lock()
@@ -109,7 +110,7 @@ class ToolRetriever:
         folder = Path(data_dir) if data_dir else default_data_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
         index = ToolIndex(cat, models, store=store, progress=progress)
-        decisions = DecisionCalibrator(models, folder=folder / "decisions")
+        decider = bank_decider(QueryAnalyzer(models), folder=_bank_folder(folder))
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             def load_reranker() -> Reranker:
@@ -121,36 +122,18 @@ class ToolRetriever:
 
             # Loaded on the first reranked search: a cross-encoder is large and reranking is off by default.
             retriever = cls(index, settings=settings, reranker_factory=load_reranker, audit=audit,
-                            decisions=decisions)
+                            decider=decider)
         else:
             note = (f"reranker off: no cross-encoder weights ship in a package; set {RERANK_ENV} "
                     "(or --rerank-model) to a cross-encoder path or Hub id")
-            retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decisions=decisions)
-        if progress is not None:
-            progress(1.0, "calibrating the decision model")
-        retriever.decision_model()
+            retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decider=decider)
         return retriever
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
         """Re-index after the catalog changed (an edit, an addition, a removal); only changed tools are
-        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot.
-        The decision model is refitted for the new catalog in the background (query vectors of unchanged
-        examples are cached); until it is, the previous model decides. ``decisions.wait()`` joins the refit."""
-        encoded = self.index.update(catalog, progress)
-        snap = self.index.snapshot
-        if self.decisions.current is None:
-            self.decision_model()  # nothing to answer with meanwhile: fit now
-        elif int(np.count_nonzero(~snap.deprecated)) >= 2:
-            self.decisions.refit_soon(snap, self.settings)
-        return encoded
-
-    def decision_model(self, settings: Settings | None = None) -> Any:
-        """The catalog's :class:`toolrag.search.decision_model.DecisionModel`: loaded from the data folder or
-        fitted now (simulated requests of this catalog, see docs/decisions.md). ``None`` for an empty catalog."""
-        snap = self.index.snapshot
-        if int(np.count_nonzero(~snap.deprecated)) < 2:
-            return None
-        return self.decisions.model_for(snap, settings or self.settings)
+        re-encoded. Returns how many texts/images were encoded. Searches in flight keep their snapshot. Nothing
+        of the decision depends on the catalog, so nothing is refitted."""
+        return self.index.update(catalog, progress)
 
     @property
     def catalog(self) -> Catalog:
@@ -195,36 +178,16 @@ class ToolRetriever:
         features = self.analyzer.analyze(query, image=image, settings=settings or self.settings)
         return next((features.vectors[k] for k in ("dense", "ocr", "concepts") if k in features.vectors), None)
 
-    def refine_decisions(self, rows: Sequence[Any], *, settings: Settings | None = None) -> Any:
-        """Refit the decision model with labelled requests besides the simulated ones (``rows``: objects with
-        ``query``, ``image``, ``permissions``, ``role``, ``history``, ``gold`` and ``expect``, e.g.
-        :class:`toolrag.evaluation.queries.QueryRow`; rows without ``expect`` are skipped). The refined model
-        is stored in place of the catalog's automatic one until the catalog or the models change."""
-        cfg = settings or self.settings
-        cases = []
-        for row in rows:
-            if getattr(row, "expect", None) is None:
-                continue
-            result = self.search(row.query, image=row.image, permissions=row.permissions, role=row.role,
-                                 history=row.history, settings=cfg)
-            if not result.decision_features:
-                continue
-            x = np.array([result.decision_features[f] for f in FEATURES], dtype=np.float64)
-            label = {Decision.EXECUTE: 0, Decision.CLARIFY: 1, Decision.NO_TOOL: 2}[Decision(row.expect)]
-            cases.append(LabelledCase(x, label, bool(result.ids) and result.ids[0] in set(row.gold)))
-        if not cases:
-            raise ValueError("no labelled row with an expected decision (expect: EXECUTE | CLARIFY | NO_TOOL)")
-        return self.decisions.fit(self.index.snapshot, cfg, labelled=cases)
-
     def rank_of(self, tool_id: str, query: str, *, image: Any = None, role: str | None = None,
                 settings: Settings | None = None) -> int | None:
         """1-based rank of ``tool_id`` for a request over the whole permitted catalog, deprecated tools
         included (``None`` when the caller cannot see it). Without a role every permission code is held, so
         a tool author sees the rank of any tool."""
         catalog = self.catalog
-        permissions = None if role else catalog.permission_codes
-        result = self.search(query, image=image, role=role, permissions=permissions, settings=settings,
-                             top_k=max(1, min(len(catalog), 1000)), include_deprecated=True, audited=False)
+        caller = Caller.of(catalog, role=role, include_deprecated=True) if role else \
+            Caller.author(catalog, include_deprecated=True)
+        result = self.search(query, image=image, caller=caller, settings=settings,
+                             top_k=max(1, min(len(catalog), 1000)), audited=False)
         ids = result.ids
         return ids.index(tool_id) + 1 if tool_id in ids else None
 
@@ -236,6 +199,7 @@ class ToolRetriever:
         *,
         image: Any = None,
         history: Sequence[str] = (),
+        caller: Caller | None = None,
         permissions: Collection[str] | None = None,
         role: str | None = None,
         categories: Collection[str] | None = None,
@@ -245,62 +209,67 @@ class ToolRetriever:
         audited: bool = True,
         snapshot: IndexSnapshot | None = None,
     ) -> SearchResult:
-        """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score.
+        """Rank the tools for ``query`` (and ``image``) that the caller may use; explain every score; decide.
         ``audited=False`` keeps an internal probe (:meth:`rank_of`, an evaluation, the retrievability
         report) out of the audit log.
 
-        ``permissions`` are the caller's codes (``role`` adds a catalog role's codes); a caller with no codes
-        sees only unrestricted tools. Restricted tools the caller lacks are never scored, named or counted.
-        ``snapshot``: search this view of the index instead of the live one (the retrievability report
-        searches views where one tool's document leaves one example out; up to ``EXACT_LIMIT`` tools).
+        The caller is ``caller`` (:class:`toolrag.catalog.caller.Caller`), else the one ``role``, ``permissions``
+        (codes), ``categories`` and ``include_deprecated`` describe; a caller with no codes sees only unrestricted
+        tools. A tool the caller cannot see is absent: never scored, named or counted, and every figure of the
+        result (normalisation, BM25 statistics, the decision's features) is computed over the visible tools
+        only, so it is what a catalog without the hidden tools gives. ``snapshot``: search this view of the index
+        instead of the live one (the retrievability report searches views where one tool's document leaves one
+        example out; up to ``EXACT_LIMIT`` tools).
         """
         t0 = time.perf_counter()
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
         snap = snapshot if snapshot is not None else self.index.snapshot
-        request = prepare_request(snap.catalog, query, image=image, history=history, permissions=permissions,
-                                  role=role, categories=categories)
-        query, history, codes = request.query, request.history, set(request.codes)
+        request = prepare_request(snap.catalog, query, image=image, history=history, caller=caller,
+                                  permissions=permissions, role=role, categories=categories,
+                                  include_deprecated=include_deprecated)
+        query, history, who = request.query, request.history, request.caller
         timing: dict[str, float] = {}
         features = self.analyzer.analyze(query, image=image, history=history, settings=cfg)
         timing.update(features.timing_ms)
         t1 = time.perf_counter()
-        key = filter_key(codes, categories=categories, include_deprecated=include_deprecated)
-        mask, filtered_out = snap.allowed(codes, categories=categories, include_deprecated=include_deprecated)
-        rows = self._candidates(snap, mask, features, cfg, codes, categories, include_deprecated, timing, key)
-        named = [r for r in named_tools(query, self._name_lookup(snap)) if mask[r]]  # hidden tools stay hidden
+        mask, filtered_out = snap.allowed(who)
+        visible = None if mask.all() else mask
+        rows = self._candidates(snap, mask, features, cfg, who, timing)
+        named = named_tools(query, self._name_lookup(snap, who, mask))
         if named and not np.isin(named, rows).all():
             rows = np.union1d(rows, np.asarray(named, dtype=np.int64))
         t2 = time.perf_counter()
-        scores = score_signals(snap, rows, features, history_weight=cfg.history_weight)
+        scores = score_signals(snap, rows, features, history_weight=cfg.history_weight, visible=visible)
         timing["score"] = (time.perf_counter() - t2) * 1000
         t3 = time.perf_counter()
-        fused, explained, absent = fuse_signals(scores, features, cfg, snap, rows, mask, filter_id=key)
+        fused, explained, absent = fuse_signals(scores, features, cfg, snap, rows, mask, filter_id=who.key)
         order = top_positions(fused, rows, snap, max(cfg.top_k, 3))
         if named:  # the tools the request names come first, in the order it names them
             first = np.searchsorted(rows, np.asarray(named))
             order = np.concatenate([first, order[~np.isin(order, first)]])
         timing["fusion"] = (time.perf_counter() - t3) * 1000
         candidates = [self._candidate(snap, rows[i], float(fused[i]), {k: v[i] for k, v in explained.items()},
-                                      codes) for i in order[: cfg.top_k]]
+                                      who) for i in order[: cfg.top_k]]
         notes = [*request.notes, *self.models.fallbacks.values()]
         if explained and all(absent.get(s) == "weight is 0" for s in explained):
             notes.append(f"every signal that could score this request has weight 0 ({', '.join(explained)}): every "
                          "tool scored 0.0 and they are listed in catalog order; give one of them a weight above 0")
         if cfg.rerank:
-            candidates = self._rerank(features, candidates, cfg, timing, notes)
+            candidates = self._rerank(snap, features, candidates, cfg, timing, notes)
         sure = top_confidence(scores, order[: cfg.top_k])
         t4 = time.perf_counter()
-        outcome = self._decide(snap, query, history, features, rows, fused, explained, order, candidates, cfg,
-                               sure, len(named))
+        outcome, view = self._decide(snap, query, features, rows, scores, mask, order, candidates, cfg, len(named),
+                                     who)
         timing["decision"] = (time.perf_counter() - t4) * 1000
-        parts = ResultParts(query, filtered_out, absent, mask, sure, codes, key)
-        result = assemble_result(snap, parts, features, candidates, outcome, self._tool_tokens(snap), timing, notes)
+        parts = ResultParts(query, filtered_out, absent, mask, sure, who, who.key)
+        result = assemble_result(snap, parts, features, candidates, outcome, view, self._tool_tokens(snap), timing,
+                                 notes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
         timing["total"] = (time.perf_counter() - t0) * 1000
         if self.audit is not None and audited:
-            self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
+            self.audit.write(search_record(result, audit=self.audit, role=who.role, image=image is not None,
                                            n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
         return result
 
@@ -322,19 +291,16 @@ class ToolRetriever:
 
     # ------------------------------------------------------------------------------------------ internals
 
-    def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings,
-                    codes: set[str], categories: Collection[str] | None, include_deprecated: bool,
-                    timing: dict[str, float], key: Hashable) -> np.ndarray:
+    def _candidates(self, snap: IndexSnapshot, mask: np.ndarray, q: QueryFeatures, cfg: Settings, caller: Caller,
+                    timing: dict[str, float]) -> np.ndarray:
         """The rows to score exactly: every permitted tool up to ``EXACT_LIMIT`` (a matrix product over vectors
         already in memory beats any index there), else the union of each signal's nearest neighbours."""
-        allowed = snap.memo(("rows", key), lambda: np.flatnonzero(mask))
+        allowed = snap.memo(("rows", caller.key), lambda: np.flatnonzero(mask))
         if len(allowed) <= max(EXACT_LIMIT, cfg.candidates):
             return allowed
         start = time.perf_counter()
-        filters = {"permissions": codes, "categories": categories, "include_deprecated": include_deprecated,
-                   "k": cfg.candidates, "mask": mask, "snapshot": snap}
         found: list[np.ndarray] = [
-            self.index.query_rows(kind, q.vectors[probe], **filters)  # type: ignore[arg-type]
+            self.index.query_rows(kind, q.vectors[probe], k=cfg.candidates, mask=mask, caller=caller, snapshot=snap)
             for spec in SIGNAL_SPECS if cfg.weights.get(spec.name, 0.0) > 0
             for probe, kind in spec.probes if probe in q.vectors]
         timing["index_search"] = (time.perf_counter() - start) * 1000
@@ -349,14 +315,14 @@ class ToolRetriever:
         return rows[mask[rows]] if len(rows) else rows
 
     def _candidate(self, snap: IndexSnapshot, row: int, score: float,
-                   signals: dict[str, SignalScore], codes: Collection[str]) -> Candidate:
+                   signals: dict[str, SignalScore], caller: Caller) -> Candidate:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, visible_successor(snap.catalog, tool, codes),
+                         tool.deprecated, visible_successor(snap.catalog, tool, caller),
                          function_name=snap.catalog.function_name(tool.id))
 
-    def _rerank(self, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
+    def _rerank(self, snap: IndexSnapshot, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
         reranker = self._get_reranker()
         if reranker is None:
@@ -364,8 +330,7 @@ class ToolRetriever:
             return candidates
         start = time.perf_counter()
         head = candidates[: cfg.rerank_top_n]
-        snap = self.index.snapshot
-        docs = [snap.catalog.get(c.id).document_text() for c in head]  # type: ignore[union-attr]
+        docs = [snap.catalog.tools[snap.row_of[c.id]].document_text() for c in head]  # the search's own snapshot
         logits = np.asarray(reranker.score(q.text or q.ocr_text, docs), dtype=np.float64)
         probs = 1.0 / (1.0 + np.exp(-logits))
         reranked = [Candidate(**{**c.__dict__, "rerank_score": float(p)}) for c, p in zip(head, probs, strict=True)]
@@ -383,26 +348,33 @@ class ToolRetriever:
                     self.reranker_note = self.reranker_fallback or f"reranker off: {exc}"
             return self.reranker
 
-    def _name_lookup(self, snap: IndexSnapshot) -> dict[str, int]:
-        """Lower-cased identifier-like tool names, function names and ids -> row, built once per catalog."""
-        cached = self._names_cache
-        if cached is None or cached[0] is not snap.catalog:
+    def _name_lookup(self, snap: IndexSnapshot, caller: Caller, mask: np.ndarray) -> dict[str, int]:
+        """Lower-cased identifier-like names, function names and ids of the tools ``caller`` sees -> row (a name
+        two visible tools share names neither), kept per snapshot and caller: a hidden tool is never named, and
+        its name cannot take a visible tool's."""
+        def build() -> dict[str, int]:
             cat = snap.catalog
-            lookup = name_lookup([(t.name, cat.function_name(t.id), t.id) for t in cat.tools])
-            cached = self._names_cache = (cat, lookup)
-        return cached[1]
+            rows = np.flatnonzero(mask)
+            lookup = name_lookup([(cat.tools[r].name, cat.function_name(cat.tools[r].id), cat.tools[r].id)
+                                  for r in rows])
+            return {name: int(rows[i]) for name, i in lookup.items()}
+        return snap.memo(("names", caller.key), build)
 
-    def _decide(self, snap: IndexSnapshot, query: str, history: Sequence[str], q: QueryFeatures, rows: np.ndarray,
-                fused: np.ndarray, explained: dict[str, Any], order: np.ndarray, candidates: list[Candidate],
-                cfg: Settings, confidence: float, named: int) -> DecisionOutcome:
-        """The decision step (toolrag.search.decision_step): features of the permitted tools' scores only."""
-        model = self.decision_model() if candidates else None
-        # the bundled no-tool requests: the model reads how close the request comes to them, and where it cannot
-        # decide the top tool is judged against them (toolrag.search.decision_step)
-        chat = self.decisions.chat_vectors() if candidates else {}
-        step = DecisionStep(snap, rows, fused, {k: v.arrays for k, v in explained.items()}, order, cfg)
-        return step.decide(query, history, q, candidates, model, chat, confidence=confidence, named=named,
-                           chat_cjk=self.decisions.chat_cjk() if candidates else None)
+    def _decide(self, snap: IndexSnapshot, query: str, q: QueryFeatures, rows: np.ndarray, scores: RawScores,
+                mask: np.ndarray, order: np.ndarray, candidates: list[Candidate], cfg: Settings, named: int,
+                caller: Caller) -> tuple[DecisionOutcome, DecisionView | None]:
+        """The decision (toolrag.decision) over the visible tools: the view of the ranking's head (the final
+        candidates, at least three when there are), then the policy."""
+        view = None
+        if candidates:
+            head = [snap.row_of[c.id] for c in candidates]
+            head += [int(rows[i]) for i in order if int(rows[i]) not in head][: max(0, 3 - len(head))]
+            view = build_view(snap, rows, scores.raw, scores.present, mask, head, q, query, self.decider.bank(),
+                              key=caller.key)
+        facts = Facts([c.name for c in candidates], [c.description for c in candidates], named=named,
+                      meaningful=any(ch.isalnum() for ch in " ".join((query, *q.history))), image=q.image_given,
+                      query=query)
+        return self.decider.decide(facts, view, target=cfg.precision_target), view
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
         """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""
@@ -411,3 +383,33 @@ class ToolRetriever:
             counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
             cached = self._tokens_cache = (snap.catalog, counts)
         return cached[1]
+
+
+def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None) -> Decider:
+    """The decision of a retriever whose requests ``analyzer`` reads: the no-tool requests are read the same way
+    (a Chinese one by the English model through its gloss), so their vectors mean what a request's mean."""
+    models = analyzer.models
+
+    def encode(signal: str, texts: Sequence[str]) -> np.ndarray:
+        model = models.text if signal == "dense" else models.english
+        read = list(texts) if signal == "dense" else [english_reading(t) for t in texts]
+        keep = [i for i, t in enumerate(read) if t]
+        vectors = np.asarray(model.encode_queries([read[i] for i in keep]), dtype=np.float32)  # type: ignore[union-attr]
+        matrix = np.full((len(read), vectors.shape[1] if len(keep) else model.dim), np.nan,  # type: ignore[union-attr]
+                         dtype=np.float32)
+        matrix[keep] = vectors
+        return matrix
+
+    signals = {"dense": models.text.fingerprint}
+    if models.english is not None:
+        signals["dense_en"] = f"{models.english.fingerprint}|{gloss_key()}"
+    return Decider(encode, signals, folder=folder)
+
+
+def _bank_folder(data: Path) -> Path:
+    """Where the no-tool requests' vectors are cached: beside the built models (they depend on the models only),
+    else in the index's data folder."""
+    try:
+        return default_data_dir() / "models" / "no-tool-requests"
+    except SettingsError:
+        return data / "no-tool-requests"

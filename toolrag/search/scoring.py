@@ -43,10 +43,12 @@ class RawScores:
 
 
 def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
-                  history_weight: float, row_vectors: Mapping[str, np.ndarray] | None = None) -> RawScores:
+                  history_weight: float, row_vectors: Mapping[str, np.ndarray] | None = None,
+                  visible: np.ndarray | None = None) -> RawScores:
     """Exact raw scores of every signal for the candidate ``rows`` (indices into the snapshot).
     ``row_vectors``: the tool vectors of ``rows`` already gathered (``snap.vectors[space][rows]``), for a
-    row set scored again and again."""
+    row set scored again and again. ``visible``: the caller's visible tools (a bool mask over the snapshot;
+    ``None``: all): BM25 reads their statistics only, so a hidden tool's words move no score."""
     raw: dict[str, np.ndarray] = {}
     present: dict[str, np.ndarray] = {}
     n = len(rows)
@@ -70,9 +72,9 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
         raw["ocr"] = np.maximum(raw["ocr"], best[rows])
     lexical = q.lexical
     if lexical or q.history:
-        scores = snap.bm25.scores(lexical)[rows] if lexical else np.zeros(n, dtype=np.float32)
+        scores = snap.bm25.scores(lexical, visible)[rows] if lexical else np.zeros(n, dtype=np.float32)
         if q.history:
-            past = snap.bm25.scores(" ".join(q.history))[rows]
+            past = snap.bm25.scores(" ".join(q.history), visible)[rows]
             scores = (1.0 - history_weight) * scores + history_weight * past if lexical else past
         raw["bm25"], present["bm25"] = scores.astype(np.float32), everyone
     if "visual" in q.vectors and "visual" in snap.image_vectors:

@@ -32,11 +32,13 @@ A third test, :func:`vague_word`, finds a placeholder for what a request leaves 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 from toolrag.catalog.profile import ToolProfile
 from toolrag.text import CJK_RANGES
 
-__all__ = ["CHANGE_VERBS", "READ_VERBS", "change_verb", "reads_only", "vague_word"]
+__all__ = ["ACTIONS", "CHANGE_VERBS", "READ_VERBS", "action_match", "change_verb", "reads_only", "request_action",
+           "tool_action", "vague_word"]
 
 
 def _words(text: str) -> frozenset[str]:
@@ -172,3 +174,89 @@ def vague_word(text: str) -> str | None:
     match = _VAGUE.search(text[:1].lower() + text[1:])
     return match.group(0) if match else None
 
+
+
+#: Kinds of action, each with its verbs (English base forms and Chinese). A request asks for one kind (its first
+#: verb); a tool does one (the first verb of its id, its name or its description). A different kind is a strong
+#: hint that a look-alike tool does not serve the request: "清理一下历史记录" (clear) and ``openWebHistory`` (read),
+#: "log me out" and ``user_login``, "book a doctor" and ``cancelDoctorAppointment``.
+ACTIONS: Mapping[str, frozenset[str]] = {kind: _words(verbs) for kind, verbs in (
+    ("read", "get view show check query look see find search display list read browse fetch retrieve inquire "
+             "lookup track monitor 查看 查询 看看 看一下 获取 查 搜索 查找 浏览 搜 检索 显示 列出 读取"),
+    ("create", "add create new make register book reserve schedule submit apply insert enroll subscribe follow "
+               "添加 创建 新建 预约 预订 预定 提交 申请 订阅 关注 登记 订"),
+    ("update", "update modify change edit adjust amend rename move reschedule set configure 修改 更改 调整 编辑 "
+               "更新 改成 改为 设置 设为"),
+    ("delete", "delete remove cancel clear erase drop revoke withdraw unsubscribe unfollow unregister 删除 取消 "
+               "清理 清除 撤销 撤回 移除 退订 取关 删掉"),
+    ("send", "send share post forward reply publish email message text notify invite 发送 分享 发布 转发 回复 "
+             "通知 邀请 发给"),
+    ("pay", "pay buy purchase order transfer charge redeem 支付 购买 付款 转账 下单 买 赎回"),
+    ("start", "start play open launch enable activate resume unlock install connect 开始 播放 打开 开启 启用 "
+              "启动 解锁 安装 连接"),
+    ("stop", "stop pause close end disable deactivate lock uninstall disconnect 停止 暂停 关闭 结束 停用 锁定 "
+             "卸载 断开"),
+    ("login", "login signin 登录 登入"),
+    ("logout", "logout signout 退出登录 注销"),
+    ("upload", "upload import 上传 导入"),
+    ("download", "download export 下载 导出"),
+    ("approve", "approve accept confirm 批准 同意 确认"),
+    ("reject", "reject decline deny 拒绝 驳回"),
+    ("compute", "calculate compute convert estimate translate predict analyze analyse summarize summarise "
+                "计算 换算 转换 估算 翻译 预测 分析 总结"),
+)}
+_KIND_OF = {verb: kind for kind, verbs in ACTIONS.items() for verb in verbs}
+_LOGIN = re.compile(r"\b(log|sign)\s*(?:(?:me|him|her|them|us|myself)\s+)?(in|on|out|off)\b", re.IGNORECASE)
+_ZH_VERBS = re.compile("|".join(sorted((re.escape(v) for v in _KIND_OF if _ZH.search(v)), key=len, reverse=True)))
+
+
+def _stem(word: str) -> str:
+    """A verb's base form, roughly ("cancels", "cancelled", "cancelling" -> "cancel")."""
+    for end in ("ing", "ed", "es", "s"):
+        if word.endswith(end) and word[: -len(end)] in _KIND_OF:
+            return word[: -len(end)]
+    if word.endswith("led") and word[:-3] in _KIND_OF:
+        return word[:-3]
+    return word
+
+
+def _kind(words: list[str]) -> str | None:
+    """The action kind of the first word of ``words`` that names one."""
+    return next((_KIND_OF[_stem(w)] for w in words if _stem(w) in _KIND_OF), None)
+
+
+def _logins(text: str) -> str:
+    return _LOGIN.sub(lambda m: m.group(1).lower() + ("in" if m.group(2).lower() in ("in", "on") else "out"), text)
+
+
+def request_action(text: str) -> str | None:
+    """The kind of action a request asks for: its first verb (English: in its first four words, after a polite or
+    modal opening; Chinese: the first verb anywhere), or None."""
+    if _ZH.search(text):
+        found = _ZH_VERBS.search(text)
+        if found:
+            return _KIND_OF[found.group(0)]
+    return _kind(_WORD.findall(_OPENING.sub("", _logins(text).strip().lower()))[:4])
+
+
+def tool_action(tool: ToolProfile) -> str | None:
+    """The kind of action a tool does: the first verb of its id's last part, its name, or its description."""
+    last = re.split(r"[./:]", tool.id)[-1]
+    for words in (_name_words(_logins(last)), _name_words(_logins(tool.name))):
+        kind = _kind(words)
+        if kind is not None:
+            return kind
+    description = (tool.description or "").strip()
+    found = _ZH_VERBS.match(description)
+    if found:
+        return _KIND_OF[found.group(0)]
+    return _kind(_WORD.findall(_logins(description).lower())[:2])
+
+
+def action_match(text: str, tool: ToolProfile) -> int:
+    """+1 when the request asks for the kind of action the tool does (:data:`ACTIONS`), -1 when it asks for
+    another kind ("log me out" and ``user_login``, "取消预订" and a booking tool), 0 when either says none."""
+    asked, does = request_action(text), tool_action(tool)
+    if asked is None or does is None:
+        return 0
+    return 1 if asked == does else -1

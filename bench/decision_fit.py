@@ -1,0 +1,285 @@
+"""Fitting the decision model on searched episodes, leave-one-source-out, and writing it as package data.
+
+Read by ``python -m bench.decision_train`` (see there). The main model gives, for one search, P of each of
+:data:`toolrag.decision.model.CLASSES`: ``right`` (a tool serves the request and it ranks first), ``ask`` (the
+request needs a question: ACEBench's incomplete requests, or the tool that serves it ranks second), ``none``
+(no listed tool serves it), ``missed`` (a tool serves it but ranks below second). The selection model gives
+each lower candidate's P(also needed). Every group of sources (``bench.decision_episodes.GROUPS``) is predicted
+by a model fitted on the others; the operating points (the P(right) threshold of each EXECUTE precision target,
+the ask threshold) are chosen on those held-out predictions; the shipped model is then fitted on every source.
+Each group weighs the same in every fit and every pooled figure, so the largest source does not set the policy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from bench.common import REPO
+from bench.decision_episodes import GROUPS
+
+__all__ = ["TARGETS", "fit_and_report", "format_tables", "labels", "write_docs"]
+
+#: The EXECUTE precision targets whose thresholds the shipped model carries.
+TARGETS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+#: The default operating point (docs/decisions.md says why).
+DEFAULT_TARGET = 0.85
+SMALL = 10
+#: Coverages at which the precision of P(right) and of the MiniLM threshold are compared.
+CURVE = (0.5, 0.6, 0.7, 0.8)
+DOC = REPO / "docs" / "decisions.md"
+
+
+def labels(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """Each episode's class: 0 right, 1 ask, 2 none, 3 missed."""
+    out = np.empty(len(records), dtype=np.int64)
+    for i, r in enumerate(records):
+        gold, top = set(r["gold"]), r["top"]
+        if r["expect"] == "NO_TOOL":
+            out[i] = 2
+        elif r["expect"] == "CLARIFY" or (top and top[0] not in gold and len(top) > 1 and top[1] in gold):
+            out[i] = 1
+        else:
+            out[i] = 0 if top and top[0] in gold else 3
+    return out
+
+
+def _weights(groups: np.ndarray) -> np.ndarray:
+    """Each group the same total weight (mean 1 per episode)."""
+    names, counts = np.unique(groups, return_counts=True)
+    per = {n: len(groups) / (len(names) * c) for n, c in zip(names, counts, strict=True)}
+    return np.array([per[g] for g in groups])
+
+
+def _fit(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, classes: int) -> Any:
+    if family == "trees":
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        model = HistGradientBoostingClassifier(max_iter=250, learning_rate=0.06, max_leaf_nodes=15,
+                                               min_samples_leaf=40, l2_regularization=1.0, early_stopping=False,
+                                               random_state=0)
+        return model.fit(x, y, sample_weight=w)
+    if family == "logistic":
+        from sklearn.linear_model import LogisticRegression
+
+        mean = np.nanmean(x, axis=0)
+        mean = np.where(np.isfinite(mean), mean, 0.0)
+        z = np.where(np.isfinite(x), x, mean)
+        scale = z.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        model = LogisticRegression(C=1.0, max_iter=2000).fit((z - mean) / scale, y, sample_weight=w)
+        model.toolrag_mean, model.toolrag_scale = mean, scale  # type: ignore[attr-defined]
+        return model
+    raise ValueError(f"unknown family {family!r}; choose trees or logistic")
+
+
+def _proba(model: Any, x: np.ndarray) -> np.ndarray:
+    if hasattr(model, "toolrag_mean"):
+        z = np.where(np.isfinite(x), x, model.toolrag_mean)
+        return np.asarray(model.predict_proba((z - model.toolrag_mean) / model.toolrag_scale))
+    return np.asarray(model.predict_proba(x))
+
+
+def _selection_data(records: Sequence[Mapping[str, Any]], y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows, targets, groups = [], [], []
+    for r, label in zip(records, y, strict=True):
+        if label != 0:
+            continue
+        gold = set(r["gold"])
+        for j, row in enumerate(r["cand"], start=1):
+            if j < len(r["top"]):
+                rows.append(row)
+                targets.append(int(r["top"][j] in gold))
+                groups.append(r["group"])
+    width = len(records[0]["cand"][0]) if any(len(r["cand"]) for r in records) else 7
+    return (np.array(rows, dtype=np.float64).reshape(-1, width), np.array(targets, dtype=np.int64),
+            np.array(groups))
+
+
+def decide(p: np.ndarray, execute_at: float, ask_at: float) -> np.ndarray:
+    """The policy of toolrag.decision.policy over rows of probabilities: 0 EXECUTE, 1 CLARIFY, 2 NO_TOOL."""
+    return np.where(p[:, 0] >= execute_at, 0, np.where(p[:, 1] >= ask_at, 1, 2))
+
+
+def operating_points(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> list[tuple[float, float]]:
+    """(target, threshold): the lowest P(right) threshold at which the weighted share of EXECUTEs that are right
+    (class 0) reaches each target, scanning from the highest probability down."""
+    order = np.argsort(-p[:, 0], kind="mergesort")
+    right = np.cumsum(w[order] * (y[order] == 0))
+    total = np.cumsum(w[order])
+    precision = right / total
+    out = []
+    for target in TARGETS:
+        ok = np.flatnonzero(precision >= target)
+        threshold = float(p[order[ok[-1]], 0]) if len(ok) else 1.0
+        out.append((target, threshold))
+    return out
+
+
+def _ask_threshold(p: np.ndarray, y: np.ndarray, w: np.ndarray, execute_at: float) -> float:
+    """The ask threshold that decides the most (weighted) episodes right under ``execute_at``: CLARIFY is right
+    for class 1, NO_TOOL for classes 2 and 3, EXECUTE for class 0."""
+    best, best_score = 0.5, -1.0
+    for a in np.linspace(0.1, 0.9, 33):
+        d = decide(p, execute_at, float(a))
+        right = ((d == 0) & (y == 0)) | ((d == 1) & (y == 1)) | ((d == 2) & (y >= 2))
+        score = float(np.sum(w * right))
+        if score > best_score:
+            best, best_score = float(a), score
+    return best
+
+
+def _metrics(d: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], base: np.ndarray,
+             p: np.ndarray | None = None) -> dict[str, float]:
+    expect = np.array([r["expect"] for r in records])
+    kinds = np.array([r["kind"] for r in records])
+    serviceable = expect == "EXECUTE"
+    execute = d == 0
+    out = {"n": float(len(d)), "precision": float((y[execute] == 0).mean()) if execute.any() else math.nan,
+           "coverage": float((execute & (y == 0))[serviceable].mean()) if serviceable.any() else math.nan,
+           "kept_out": float((~execute)[expect == "NO_TOOL"].mean()) if (expect == "NO_TOOL").any() else math.nan,
+           "clarify_recall": float((d == 1)[expect == "CLARIFY"].mean()) if (expect == "CLARIFY").any() else math.nan,
+           "accuracy": float(np.mean([("EXECUTE", "CLARIFY", "NO_TOOL")[k] == e for k, e in zip(d, expect, strict=True)]))}
+    # the plain MiniLM top-cosine threshold at the same coverage (EXECUTEd right among serviceable requests)
+    if serviceable.any() and execute.any():
+        order = np.argsort(-base, kind="mergesort")
+        hits = np.cumsum((y[order] == 0) & serviceable[order]) / serviceable.sum()
+        k = int(np.searchsorted(hits, out["coverage"] - 1e-12)) + 1
+        chosen = order[:k]
+        out["baseline_precision"] = float((y[chosen] == 0).mean())
+    for kind in ("sibling", "foreign", "no_tool"):
+        if (kinds == kind).any():
+            out[f"kept_out_{kind}"] = float((~execute)[kinds == kind].mean())
+    if p is not None:
+        for c in CURVE:
+            out[f"at_{int(100 * c)}"] = _precision_at(p[:, 0], y, serviceable, c)
+            out[f"base_at_{int(100 * c)}"] = _precision_at(base, y, serviceable, c)
+    return out
+
+
+def _precision_at(score: np.ndarray, y: np.ndarray, serviceable: np.ndarray, coverage: float) -> float:
+    """EXECUTE precision when the highest ``score`` rows are EXECUTEd until ``coverage`` of the serviceable rows
+    are EXECUTEd right (NaN when it cannot be reached)."""
+    if not serviceable.any():
+        return math.nan
+    order = np.argsort(-score, kind="mergesort")
+    right = y[order] == 0
+    reached = np.cumsum(right & serviceable[order]) / serviceable.sum()
+    k = int(np.searchsorted(reached, coverage - 1e-12))
+    return math.nan if k >= len(order) else float(right[: k + 1].mean())
+
+
+def _baseline(x: np.ndarray) -> np.ndarray:
+    from toolrag.decision.view import FEATURES
+
+    en, sem = x[:, FEATURES.index("en_top")], x[:, FEATURES.index("sem_top")]
+    return np.where(np.isfinite(en), en, np.where(np.isfinite(sem), sem - 1.0, -9.0))
+
+
+def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[str], export: bool) -> dict[str, Any]:
+    """Leave-one-source-out results of every family, the winner's operating points, and (``export``) the
+    shipped model fitted on every source."""
+    x = np.stack([r["x"] for r in records])
+    y = labels(records)
+    groups = np.array([r["group"] for r in records])
+    n = np.array([r["n"] for r in records])
+    w = _weights(groups)
+    base = _baseline(x)
+    results: dict[str, Any] = {"episodes": len(records), "families": {}, "groups": sorted(set(groups)),
+                               "classes": {c: int((y == k).sum()) for k, c in enumerate(("right", "ask", "none",
+                                                                                          "missed"))}}
+    best_family, best_score, oof_best = None, -math.inf, None
+    for family in families:
+        oof = np.zeros((len(records), 4))
+        for group in sorted(set(groups)):
+            held = groups == group
+            model = _fit(family, x[~held], y[~held], w[~held], 4)
+            oof[held] = _proba(model, x[held])
+        points = operating_points(oof, y, w)
+        execute_at = dict(points)[DEFAULT_TARGET]
+        ask_at = _ask_threshold(oof, y, w, execute_at)
+        d = decide(oof, execute_at, ask_at)
+        per_group = {}
+        for group in sorted(set(groups)):
+            held = groups == group
+            small = held & (n <= SMALL)
+            per_group[group] = {"all": _metrics(d[held], y[held], [records[i] for i in np.flatnonzero(held)],
+                                                base[held], oof[held]),
+                                "small": _metrics(d[small], y[small], [records[i] for i in np.flatnonzero(small)],
+                                                  base[small], oof[small])}
+        score = float(np.mean([v["small"]["coverage"] for v in per_group.values()
+                               if math.isfinite(v["small"]["coverage"])]))
+        results["families"][family] = {"points": points, "ask_threshold": ask_at, "groups": per_group,
+                                       "score": score, "auc_none": _auc(oof[:, 2], y == 2, w)}
+        if score > best_score:
+            best_family, best_score, oof_best = family, score, oof
+    results["winner"] = best_family
+    if export and best_family is not None and oof_best is not None:
+        results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family])
+    return results
+
+
+def _auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float:
+    """Weighted ROC AUC (P(a positive scores above a negative), ties one half)."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(positive, score, sample_weight=w)) if positive.any() and (~positive).any() else math.nan
+
+
+def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
+            chosen: Mapping[str, Any]) -> dict[str, Any]:
+    from bench.decision_export import ensemble_json, write_model
+
+    main = _fit(family, x, y, w, 4)
+    sx, sy, sg = _selection_data(records, y)
+    selection = _fit(family, sx, sy, _weights(sg), 2)
+    summary = {g: {k: v["small"] for k, v in [("small", chosen["groups"][g])]} for g in chosen["groups"]}
+    return write_model(ensemble_json(main, x), ensemble_json(selection, sx), points=chosen["points"],
+                       default_target=DEFAULT_TARGET, ask_threshold=chosen["ask_threshold"], select_threshold=0.5,
+                       trained={"family": family, "episodes": len(records), "sources": sorted(set(GROUPS)),
+                                "held_out": summary})
+
+
+def format_tables(results: Mapping[str, Any]) -> str:
+    """The markdown tables of docs/decisions.md (percent)."""
+    def pct(v: Any) -> str:
+        return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.1f}"
+
+    lines = [f"{results['episodes']} episodes; classes {results['classes']}; winner: {results['winner']}", ""]
+    for family, r in results["families"].items():
+        lines += [f"**{family}** (default target {100 * DEFAULT_TARGET:.0f}%: P(right) >= "
+                  f"{dict(r['points'])[DEFAULT_TARGET]:.3f}; ask at {r['ask_threshold']:.3f}; no-tool AUC "
+                  f"{pct(r['auc_none'])})", "",
+                  "| held-out group | catalogs | episodes | EXECUTE precision | MiniLM top-cosine at equal coverage | "
+                  "coverage (served, EXECUTEd right) | no-tool kept out | CLARIFY recall | decision accuracy |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for group, both in r["groups"].items():
+            for scope in ("small", "all"):
+                m = both[scope]
+                lines.append(f"| {group} | {'1-10 tools' if scope == 'small' else 'all sizes'} | {int(m['n'])} | "
+                             f"{pct(m['precision'])} | {pct(m.get('baseline_precision'))} | {pct(m['coverage'])} | "
+                             f"{pct(m['kept_out'])} | {pct(m['clarify_recall'])} | {pct(m['accuracy'])} |")
+        lines += ["", "Operating points (held-out): " + ", ".join(f"{100 * t:.0f}% -> {v:.3f}" for t, v in r["points"]),
+                  "", "Not EXECUTEd, by kind of request that no listed tool serves (1-10 tools): "
+                  + "; ".join(f"{g}: " + ", ".join(f"{k} {pct(b['small'][f'kept_out_{k}'])}" for k in
+                                                   ("sibling", "foreign", "no_tool") if f"kept_out_{k}" in b["small"])
+                              for g, b in r["groups"].items()),
+                  "", "EXECUTE precision at equal coverage, P(right) / MiniLM top cosine (1-10 tools):", "",
+                  "| held-out group | " + " | ".join(f"{int(100 * c)}%" for c in CURVE) + " |",
+                  "|---|" + "---|" * len(CURVE)]
+        for group, both in r["groups"].items():
+            m = both["small"]
+            lines.append(f"| {group} | " + " | ".join(f"{pct(m.get(f'at_{int(100 * c)}'))} / "
+                                                     f"{pct(m.get(f'base_at_{int(100 * c)}'))}" for c in CURVE) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_docs(results: Mapping[str, Any]) -> None:
+    from bench.report import write_section
+
+    header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}", "", ""]
+    write_section("decision_train", "\n".join(header) + format_tables(results), doc=DOC)

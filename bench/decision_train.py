@@ -1,0 +1,148 @@
+"""Train the decision model across many catalogs, validate it leave-one-source-out, ship it.
+
+    python -m bench.decision_train                     # episodes -> searches -> LOSO tables (nothing written)
+    python -m bench.decision_train --export            # ... and write toolrag/decision/model.json
+    python -m bench.decision_train --write-docs        # ... and the tables of docs/decisions.md
+    python -m bench.decision_train --limit 60          # a quick run: 60 requests per folder
+
+Every episode (``bench.decision_episodes``) is searched through ``ToolRetriever.search`` with the episode's tools
+as the caller's visible tools, so the features are exactly what a search of that catalog reads
+(``toolrag.decision.view.build_view``: one builder for serving and training). The searches are kept in the bench
+folder (``decision-episodes-<key>.pkl``, keyed by toolrag's code and the episodes), so refitting costs seconds.
+Then ``bench.decision_fit`` fits each candidate family leave-one-source-out (never scored on a source it was
+fitted on), picks the operating points on the held-out predictions, prints the tables, and with ``--export``
+fits the winner on every source and writes it as package data. CPU only; about 15 minutes here for the
+searches, seconds for the fits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import pickle
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import REPO, index_dir, keep_results, machine, parse_args, say
+from bench.datasets import bench_dir
+from bench.decision_episodes import EPISODES_VERSION, Episode, Space, build_episodes, pool_decision_sets
+from bench.train_data import FOLDERS, prepare_training
+
+__all__ = ["collect", "episode_key", "main"]
+
+#: Modules whose code decides nothing of the features (the policy and the model read them): a change there
+#: keeps the cached searches.
+_NOT_FEATURES = ("decision/policy.py", "decision/model.py", "decision/decider.py", "decision/outcome.py")
+
+
+def episode_key(seed: int, limit: int | None) -> str:
+    """The cache key of the searched episodes: toolrag's code (but the policy and the model), the episode
+    builder and its arguments."""
+    digest = hashlib.sha256(f"{EPISODES_VERSION}|{seed}|{limit}".encode())
+    for file in sorted((REPO / "toolrag").rglob("*.py")):
+        if not any(str(file).endswith(part) for part in _NOT_FEATURES):
+            digest.update(file.read_bytes())
+    digest.update((REPO / "bench" / "decision_episodes.py").read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _retrievers(root: Path, index: Path, sources: Sequence[str]) -> dict[str, Any]:
+    from toolrag.encode.models import load_models
+    from toolrag.search.query import QueryAnalyzer
+    from toolrag.search.retriever import ToolRetriever
+    from toolrag.settings import Settings
+
+    models = load_models(Settings())
+    analyzer = QueryAnalyzer(models, cache_size=80_000)
+    out = {}
+    for source in sources:
+        start = time.perf_counter()
+        retriever = ToolRetriever.from_catalog(root / source / "catalog", data_dir=index / "train", models=models)
+        retriever.analyzer = analyzer  # one cache of query vectors for every source
+        out[source] = retriever
+        say(f"{source}: {len(retriever.catalog)} tools ready in {time.perf_counter() - start:.0f}s")
+    return out
+
+
+def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The searched episodes (from the cache when toolrag's features and the episodes are unchanged)."""
+    root = prepare_training(args.training, args.bench_dir)
+    cache = bench_dir(args.bench_dir) / f"decision-episodes-{episode_key(args.seed, args.limit)}.pkl"
+    if getattr(args, "reuse", False) and not cache.is_file():
+        kept = sorted(bench_dir(args.bench_dir).glob("decision-episodes-*.pkl"), key=lambda f: f.stat().st_mtime)
+        if kept:
+            cache = kept[-1]
+            say(f"--reuse: {cache.name} was searched with other code; its features may differ from this code's")
+    if cache.is_file():
+        say(f"searched episodes from {cache.name}")
+        with cache.open("rb") as fh:
+            return list(pickle.load(fh))
+    decisions = pool_decision_sets(root, args.training)
+    retrievers = _retrievers(root, index_dir(bench_dir(args.bench_dir)), [*FOLDERS, *decisions])
+    spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
+                       np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+    episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit)
+    say(f"{len(episodes)} episodes; encoding their requests")
+    analyzer = next(iter(retrievers.values())).analyzer
+    texts = list(dict.fromkeys(e.query for e in episodes))
+    for start in range(0, len(texts), 512):
+        next(iter(retrievers.values())).prepare(texts[start:start + 512])
+    histories = list(dict.fromkeys(e.history for e in episodes if e.history))
+    for start in range(0, len(histories), 256):
+        batch = histories[start:start + 256]
+        analyzer.prepare([e[-1] for e in batch], histories=[list(e) for e in batch])
+    records = []
+    begin = time.perf_counter()
+    for n, episode in enumerate(episodes, start=1):
+        records.append(_search(retrievers[episode.source], episode))
+        if n % 2000 == 0:
+            say(f"{n}/{len(episodes)} searched ({(time.perf_counter() - begin) / n * 1000:.1f} ms each)")
+    tmp = cache.with_suffix(".tmp")
+    with tmp.open("wb") as fh:
+        pickle.dump(records, fh)
+    tmp.replace(cache)
+    return records
+
+
+def _search(retriever: Any, episode: Episode) -> dict[str, Any]:
+    from toolrag.catalog.caller import Caller
+    from toolrag.decision.view import FEATURES, SELECTION_FEATURES
+
+    result = retriever.search(episode.query, history=episode.history,
+                              caller=Caller(tools=frozenset(episode.visible)), top_k=5, audited=False)
+    return {"source": episode.source, "group": episode.group, "kind": episode.kind, "expect": episode.expect,
+            "gold": episode.gold, "lang": episode.lang, "n": len(episode.visible), "query": episode.query,
+            "history": bool(episode.history), "top": tuple(result.ids),
+            "x": np.array([result.decision_features.get(f, np.nan) for f in FEATURES], dtype=np.float64),
+            "cand": np.array([[row.get(f, np.nan) for f in SELECTION_FEATURES] for row in result.candidate_features],
+                             dtype=np.float64).reshape(-1, len(SELECTION_FEATURES))}
+
+
+def main(argv: list[str] | None = None) -> int:
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--training", help="folder of the training sets (default $TOOLRAG_TRAINING, else "
+                                               "shared/training beside the repository)")
+        parser.add_argument("--limit", type=int, default=None, help="at most this many requests per folder")
+        parser.add_argument("--seed", type=int, default=7)
+        parser.add_argument("--families", default="trees,logistic", help="model families to compare")
+        parser.add_argument("--export", action="store_true", help="write toolrag/decision/model.json")
+        parser.add_argument("--reuse", action="store_true",
+                            help="fit on the newest searched episodes even if toolrag's code changed since (quick "
+                                 "trials of the fit; never for the shipped model)")
+
+    args = parse_args("bench.decision_train", "decision episodes, leave-one-source-out fits, the shipped model",
+                      argv, options, results="decision_train.json", docs="the tables of docs/decisions.md")
+    from bench.decision_fit import fit_and_report, format_tables, write_docs
+
+    records = collect(args)
+    results = fit_and_report(records, families=args.families.split(","), export=args.export)
+    results.update({"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "command": args.command_line})
+    return keep_results(args, results, "decision_train.json", format_tables, write_docs)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

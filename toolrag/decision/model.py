@@ -1,0 +1,164 @@
+"""The decision model: one model learned across many catalogs, shipped as package data (``model.json``).
+
+Trained by ``python -m bench.decision_train`` on decision episodes built from the public training sets and
+validated leave-one-source-out (docs/decisions.md): gradient-boosted trees (or a logistic model, whichever won
+there) over :data:`toolrag.decision.view.FEATURES`, giving P(the top tool serves the request and can be called),
+P(a tool fits but the call is open: ask), P(no listed tool serves it) and P(a tool fits that the ranking
+missed); a second, small model gives each lower candidate's P(also needed) for the selection. The file also
+holds the operating points measured on held-out sources (the P(right) threshold of each EXECUTE precision
+target) and its own version, which is part of the index fingerprint's neighbours: nothing is fitted per catalog.
+
+Evaluated with numpy alone (every tree walked at once, a level per step: about 0.1 ms); no scikit-learn at run
+time. A missing or damaged file is reported by :func:`load_model` and the decision falls back
+(:data:`toolrag.decision.outcome.DecisionSource.FALLBACK`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from toolrag.decision.view import FEATURES, SELECTION_FEATURES
+
+__all__ = ["CLASSES", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model"]
+
+MODEL_FILE = Path(__file__).resolve().parent / "model.json"
+#: The main model's classes, in the order of its probabilities.
+CLASSES = ("right", "ask", "none", "missed")
+
+
+@dataclass(frozen=True)
+class Ensemble:
+    """A model over a fixed feature list: boosted trees (``kind`` "trees": every tree's nodes in flat arrays,
+    raw score per class = baseline + the sum of its trees' leaves; softmax, or a sigmoid for one output) or a
+    logistic model (``kind`` "logistic": standardised inputs, NaN read as the training mean)."""
+
+    kind: str
+    outputs: int
+    baseline: np.ndarray
+    arrays: Mapping[str, np.ndarray]
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Ensemble:
+        kind = str(data["kind"])
+        if kind not in ("trees", "logistic"):
+            raise ValueError(f"unknown model kind {kind!r}")
+        arrays = {k: np.asarray(v, dtype=np.int64 if k in _INTS else bool if k in _BOOLS else np.float64)
+                  for k, v in data["arrays"].items()}
+        return cls(kind, int(data["outputs"]), np.asarray(data["baseline"], dtype=np.float64), arrays)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "outputs": self.outputs, "baseline": self.baseline.tolist(),
+                "arrays": {k: v.tolist() for k, v in self.arrays.items()}}
+
+    def raw(self, x: np.ndarray) -> np.ndarray:
+        """Raw scores (before softmax / sigmoid) of one feature vector."""
+        if self.kind == "logistic":
+            a = self.arrays
+            z = np.where(np.isfinite(x), (x - a["mean"]) / a["scale"], 0.0)
+            return np.asarray(self.baseline + a["coef"] @ z)
+        a = self.arrays
+        node = a["roots"].copy()
+        for _ in range(int(a["depth"][0])):
+            value = x[a["feature"][node]]
+            left = np.where(np.isnan(value), a["missing_left"][node], value <= a["threshold"][node])
+            node = np.where(a["leaf"][node], node, np.where(left, a["left"][node], a["right"][node]))
+        out = self.baseline.copy()
+        np.add.at(out, a["output"], a["value"][node])
+        return out
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        raw = self.raw(np.asarray(x, dtype=np.float64))
+        if self.outputs == 1:
+            return np.array([1.0 / (1.0 + math.exp(-float(raw[0])))])
+        shifted = np.exp(raw - raw.max())
+        return np.asarray(shifted / shifted.sum())
+
+
+_INTS = frozenset({"roots", "feature", "left", "right", "output", "depth"})
+_BOOLS = frozenset({"missing_left", "leaf"})
+
+
+@dataclass(frozen=True)
+class DecisionModel:
+    """The shipped decision model: the main model, the selection model, the operating points and provenance."""
+
+    main: Ensemble
+    selection: Ensemble
+    points: tuple[tuple[float, float], ...]
+    """(EXECUTE precision target, P(right) threshold that reached it on held-out sources), by target."""
+    default_target: float
+    ask_threshold: float
+    """CLARIFY when P(ambiguous) reaches this and EXECUTE did not hold."""
+    select_threshold: float
+    version: str
+    trained: Mapping[str, Any]
+    """Provenance: sources, episode counts, held-out results (shown in the app's decision accordion)."""
+
+    def execute_threshold(self, target: float) -> float:
+        """The P(right) threshold for an EXECUTE precision ``target`` (0-1): that of the smallest measured
+        target at or above it (the highest for a target beyond all)."""
+        for measured, threshold in self.points:
+            if measured >= target - 1e-9:
+                return threshold
+        return self.points[-1][1] if self.points else 0.5
+
+    def probabilities(self, features: np.ndarray) -> dict[str, float]:
+        """P of each of :data:`CLASSES` for one :data:`FEATURES` vector."""
+        return dict(zip(CLASSES, (float(p) for p in self.main.probabilities(features)), strict=True))
+
+    def also_needed(self, rows: np.ndarray) -> list[float]:
+        """P(also needed) of each lower candidate (rows of :data:`SELECTION_FEATURES`)."""
+        return [float(self.selection.probabilities(row)[0]) for row in rows]
+
+    @classmethod
+    def from_json(cls, text: str) -> DecisionModel:
+        data = json.loads(text)
+        if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
+            raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
+        points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
+        return cls(Ensemble.from_json(data["main"]), Ensemble.from_json(data["selection"]), points,
+                   float(data["default_target"]), float(data["ask_threshold"]), float(data["select_threshold"]),
+                   str(data["version"]), dict(data.get("trained", {})))
+
+    def to_json(self) -> str:
+        return json.dumps({"version": self.version, "features": list(FEATURES),
+                           "selection_features": list(SELECTION_FEATURES), "main": self.main.to_json(),
+                           "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
+                           "default_target": self.default_target, "ask_threshold": self.ask_threshold,
+                           "select_threshold": self.select_threshold, "trained": dict(self.trained)},
+                          separators=(",", ":"))
+
+
+def load_model(path: Path = MODEL_FILE) -> tuple[DecisionModel | None, str]:
+    """The decision model in ``path`` and ``""``, or ``None`` and a note saying why it cannot be used (missing,
+    unreadable, damaged, built for other features): the decision then falls back, and says so."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        return None, f"the decision model {path.name} cannot be read ({exc.strerror or exc}); reinstall toolrag"
+    try:
+        model = DecisionModel.from_json(text)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        return None, f"the decision model {path.name} is damaged ({exc}); reinstall toolrag"
+    return model, ""
+
+
+def model_fingerprint(path: Path = MODEL_FILE) -> str:
+    """A short hash of the model file (empty when unreadable): what an index records of the decision it serves."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    except OSError:
+        return ""
+
+
+def points_table(model: DecisionModel) -> Sequence[tuple[float, float]]:
+    """The operating points (target, threshold) as shipped, for the app's decision accordion."""
+    return model.points

@@ -1,0 +1,112 @@
+"""Requests that need no tool, as a yardstick: how far a request stands out for a tool from chit-chat.
+
+A raw cosine says little on its own: some tool descriptions come close to every request (e5 puts unrelated
+pairs at 0.71-0.80). Standing against the bundled requests that need no tool (``toolrag/data/
+no_tool_requests.yaml``, written for toolrag: chit-chat, knowledge, arithmetic, writing, advice, coding, fun; in
+English and Chinese) puts every tool on one scale, whatever the catalog's size: z = (cos(request, tool) - their
+mean cosine to the tool) / their spread, in the request's language (:meth:`NullBank.z`). This is what lets one
+decision model read a catalog of one tool and one of a thousand alike.
+
+The bank's vectors are encoded once per text model and cached beside the built models; the encoder comes from
+the caller (the search layer's analyzer reads a Chinese request through its English gloss, and so it reads the
+bank), so this module needs no model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from toolrag.errors import StoreError
+from toolrag.files import write_atomic
+from toolrag.text import is_mostly_cjk
+from toolrag.yamlio import read_yaml
+
+__all__ = ["BANK_FILE", "NullBank", "bank_texts", "standing"]
+
+log = logging.getLogger(__name__)
+
+BANK_FILE = Path(__file__).resolve().parent.parent / "data" / "no_tool_requests.yaml"
+
+#: An encoder of the bank: (signal, texts) -> one row per text (NaN rows for texts the signal cannot read).
+Encode = Callable[[str, Sequence[str]], np.ndarray]
+
+
+def bank_texts(path: Path = BANK_FILE) -> tuple[str, ...]:
+    """The bundled requests that need no tool, in file order."""
+    data = read_yaml(path.read_text(encoding="utf-8"))
+    return tuple(str(r) for group in data for r in group["requests"])
+
+
+@dataclass(frozen=True)
+class NullBank:
+    """The no-tool requests' vectors per text signal (``dense``, ``dense_en``), and which are Chinese."""
+
+    texts: tuple[str, ...]
+    cjk: np.ndarray
+    vectors: Mapping[str, np.ndarray]
+
+    @classmethod
+    def load(cls, encode: Encode, signals: Mapping[str, str], *, folder: Path | None) -> NullBank:
+        """The bank encoded by ``encode`` for each signal of ``signals`` (signal -> the fingerprint of the model
+        that reads it: the cache key), from the cache in ``folder`` when it holds them (``None``: memory only)."""
+        texts = bank_texts()
+        vectors = {s: _matrix(encode, s, texts, fingerprint, folder) for s, fingerprint in signals.items()}
+        return cls(texts, np.array([is_mostly_cjk(t) for t in texts], dtype=bool), vectors)
+
+    def z(self, signal: str, tool: np.ndarray, request: np.ndarray, *, cjk: bool) -> float:
+        """How far ``request`` stands out for ``tool`` (their vectors under ``signal``) from the bank's requests
+        in the request's language: (cos(request, tool) - their mean cosine) / their standard deviation (NaN
+        rows skipped, population std); NaN when the signal has no bank or no spread. Example: bank cosines
+        0.1, 0.2, 0.3 (mean 0.2, std 0.0816) and a request at 0.4: z = 2.45."""
+        matrix = self.vectors.get(signal)
+        return math.nan if matrix is None else standing(tool, request, matrix[self.cjk == cjk])
+
+    def closest(self, signal: str, request: np.ndarray) -> float:
+        """The request's best cosine to the bank's requests under ``signal`` (NaN without a bank)."""
+        matrix = self.vectors.get(signal)
+        if matrix is None:
+            return math.nan
+        values = matrix @ request
+        return float(np.nanmax(values)) if np.isfinite(values).any() else math.nan
+
+
+def standing(tool: np.ndarray, request: np.ndarray, null: np.ndarray) -> float:
+    """(cos(request, tool) - mean) / std of the cosines of the ``null`` requests' vectors (rows) to ``tool``: how
+    far a request stands out for a tool from other requests (NaN rows skipped; NaN without spread)."""
+    values = null @ tool
+    values = values[np.isfinite(values)].astype(np.float64)
+    spread = float(values.std()) if len(values) > 1 else 0.0
+    if spread <= 0.0:
+        return math.nan
+    return (float(request @ tool) - float(values.mean())) / spread
+
+
+def _matrix(encode: Encode, signal: str, texts: Sequence[str], fingerprint: str, folder: Path | None) -> np.ndarray:
+    digest = hashlib.sha256("\n".join(texts).encode("utf-8"))
+    digest.update(f"{signal}|{fingerprint}".encode())
+    file = folder / f"null-{digest.hexdigest()[:24]}.npy" if folder is not None else None
+    if file is not None and file.is_file():
+        try:
+            matrix = np.load(file, allow_pickle=False)
+            if matrix.shape[0] == len(texts):
+                return matrix
+        except (OSError, ValueError):
+            log.warning("ignoring unreadable cache %s", file)
+    matrix = np.asarray(encode(signal, texts), dtype=np.float32)
+    if file is not None:
+        buffer = io.BytesIO()
+        np.save(buffer, matrix, allow_pickle=False)
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(file, buffer.getvalue(), error=StoreError)
+        except (OSError, StoreError) as exc:  # a read-only data folder: the bank still works in memory
+            log.warning("no-tool requests' vectors not cached: %s", exc)
+    return matrix

@@ -1,0 +1,244 @@
+"""The decision's view of one search: the numbers the decision model reads, built in one place.
+
+Serving and training both call :func:`build_view`: the retriever after it ranked the tools a caller sees, and
+``bench.decision_train`` through the very same search on its episodes, so the model is fitted on exactly what it
+reads (tests/test_decision_parity.py checks a request searched both ways). Every figure is computed over the
+caller's visible tools only (hidden tools change nothing) and is catalog-relative or size-free, so one model
+reads a catalog of one tool and one of thousands:
+
+- how far the top tool stands out from requests that need no tool, per text model (:class:`NullBank` z), its raw
+  cosine, its z-score among the visible tools and its lead over the next one (absent with one tool);
+- the same standing for the second tool, how alike the two are, how close the request comes to chit-chat;
+- BM25: the top tool's score, z and lead, and how much of the request's words it covers (the coverage gate);
+- the request read against the top tool: a change asked of a tool that only reads, an action opposite to the
+  tool's (log in / log out), a web address and a tool that takes one, required parameters left open, a
+  placeholder ("schedule something"), specific values given;
+- the catalog and the request: how many tools are visible, their language and the request's, its length, earlier
+  turns, an image.
+
+Pure numpy and word rules over the head of the ranking: well under a millisecond.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from toolrag.catalog.profile import ToolProfile
+from toolrag.decision.actions import action_match, change_verb, reads_only, vague_word
+from toolrag.decision.addresses import has_web_address, takes_web_address
+from toolrag.decision.nulls import NullBank
+from toolrag.decision.slots import open_share, required_parameters, specifics
+from toolrag.index.snapshot import IndexSnapshot
+from toolrag.text import has_cjk
+
+__all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
+
+#: Two tools whose profiles (multilingual vectors) are at least this close are look-alikes: the catalog map's
+#: pairs, and a question between the two rather than for the top tool's missing parameters (unrelated tools still
+#: score 0.71-0.80).
+LOOKALIKE = 0.91
+
+_COSINE = ("sem", "en")
+#: The features of a result, in the order of :attr:`DecisionView.features` (and of the model's inputs).
+FEATURES: tuple[str, ...] = (
+    *(f"{s}_{k}" for s in _COSINE for k in ("null", "top", "z", "gap", "null2", "chat")),
+    "kw_top", "kw_z", "kw_gap", "cover", "cover2", "unknown", "terms", "name_hit",
+    "lookalike", "lookalike_en",
+    "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "required", "open", "specifics",
+    "tools", "cjk", "catalog_zh", "words", "history", "image", "text",
+)
+#: The features of one lower candidate (position 2, 3, ...): is it also needed?
+SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
+
+
+class RequestFacts(Protocol):
+    """What the view reads of an analysed request (:class:`toolrag.search.query.QueryFeatures`)."""
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def history(self) -> tuple[str, ...]: ...
+
+    @property
+    def cjk(self) -> bool: ...
+
+    @property
+    def vectors(self) -> dict[str, np.ndarray]: ...
+
+    @property
+    def image_given(self) -> bool: ...
+
+    @property
+    def lexical(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class DecisionView:
+    """The features of one result (:data:`FEATURES`), one row of :data:`SELECTION_FEATURES` per lower candidate,
+    and the facts the reason and the question quote."""
+
+    features: np.ndarray
+    candidates: np.ndarray
+    change_verb: str = ""
+    vague: str = ""
+    open_parameters: tuple[str, ...] = ()
+
+    def named(self) -> dict[str, float]:
+        return dict(zip(FEATURES, (float(v) for v in self.features), strict=True))
+
+
+def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarray],
+               present: Mapping[str, np.ndarray], mask: np.ndarray, head: Sequence[int], request: RequestFacts,
+               query: str, bank: NullBank | None, *, key: Hashable) -> DecisionView:
+    """The view of a search whose scored ``rows`` (snapshot rows, sorted) have ``raw`` scores and ``present``
+    masks per signal, over the caller's visible tools ``mask`` (their identity: ``key``, for the snapshot's
+    memo); ``head`` = snapshot rows of the final candidates, best first (at least one); ``query`` = the request
+    as typed (its web addresses as written); ``bank`` = the no-tool requests (``None``: their features NaN)."""
+    f = dict.fromkeys(FEATURES, math.nan)
+    pos = np.searchsorted(rows, np.asarray(head, dtype=np.int64))
+    tools = [snap.catalog.tools[int(r)] for r in head]
+    top = tools[0]
+    sem = next((s for s in ("dense", "ocr", "concepts") if s in raw and present[s][pos[0]]), None)
+    for name, signal, space in (("sem", sem, "dense"), ("en", "dense_en", "dense_en")):
+        if signal is None or signal not in raw or signal not in request.vectors:
+            continue
+        values, here, vector = raw[signal], present[signal], request.vectors[signal]
+        if here[pos[0]]:
+            f[f"{name}_top"] = float(values[pos[0]])
+            f[f"{name}_z"], f[f"{name}_gap"] = _standing(values, here, int(pos[0]))
+        if bank is not None:
+            f[f"{name}_chat"] = bank.closest(space, vector)
+            for slot, at in ((f"{name}_null", 0), (f"{name}_null2", 1)):
+                if at < len(pos) and here[pos[at]]:
+                    f[slot] = bank.z(space, snap.vectors[space][head[at]], vector, cjk=request.cjk)
+    if "bm25" in raw:
+        kw = np.log1p(np.maximum(raw["bm25"].astype(np.float64), 0.0))
+        f["kw_top"] = float(kw[pos[0]])
+        f["kw_z"], f["kw_gap"] = _standing(kw, present["bm25"], int(pos[0]))
+    visible = None if mask.all() else mask
+    terms = list(dict.fromkeys(snap.bm25.terms(request.lexical))) if request.lexical else []
+    known = [t for t in terms if snap.bm25.has_term(t, visible)]
+    docs = [snap.bm25.term_set(t.id) for t in tools]
+    if terms:
+        f["unknown"], f["terms"] = 1.0 - len(known) / len(terms), math.log1p(len(terms))
+    novel = _novel(known, docs)
+    if known:
+        f["cover"] = sum(t in docs[0] for t in known) / len(known)
+        if len(docs) > 1:
+            f["cover2"] = sum(t in docs[1] for t in known) / len(known)
+    name_words = {w for w in snap.bm25.terms(f"{top.id} {top.name}") if w}
+    f["name_hit"] = len(name_words & set(terms)) / len(name_words) if name_words else math.nan
+    dense = snap.vectors["dense"]
+    if len(head) > 1:
+        f["lookalike"] = float(dense[head[0]] @ dense[head[1]])
+        if "dense_en" in snap.vectors and snap.english[head[0]] and snap.english[head[1]]:
+            f["lookalike_en"] = float(snap.vectors["dense_en"][head[0]] @ snap.vectors["dense_en"][head[1]])
+    verb = change_verb(request.text) or ""
+    f["change"], f["reads"] = float(bool(verb)), float(reads_only(top))
+    f["change_reader"] = f["change"] * f["reads"]
+    f["action"] = float(action_match(request.text, top))
+    f["url"], f["takes_url"] = float(has_web_address(query)), float(takes_web_address(top.parameters))
+    vague = vague_word(request.text) or ""
+    f["vague"] = float(bool(vague))
+    required = required_parameters(top.parameters)
+    f["required"] = math.log1p(len(required))
+    f["open"] = open_share(top.parameters, query)
+    f["specifics"] = math.log1p(specifics(query))
+    n = int(np.count_nonzero(mask))
+    f["tools"] = math.log(max(n, 1))
+    f["cjk"] = float(request.cjk)
+    f["catalog_zh"] = _chinese_share(snap, mask, key)
+    f["words"] = math.log1p(_word_count(request.text))
+    f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
+        request.text))
+    open_names = tuple(name for name, _ in required if _open(top, name, query))
+    return DecisionView(np.array([f[k] for k in FEATURES], dtype=np.float64),
+                        _selection(snap, raw, present, pos, head, request, bank, novel, sem),
+                        verb if f["change_reader"] else "", vague, open_names)
+
+
+def _standing(values: np.ndarray, here: np.ndarray, at: int) -> tuple[float, float]:
+    """(z of ``values[at]`` among the present values, its lead over the best other present value); z is NaN
+    with fewer than three present values or no spread, the lead NaN when no other value is present."""
+    present = values[here].astype(np.float64)
+    z = math.nan
+    if len(present) >= 3:
+        spread = float(present.std())
+        if spread > 0:
+            z = (float(values[at]) - float(present.mean())) / spread
+    others = here.copy()
+    others[at] = False
+    lead = float(values[at]) - float(values[others].max()) if others.any() else math.nan
+    return z, lead
+
+
+def _novel(known: Sequence[str], docs: Sequence[frozenset[str]]) -> list[float]:
+    """Per candidate, the share of the request's known words it has and no candidate above it has."""
+    if not known:
+        return [0.0] * len(docs)
+    seen: set[str] = set()
+    out = []
+    for doc in docs:
+        fresh = [t for t in known if t in doc and t not in seen]
+        out.append(len(fresh) / len(known))
+        seen.update(fresh)
+    return out
+
+
+def _selection(snap: IndexSnapshot, raw: Mapping[str, np.ndarray], present: Mapping[str, np.ndarray],
+               pos: np.ndarray, head: Sequence[int], request: RequestFacts, bank: NullBank | None,
+               novel: Sequence[float], sem: str | None) -> np.ndarray:
+    """One :data:`SELECTION_FEATURES` row per candidate after the first."""
+    out = np.full((max(len(head) - 1, 0), len(SELECTION_FEATURES)), np.nan)
+    kw = np.log1p(np.maximum(raw["bm25"].astype(np.float64), 0.0)) if "bm25" in raw else None
+    dense = snap.vectors["dense"]
+    for j in range(1, len(head)):
+        row = out[j - 1]
+        row[0] = j + 1
+        for k, signal in ((1, sem), (2, "dense_en")):
+            if signal is not None and signal in raw and present[signal][pos[0]] and present[signal][pos[j]]:
+                row[k] = float(raw[signal][pos[0]] - raw[signal][pos[j]])
+        if kw is not None:
+            row[3] = float(kw[pos[0]] - kw[pos[j]])
+        if bank is not None and sem is not None and sem in request.vectors and present[sem][pos[j]]:
+            row[4] = bank.z("dense", dense[head[j]], request.vectors[sem], cjk=request.cjk)
+        row[5] = novel[j] if j < len(novel) else 0.0
+        row[6] = float(dense[head[0]] @ dense[head[j]])
+    return out
+
+
+def _chinese_share(snap: IndexSnapshot, mask: np.ndarray, key: Hashable) -> float:
+    """Share of the visible tools with any Chinese in their embedded text (kept per snapshot and caller)."""
+    def share() -> float:
+        chinese = snap.memo(("chinese-tools",), lambda: np.fromiter(
+            (has_cjk(t.document_text()) for t in snap.catalog.tools), bool, len(snap.catalog.tools)))
+        n = int(np.count_nonzero(mask))
+        return float(np.count_nonzero(chinese & mask)) / n if n else 0.0
+    return float(snap.memo(("chinese-share", key), share))
+
+
+def _open(tool: ToolProfile, name: str, query: str) -> bool:
+    """Whether the request leaves the required parameter ``name`` of ``tool`` open (for the question)."""
+    schema = tool.parameters.get("properties", {}).get(name) if isinstance(tool.parameters, Mapping) else None
+    single = {"type": "object", "properties": {name: schema if isinstance(schema, Mapping) else {}},
+              "required": [name]}
+    return open_share(single, query) == 1.0
+
+
+def _word_count(text: str) -> int:
+    """Words of ``text``: runs of letters and digits, each CJK ideograph counting as one."""
+    count, in_word = 0, False
+    for ch in text:
+        if has_cjk(ch):
+            count, in_word = count + 1, False
+        elif ch.isalnum():
+            count, in_word = count + (not in_word), True
+        else:
+            in_word = False
+    return count
