@@ -9,8 +9,9 @@ absent from every figure, so this is the search of a catalog holding those tools
 From each request -> tool folder of ``../shared/training`` (read its README: provenance, licences,
 decontamination), around each labelled request:
 
-- ``gold``: its gold tools among distractors of its own folder, half of them its nearest siblings (the most
-  alike tools by the multilingual model), half drawn at random -> EXECUTE;
+- ``gold``: its gold tools among distractors of its own folder, a drawn share of them (none, a quarter, half,
+  three quarters or all) its nearest siblings (the most alike tools by the multilingual model), the rest drawn at
+  random -> EXECUTE;
 - ``sibling``: the same tools without the gold ones -> NO_TOOL (the hard case: "log out" where only "log in" is
   left). A tool that duplicates a gold one (MiniLM cosine of their texts >= 0.85, or the multilingual model's >=
   0.96 for a tool MiniLM cannot read) is never a distractor: it would likely serve the request too (Gorilla's
@@ -59,7 +60,9 @@ GROUPS: Mapping[str, str] = {
     "decisions_acebench_special_en": "acebench", "decisions_acebench_special_zh": "acebench",
     "decisions_bfcl_nonlive": "bfcl",
 }
-EPISODES_VERSION = "2"
+EPISODES_VERSION = "3"
+#: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
+NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: A tool at least this close to a gold tool (MiniLM; the multilingual model for a tool MiniLM cannot read) is its
 #: duplicate, never a distractor.
 DUPLICATE_EN, DUPLICATE = 0.85, 0.96
@@ -225,11 +228,11 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
 
 
 def _catalog(rng: random.Random, gold: Sequence[str], space: Space, position: Mapping[str, int]) -> tuple[str, ...]:
-    """Gold tools plus distractors: a drawn size, half nearest siblings, half random, never a duplicate of a gold
-    tool; in catalog order."""
+    """Gold tools plus distractors: a drawn size, a drawn share of nearest siblings (:data:`NEAR_SHARES`), the rest
+    random, never a duplicate of a gold tool; in catalog order."""
     n = size_draw(rng, len(space.ids))
     extra = max(0, n - len(gold))
-    near = _nearest(gold, space, position, (extra + 1) // 2, rng)
+    near = _nearest(gold, space, position, round(extra * rng.choice(NEAR_SHARES)), rng)
     chosen = set(gold) | set(near)
     allowed = np.flatnonzero(np.isfinite(space.alike([position[g] for g in gold])))
     allowed = [int(i) for i in allowed if space.ids[int(i)] not in chosen]

@@ -21,21 +21,25 @@ from bench.common import REPO
 __all__ = ["ensemble_json", "write_model"]
 
 
-def ensemble_json(model: Any, x: np.ndarray) -> dict[str, Any]:
-    """The :class:`toolrag.decision.model.Ensemble` JSON of a fitted classifier, checked on ``x``."""
+def ensemble_json(model: Any, x: np.ndarray, columns: Sequence[int]) -> dict[str, Any]:
+    """The :class:`toolrag.decision.model.Ensemble` JSON of a classifier fitted on ``x[:, columns]``, reading
+    full feature rows; checked on ``x``."""
     from toolrag.decision.model import Ensemble
 
     classes = len(model.classes_)
     outputs = 1 if classes == 2 else classes
+    width = x.shape[1]
     if hasattr(model, "toolrag_mean"):
-        coef, intercept = np.asarray(model.coef_), np.asarray(model.intercept_)
-        data = {"kind": "logistic", "outputs": outputs, "baseline": intercept.tolist(),
-                "arrays": {"mean": model.toolrag_mean.tolist(), "scale": model.toolrag_scale.tolist(),
-                           "coef": coef.tolist()}}
+        coef = np.zeros((np.asarray(model.coef_).shape[0], width))
+        coef[:, columns] = np.asarray(model.coef_)
+        mean, scale = np.zeros(width), np.ones(width)
+        mean[columns], scale[columns] = model.toolrag_mean, model.toolrag_scale
+        data = {"kind": "logistic", "outputs": outputs, "baseline": np.asarray(model.intercept_).tolist(),
+                "arrays": {"mean": mean.tolist(), "scale": scale.tolist(), "coef": coef.tolist()}}
     else:
-        data = _trees(model, outputs)
+        data = _trees(model, outputs, columns)
     ensemble = Ensemble.from_json(data)
-    expected = np.asarray(_proba(model, x[: min(len(x), 3000)]))
+    expected = np.asarray(_proba(model, x[: min(len(x), 3000)][:, columns]))
     got = np.array([ensemble.probabilities(row) for row in x[: len(expected)]])
     got = np.column_stack([1 - got[:, 0], got[:, 0]]) if outputs == 1 else got
     worst = float(np.max(np.abs(expected - got))) if len(got) else 0.0
@@ -51,7 +55,7 @@ def _proba(model: Any, x: np.ndarray) -> np.ndarray:
     return np.asarray(model.predict_proba(x))
 
 
-def _trees(model: Any, outputs: int) -> dict[str, Any]:
+def _trees(model: Any, outputs: int, columns: Sequence[int]) -> dict[str, Any]:
     feature, threshold, left, right, missing, leaf, value, roots, output = [], [], [], [], [], [], [], [], []
     depth = 0
     for per_iteration in model._predictors:
@@ -63,7 +67,7 @@ def _trees(model: Any, outputs: int) -> dict[str, Any]:
             depth = max(depth, int(nodes["depth"].max()))
             for node in nodes:
                 is_leaf = bool(node["is_leaf"])
-                feature.append(0 if is_leaf else int(node["feature_idx"]))
+                feature.append(0 if is_leaf else int(columns[int(node["feature_idx"])]))
                 threshold.append(float(node["num_threshold"]))
                 left.append(offset + int(node["left"]) if not is_leaf else 0)
                 right.append(offset + int(node["right"]) if not is_leaf else 0)
@@ -77,16 +81,18 @@ def _trees(model: Any, outputs: int) -> dict[str, Any]:
                        "depth": [depth + 1]}}
 
 
-def write_model(main: Mapping[str, Any], selection: Mapping[str, Any], *, points: Sequence[tuple[float, float]],
+def write_model(heads: Mapping[str, Mapping[str, Any]], selection: Mapping[str, Any], *,
+                points: Sequence[tuple[float, float]],
                 default_target: float, ask_threshold: float, select_threshold: float,
                 trained: Mapping[str, Any]) -> dict[str, Any]:
     """Write ``toolrag/decision/model.json`` (atomically) and return what was written besides the arrays."""
     from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble
     from toolrag.files import write_atomic
 
-    digest = hashlib.sha256(repr((main, selection, points)).encode()).hexdigest()[:8]
+    digest = hashlib.sha256(repr((heads, selection, points)).encode()).hexdigest()[:8]
     version = f"{time.strftime('%Y-%m-%d')}-{digest}"
-    model = DecisionModel(Ensemble.from_json(main), Ensemble.from_json(selection), tuple(points), default_target,
+    model = DecisionModel({k: Ensemble.from_json(v) for k, v in heads.items()}, Ensemble.from_json(selection),
+                          tuple(points), default_target,
                           ask_threshold, select_threshold, version, dict(trained))
     write_atomic(MODEL_FILE, model.to_json())
     return {"file": str(MODEL_FILE.relative_to(REPO)), "version": version, "bytes": MODEL_FILE.stat().st_size}

@@ -1,12 +1,13 @@
 """The decision model: one model learned across many catalogs, shipped as package data (``model.json``).
 
 Trained by ``python -m bench.decision_train`` on decision episodes built from the public training sets and
-validated leave-one-source-out (docs/decisions.md): gradient-boosted trees (or a logistic model, whichever won
-there) over :data:`toolrag.decision.view.FEATURES`, giving P(the top tool serves the request and can be called),
-P(a tool fits but the call is open: ask), P(no listed tool serves it) and P(a tool fits that the ranking
-missed); a second, small model gives each lower candidate's P(also needed) for the selection. The file also
-holds the operating points measured on held-out sources (the P(right) threshold of each EXECUTE precision
-target) and its own version, which is part of the index fingerprint's neighbours: nothing is fitted per catalog.
+validated leave-one-source-out (docs/decisions.md): one head per question, each gradient-boosted trees (or a
+logistic model, whichever won there) over :data:`toolrag.decision.view.FEATURES`, monotone where the answer must
+be (a request that stands out more for the top tool never lowers P(right)): P(the top tool serves the request
+and can be called), P(a tool fits but the call is open: ask), P(no listed tool serves it); a small selection
+model gives each lower candidate's P(also needed). The file also holds the operating points measured on held-out
+sources (the P(right) threshold of each EXECUTE precision target) and its own version: nothing is fitted per
+catalog.
 
 Evaluated with numpy alone (every tree walked at once, a level per step: about 0.1 ms); no scikit-learn at run
 time. A missing or damaged file is reported by :func:`load_model` and the decision falls back
@@ -18,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,11 +28,11 @@ import numpy as np
 
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES
 
-__all__ = ["CLASSES", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model"]
+__all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "model_fingerprint"]
 
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
-#: The main model's classes, in the order of its probabilities.
-CLASSES = ("right", "ask", "none", "missed")
+#: The heads of the model: P(right), P(ask), P(no tool).
+HEADS = ("right", "ask", "none")
 
 
 @dataclass(frozen=True)
@@ -88,9 +89,9 @@ _BOOLS = frozenset({"missing_left", "leaf"})
 
 @dataclass(frozen=True)
 class DecisionModel:
-    """The shipped decision model: the main model, the selection model, the operating points and provenance."""
+    """The shipped decision model: its heads, the selection model, the operating points and provenance."""
 
-    main: Ensemble
+    heads: Mapping[str, Ensemble]
     selection: Ensemble
     points: tuple[tuple[float, float], ...]
     """(EXECUTE precision target, P(right) threshold that reached it on held-out sources), by target."""
@@ -111,8 +112,8 @@ class DecisionModel:
         return self.points[-1][1] if self.points else 0.5
 
     def probabilities(self, features: np.ndarray) -> dict[str, float]:
-        """P of each of :data:`CLASSES` for one :data:`FEATURES` vector."""
-        return dict(zip(CLASSES, (float(p) for p in self.main.probabilities(features)), strict=True))
+        """P of each of :data:`HEADS` for one :data:`FEATURES` vector."""
+        return {name: float(head.probabilities(features)[0]) for name, head in self.heads.items()}
 
     def also_needed(self, rows: np.ndarray) -> list[float]:
         """P(also needed) of each lower candidate (rows of :data:`SELECTION_FEATURES`)."""
@@ -124,13 +125,17 @@ class DecisionModel:
         if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
             raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
         points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
-        return cls(Ensemble.from_json(data["main"]), Ensemble.from_json(data["selection"]), points,
+        heads = {name: Ensemble.from_json(data["heads"][name]) for name in HEADS}
+        if any(head.outputs != 1 for head in heads.values()):
+            raise ValueError("each head must give one probability")
+        return cls(heads, Ensemble.from_json(data["selection"]), points,
                    float(data["default_target"]), float(data["ask_threshold"]), float(data["select_threshold"]),
                    str(data["version"]), dict(data.get("trained", {})))
 
     def to_json(self) -> str:
         return json.dumps({"version": self.version, "features": list(FEATURES),
-                           "selection_features": list(SELECTION_FEATURES), "main": self.main.to_json(),
+                           "selection_features": list(SELECTION_FEATURES),
+                           "heads": {name: head.to_json() for name, head in self.heads.items()},
                            "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
                            "default_target": self.default_target, "ask_threshold": self.ask_threshold,
                            "select_threshold": self.select_threshold, "trained": dict(self.trained)},
@@ -157,8 +162,3 @@ def model_fingerprint(path: Path = MODEL_FILE) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     except OSError:
         return ""
-
-
-def points_table(model: DecisionModel) -> Sequence[tuple[float, float]]:
-    """The operating points (target, threshold) as shipped, for the app's decision accordion."""
-    return model.points

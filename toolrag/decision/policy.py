@@ -95,10 +95,12 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
                                f"asks: P(ambiguous) {p['ask']:.2f} >= {model.ask_threshold:.2f} and P(right) "
                                f"{p['right']:.2f} < {execute_at:.2f}; {about}{notes}", scores,
                                1 if view.open_parameters and len(names) < 2 else min(2, len(names)))
+    reads = f'; the request asks for a change ("{view.change_verb}") and {names[0]} only reads' \
+        if view.change_verb else ""
     return DecisionOutcome(Decision.NO_TOOL, None,
                            f"no tool: P(right) {p['right']:.2f} < {execute_at:.2f} and P(ambiguous) {p['ask']:.2f} < "
                            f"{model.ask_threshold:.2f}; P(no tool) {p['none']:.2f}, the best visible match is "
-                           f"{names[0]}{notes}", scores)
+                           f"{names[0]}{reads}", scores)
 
 
 def _scores(view: DecisionView | None, model: DecisionModel | None) -> DecisionScores | None:

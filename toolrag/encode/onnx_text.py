@@ -3,10 +3,12 @@
 One tokenizer pass (``tokenizers``, the model's own ``tokenizer.json``) and one ``InferenceSession.run`` per
 batch; the graph ends in pooling and L2 normalisation, so its output rows are the embeddings.
 
-Batching: a request is encoded on its own (its vector depends on its text alone: the int8 model quantises
-activations with one scale per run, so a text encoded beside others would get a slightly different vector,
-and a batched evaluation must give exactly what one search gives). Passages are sorted by length and run in
-batches of similar length, so little time goes into padding.
+Every text is run on its own, requests and tool texts alike: the int8 model quantises activations with one scale
+per run, so a text encoded beside others gets another vector (up to 0.02-0.04 in cosine here), and a tool's vector
+would depend on which tools shared its batch: adding a tool a caller cannot see would move the others' scores,
+and a tool edited (re-encoded alone) would differ from the same text indexed with the catalog. One run per text
+costs no more here than batches of similar length (``python -m bench.build_phases``: no padding at all), and
+texts are still grouped into jobs so two models' work is spread over the cores.
 """
 
 from __future__ import annotations
@@ -87,6 +89,11 @@ class OnnxTextRuntime:
         out = self._session.run(None, {name: feeds[name] for name in self._inputs})[0]
         return np.asarray(out, dtype=np.float32)
 
+    def _run_each(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """One session run per token id list."""
+        return np.concatenate([self._run([ids]) for ids in token_ids]) if token_ids else \
+            np.zeros((0, self.dim), dtype=np.float32)
+
     def encode_each(self, texts: Sequence[str]) -> np.ndarray:
         """One run per text: each vector depends on its own text only."""
         if not texts:
@@ -94,16 +101,16 @@ class OnnxTextRuntime:
         return np.concatenate([self.run([text]) for text in texts])
 
     def encode_batched(self, texts: Sequence[str]) -> np.ndarray:
-        """Texts sorted by token count and run in batches of similar length; rows in the input order."""
+        """Texts in the jobs of :meth:`batch_jobs` (each text run on its own); rows in the input order."""
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         for rows, run in self.batch_jobs(texts):
             out[rows] = run()
         return out
 
     def batch_jobs(self, texts: Sequence[str]) -> list[tuple[list[int], Callable[[], np.ndarray]]]:
-        """The batches of :meth:`encode_batched` as independent jobs ``(rows, run)``: ``run()`` gives the
-        vectors of those rows. Running every job, in any order or thread, gives exactly ``encode_batched``
-        (same batches), so a caller can spread two models' batches over the cores."""
+        """:meth:`encode_batched` as independent jobs ``(rows, run)`` of texts of similar length: ``run()`` gives
+        the vectors of those rows, each text run on its own, so a vector depends on its text alone. A caller can
+        spread two models' jobs over the cores."""
         items = list(texts)
         if not items:
             return []
@@ -117,6 +124,6 @@ class OnnxTextRuntime:
                    and (stop - start + 1) * len(tokens[order[stop]]) <= _MAX_BATCH_TOKENS):
                 stop += 1
             rows = order[start:stop]
-            jobs.append((rows, partial(self._run, [tokens[i] for i in rows])))
+            jobs.append((rows, partial(self._run_each, [tokens[i] for i in rows])))
             start = stop
         return jobs

@@ -65,7 +65,9 @@ class TextEncoder:
                 prompts = dict(self._onnx.info.get("prompts") or {})
                 self.dim: int = self._onnx.dim
                 parts = [folder] if weights is None else [Path(weights), folder]
-                self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=parts, variant=self.backend.value)
+                # "each": every text run on its own (toolrag.encode.onnx_text); indexes of batched vectors are rebuilt
+                self.fingerprint = fingerprint(self.model_id, dim=self.dim, weights=parts,
+                                               variant=f"{self.backend.value}-each")
             except HubModelUnavailable as exc:
                 raise hub_error("text model", setting, exc.reason) from exc
             except ModelUnavailable as exc:
@@ -118,8 +120,8 @@ class TextEncoder:
         return self._encode(texts, self.query_prompt, each=True)
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed documents / tool profiles (with the model's passage prompt, e.g. ``"passage: "``), in
-        batches of similar length."""
+        """Embed documents / tool profiles (with the model's passage prompt, e.g. ``"passage: "``); with ONNX each
+        text is run on its own, so its vector depends on its text alone."""
         return self._encode(texts, self.passage_prompt)
 
     def passage_jobs(self, texts: Sequence[str]) -> list[tuple[list[int], Callable[[], np.ndarray]]]:
