@@ -70,13 +70,13 @@ def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
 
 #: The features the heads read (:data:`toolrag.decision.view.FEATURES` minus those that depend on how a catalog is
 #: written).
-LEFT_OUT = ("sem_top", "en_top", "kw_top", "unknown", "terms", "words", "required", "specifics")
+LEFT_OUT = ("sem_top", "en_top", "kw_top", "kw_gap", "cover", "cover2", "unknown", "terms", "words", "required",
+            "specifics")
 #: Per head, features whose effect has a known direction (+1: more of it never lowers the probability).
 MONOTONE: Mapping[str, Mapping[str, int]] = {
-    "right": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "kw_gap": 1,
-              "cover": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
+    "right": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
               "vague": -1, "open": -1},
-    "none": {"sem_null": -1, "en_null": -1, "cover": -1, "name_hit": -1,
+    "none": {"sem_null": -1, "en_null": -1, "name_hit": -1,
              "sem_chat": 1, "en_chat": 1},
     "ask": {},
 }
@@ -268,13 +268,44 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         # at 60% and 70% coverage over the groups
         score = float(np.nanmean([v["small"].get(f"at_{c}", math.nan) for v in per_group.values() for c in (60, 70)]))
         results["families"][family] = {"points": points, "ask_threshold": ask_at, "groups": per_group,
-                                       "score": score, "auc_none": _auc(oof[:, 2], y == 2, w)}
+                                       "score": score, "auc_none": _auc(oof[:, 2], y == 2, w),
+                                       "tradeoff": _tradeoff(oof, y, w, points, ask_at, records),
+                                       "reliability": _reliability(oof[:, 0], y == 0, w)}
         if score > best_score:
             best_family, best_score = family, score
     results["winner"] = best_family
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family])
     return results
+
+
+def _tradeoff(p: np.ndarray, y: np.ndarray, w: np.ndarray, points: Sequence[tuple[float, float]], ask_at: float,
+              records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
+    """Per operating point, what it gave on the held-out predictions (weighted as fitted): the share of EXECUTEs
+    right, the share of served requests EXECUTEd right, the share of requests nothing serves kept out."""
+    served = np.array([r["expect"] == "EXECUTE" for r in records])
+    none = np.array([r["expect"] == "NO_TOOL" for r in records])
+    out = []
+    for target, threshold in points:
+        d = decide(p, threshold, ask_at)
+        execute = d == 0
+        out.append({"target": target, "threshold": threshold,
+                    "precision": float(np.sum(w * execute * (y == 0)) / max(np.sum(w * execute), 1e-9)),
+                    "coverage": float(np.sum(w * execute * (y == 0) * served) / max(np.sum(w * served), 1e-9)),
+                    "kept_out": float(np.sum(w * ~execute * none) / max(np.sum(w * none), 1e-9))})
+    return out
+
+
+def _reliability(p: np.ndarray, right: np.ndarray, w: np.ndarray, bins: int = 10) -> list[list[float]]:
+    """Held-out reliability of P(right): per bin (mean predicted, observed right share, weight share)."""
+    out = []
+    edges = np.linspace(0, 1, bins + 1)
+    for i in range(bins):
+        sel = (p >= edges[i]) & ((p < edges[i + 1]) if i < bins - 1 else (p <= 1))
+        if sel.any():
+            out.append([float(np.average(p[sel], weights=w[sel])), float(np.average(right[sel], weights=w[sel])),
+                        float(w[sel].sum() / w.sum())])
+    return out
 
 
 def _auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float:
@@ -296,7 +327,8 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     return write_model(heads, selection, points=chosen["points"], default_target=DEFAULT_TARGET,
                        ask_threshold=chosen["ask_threshold"], select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted(set(GROUPS)),
-                                "left_out": list(LEFT_OUT), "held_out": summary})
+                                "left_out": list(LEFT_OUT), "held_out": summary, "tradeoff": chosen["tradeoff"],
+                                "reliability": chosen["reliability"]})
 
 
 def format_tables(results: Mapping[str, Any]) -> str:

@@ -397,8 +397,8 @@ def successor_retriever(tmp_path_factory: pytest.TempPathFactory, models: Any) -
 
 @pytest.mark.slow
 def test_a_successor_the_caller_cannot_see_is_not_named(successor_retriever: ToolRetriever) -> None:
-    settings = successor_retriever.settings.with_overrides(no_tool_threshold=-1.0)  # the prompt lists the tools
-    guest = successor_retriever.search("export the payroll file", include_deprecated=True, settings=settings)
+    # the request names the tool, so it is called and the prompt lists it (docs/decisions.md: named_tool)
+    guest = successor_retriever.search("run payroll.export_v1 to export the payroll file", include_deprecated=True)
     assert guest.ids == ["payroll.export_v1"] and guest.candidates[0].replaced_by is None
     assert "deprecated" in guest.prompt and "prefer" not in guest.prompt
     text = guest.to_json_str() + guest.prompt
@@ -406,7 +406,7 @@ def test_a_successor_the_caller_cannot_see_is_not_named(successor_retriever: Too
     assert guest.to_json()["candidates"][0]["replaced_by"] is None
     # The request names the old tool, so it is injected (the prompt holds only the selection: docs/decisions.md)
     allowed = successor_retriever.search("run payroll.export_v1 to export the payroll file", include_deprecated=True,
-                                         permissions=["payroll.export"], settings=settings)
+                                         permissions=["payroll.export"])
     old = next(c for c in allowed.candidates if c.id == "payroll.export_v1")
     assert "payroll.export_v1" in allowed.selected
     assert old.replaced_by == "payroll.export" and "deprecated, prefer payroll.export" in allowed.prompt

@@ -23,8 +23,8 @@ from bench.common import shown_command  # noqa: E402
     (["--bench-dir", "cache", "--benchmarks=../sets", "--limit", "50"],
      "python -m bench.decisions --limit 50"),
     # a value that merely looks like an option name is kept when it follows another option
-    (["--sets", "bundled,seal_in", "--execute-share", "0.3"],
-     "python -m bench.decisions --sets bundled,seal_in --execute-share 0.3"),
+    (["--sets", "bundled,seal_in", "--precision-target", "0.9"],
+     "python -m bench.decisions --sets bundled,seal_in --precision-target 0.9"),
 ])
 def test_shown_command_drops_machine_paths(raw: list[str], shown: str) -> None:
     assert shown_command("bench.decisions", raw) == shown

@@ -105,16 +105,18 @@ def test_a_logistic_model_reads_missing_as_the_mean() -> None:
     assert model.probabilities(np.array([1.0, 2.0]))[0] == pytest.approx(1 / (1 + math.exp(-0.5)))
 
 
+def _constant(p: float, width: int) -> Ensemble:
+    """A one-probability head that gives ``p`` to every row (coefficients 0)."""
+    logit = math.log(p / (1 - p)) if 0 < p < 1 else -20.0
+    return Ensemble("logistic", 1, np.array([logit]), {"mean": np.zeros(width), "scale": np.ones(width),
+                                                       "coef": np.zeros((1, width))})
+
+
 def _model(right: float, ask: float, none: float, *, also: float = 0.0) -> DecisionModel:
-    """A shipped-format model that gives these probabilities to every result (coefficients 0)."""
-    raw = np.log([right, ask, none, max(1e-9, 1.0 - right - ask - none)])
-    main = Ensemble("logistic", 4, raw, {"mean": np.zeros(len(FEATURES)), "scale": np.ones(len(FEATURES)),
-                                         "coef": np.zeros((4, len(FEATURES)))})
-    logit = math.log(also / (1 - also)) if 0 < also < 1 else -20.0
-    selection = Ensemble("logistic", 1, np.array([logit]), {"mean": np.zeros(len(SELECTION_FEATURES)),
-                                                            "scale": np.ones(len(SELECTION_FEATURES)),
-                                                            "coef": np.zeros((1, len(SELECTION_FEATURES)))})
-    return DecisionModel(main, selection, ((0.8, 0.5), (0.9, 0.7)), 0.8, 0.3, 0.5, "test", {})
+    """A shipped-format model whose heads give these probabilities to every result."""
+    heads = {name: _constant(p, len(FEATURES)) for name, p in (("right", right), ("ask", ask), ("none", none))}
+    return DecisionModel(heads, _constant(also, len(SELECTION_FEATURES)), ((0.8, 0.5), (0.9, 0.7)), 0.8, 0.3, 0.5,
+                         "test", {})
 
 
 def _view(**features: float) -> DecisionView:
@@ -177,7 +179,8 @@ def test_without_a_model_the_top_tools_standing_decides(tmp_path: Path) -> None:
     damaged, why = load_model(tmp_path / "model.json")
     assert damaged is None and "damaged" in why
     called = decide(FACTS, _view(en_null=3.1), None, note=why)
-    assert called.decision is Decision.EXECUTE and called.source is DecisionSource.FALLBACK and "damaged" in called.reason
+    assert called.decision is Decision.EXECUTE and called.source is DecisionSource.FALLBACK
+    assert "damaged" in called.reason
     refused = decide(FACTS, _view(en_null=0.4, sem_null=5.0), None, note=why)  # the English model's z first
     assert refused.decision is Decision.NO_TOOL and refused.source is DecisionSource.FALLBACK
 

@@ -123,7 +123,7 @@ def test_build_report_holds_retrievability_labelled_metrics_and_tuning(report: A
     assert report.threshold is not None and report.threshold.curve  # rows of both kinds
     data = json.loads(json.dumps(report.to_json()))
     assert data["figures"]["found_first"] == pytest.approx(report.retrievability.health.found_first, abs=1e-6)
-    assert len(data["tuning"]["grid"]) == 15 and data["no_tool_threshold"]["curve"]
+    assert len(data["tuning"]["grid"]) == 15 and data["precision_target"]["curve"]
 
 
 @pytest.mark.slow

@@ -200,29 +200,26 @@ def test_decisions(small_retriever: Any) -> None:
     assert clear.decision is Decision.EXECUTE and clear.tools and clear.tokens.selected > 0
     none = small_retriever.search("tell me a joke about penguins")
     assert none.decision is Decision.NO_TOOL and none.tools == () and none.tokens.selected == 0
-    strict = small_retriever.settings.with_overrides(clarify_gap=1.0)
-    ambiguous = small_retriever.search("weather in Rome", settings=strict)
-    assert ambiguous.decision is Decision.CLARIFY
-    names = {c.name for c in ambiguous.candidates[:2]}
-    assert all(name in (ambiguous.clarification or "") for name in names)
 
 
 @pytest.mark.slow
-def test_execute_share_sets_how_sure_a_call_must_be(small_retriever: Any) -> None:
-    # The same search under rule 5's default (0.2), off (0) and the strictest setting (1.0: P(right) must reach
-    # P(a tool fits), which only a certain top tool does).
+def test_the_precision_target_sets_how_sure_a_call_must_be(small_retriever: Any) -> None:
+    """The operating point is a setting: the same search called at the default target, not at a target whose
+    threshold its P(right) does not reach; the decision says which threshold it read."""
     query = "where is the function parseInvoice defined in our repos"
     default = small_retriever.search(query)
-    scores = default.scores
-    assert default.decision is Decision.EXECUTE and scores is not None
-    fits = 1.0 - scores.no_tool
-    assert scores.right < fits  # the model is never certain, so the strictest caller gets no call
-    strict = small_retriever.search(query, settings=small_retriever.settings.with_overrides(execute_share=1.0))
-    assert strict.decision is Decision.NO_TOOL and strict.tools == () and "more likely wrong" in strict.decision_reason
-    off = small_retriever.search(query, settings=small_retriever.settings.with_overrides(execute_share=0.0))
-    assert off.decision is Decision.EXECUTE and off.ids == default.ids
-    with pytest.raises(SettingsError, match="execute_share"):
-        small_retriever.settings.with_overrides(execute_share=1.5)
+    model = small_retriever.decider.model
+    assert default.decision is Decision.EXECUTE and default.scores is not None and model is not None
+    above = [t for t, threshold in model.points if threshold > default.scores.right]
+    assert above, "P(right) reaches every operating point: pick a less certain request"
+    strict = small_retriever.search(query, settings=small_retriever.settings.with_overrides(
+        precision_target=above[0]))
+    assert strict.decision is not Decision.EXECUTE and strict.tools[:1] != default.tools[:1]
+    assert f"{model.execute_threshold(above[0]):.2f}" in strict.decision_reason
+    with pytest.raises(SettingsError, match="precision_target"):
+        small_retriever.settings.with_overrides(precision_target=1.5)
+    with pytest.raises(SettingsError, match="precision_target"):  # the removed setting says what replaced it
+        small_retriever.settings.with_overrides(execute_share=0.3)
 
 
 @pytest.mark.slow

@@ -306,7 +306,6 @@ def test_edits_never_change_a_snapshot_someone_still_holds(models: Any, small_ca
         tool = tools[n % len(tools)]
         retriever.reload(retriever.catalog.with_tool(_with_description(tool, f" Revision {n}.")))
         retriever.index.wait_saved()  # the background save holds the matrices while it writes them
-        retriever.decisions.wait()  # so does the decision model's refit
 
     edit(0)
     held = retriever.index.snapshot

@@ -12,7 +12,7 @@ from toolrag.cli import main
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.queries import QueryRow
-from toolrag.evaluation.tune import calibrate_no_tool, simplex_grid, tune_weights
+from toolrag.evaluation.tune import calibrate_target, simplex_grid, tune_weights
 from toolrag.search.results import Decision
 from toolrag.settings import Settings
 
@@ -91,10 +91,10 @@ def test_save_merges_into_a_settings_file_and_never_breaks_it(small_retriever: o
     keyword_only = Settings().with_overrides(weights={"dense": 0.0, "dense_en": 0.0, "bm25": 0.7})
     result = tune_weights(small_retriever, PARAPHRASES, base=keyword_only, step=0.25, z=0.0)
     file = tmp_path / "settings.yaml"
-    file.write_text("top_k: 3\nclarify_gap: 0.02\n", encoding="utf-8")
+    file.write_text("top_k: 3\nprecision_target: 0.9\n", encoding="utf-8")
     result.save(file)
     loaded = Settings.from_yaml(file)
-    assert loaded.top_k == 3 and loaded.clarify_gap == 0.02  # the file's other settings are kept
+    assert loaded.top_k == 3 and loaded.precision_target == 0.9  # the file's other settings are kept
     assert loaded.weights == pytest.approx(result.settings.weights)
     assert file.read_text(encoding="utf-8").startswith("# toolrag tune: new weights")
     broken = tmp_path / "broken.yaml"
@@ -122,9 +122,10 @@ def test_cli_tune_prints_the_choice_and_writes_settings(capsys: pytest.CaptureFi
     assert report["metric"] == "ndcg@10" and len(report["top"]) == 6  # C(2 + 2, 2) weightings at step 0.5
     assert report["best_score"] >= report["base_score"]
     assert Settings.from_yaml(out).weights == pytest.approx(report["weights"])
-    assert report["no_tool"]["n_no_tool"] == len(NO_TOOL_ROWS) and report["no_tool"]["n_tool"] == len(PARAPHRASES)
-    if report["no_tool"]["changed"]:
-        assert Settings.from_yaml(out).no_tool_threshold == pytest.approx(report["no_tool"]["threshold"], abs=1e-4)
+    point = report["precision_target"]
+    assert point["n_no_tool"] == len(NO_TOOL_ROWS) and point["n_tool"] == len(PARAPHRASES)
+    if point["changed"]:
+        assert Settings.from_yaml(out).precision_target == pytest.approx(point["target"], abs=1e-4)
     assert main(["tune", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir), "--queries",
                  str(queries), "--metric", "precision@3"]) == 2
     assert "unknown metric 'precision@3'" in capsys.readouterr().err
@@ -139,26 +140,25 @@ NO_TOOL_ROWS = [
 
 
 @pytest.mark.slow
-def test_no_tool_threshold_is_calibrated_through_the_retriever(small_retriever: Any) -> None:
+def test_the_precision_target_is_calibrated_through_the_retriever(small_retriever: Any) -> None:
     rows = PARAPHRASES + NO_TOOL_ROWS
-    result = calibrate_no_tool(small_retriever, rows, z=0.0)
+    result = calibrate_target(small_retriever, rows, z=0.0)
     assert (result.n_tool, result.n_no_tool) == (len(PARAPHRASES), len(NO_TOOL_ROWS))
     assert result.accuracy >= result.base_accuracy
-    # The reported accuracy is what searching with the chosen threshold really decides.
-    cfg = small_retriever.settings.with_overrides(no_tool_threshold=result.threshold)
-    right = [(small_retriever.search(r.query, settings=cfg).decision is Decision.NO_TOOL)
-             == (r.expect is Decision.NO_TOOL) for r in rows]
+    # The reported accuracy is what searching at the chosen target really decides.
+    cfg = small_retriever.settings.with_overrides(precision_target=result.target)
+    expected = [r.expect or (Decision.EXECUTE if r.gold else Decision.NO_TOOL) for r in rows]
+    searched = [small_retriever.search(r.query, settings=cfg) for r in rows]
+    right = [res.decision is e and (e is not Decision.EXECUTE or res.ids[0] in r.gold)
+             for res, e, r in zip(searched, expected, rows, strict=True)]
     assert sum(right) / len(rows) == pytest.approx(result.accuracy)
-    # The trade-off curve: thresholds in order; accuracy = 1 - (missed x tool rows + false calls x no-tool rows) / n
-    assert [p.threshold for p in result.curve] == sorted(p.threshold for p in result.curve)
-    for point in result.curve:
-        wrong = point.missed * result.n_tool + point.false_calls * result.n_no_tool
-        assert point.accuracy == pytest.approx(1 - wrong / len(rows))
-    assert any(p.threshold == result.threshold and p.accuracy == result.accuracy for p in result.curve)
-    strict = calibrate_no_tool(small_retriever, rows, z=1000.0)  # no gain is that significant: keep it
-    assert not strict.changed and strict.threshold == strict.base_threshold
-    assert "no_tool_threshold" in strict.summary()
+    # The trade-off curve: targets in order, the chosen one on it
+    assert [p.target for p in result.curve] == sorted(p.target for p in result.curve)
+    assert any(p.target == result.target and p.accuracy == result.accuracy for p in result.curve)
+    strict = calibrate_target(small_retriever, rows, z=1000.0)  # no gain is that significant: keep it
+    assert not strict.changed and strict.target == strict.base_target
+    assert "precision_target" in strict.summary()
     with pytest.raises(QueryError, match="both kinds"):
-        calibrate_no_tool(small_retriever, PARAPHRASES)
+        calibrate_target(small_retriever, PARAPHRASES)
     with pytest.raises(SettingsError, match="z must be >= 0"):
-        calibrate_no_tool(small_retriever, rows, z=-1.0)
+        calibrate_target(small_retriever, rows, z=-1.0)

@@ -59,7 +59,7 @@ def test_grouping_by_nearest_tool_with_counts_threshold_and_hashes() -> None:
 def test_cli_lists_real_unmatched_requests_with_their_nearest_tool(small_retriever: Any, tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     audit = AuditLog(tmp_path / "audit.jsonl")
-    retriever = ToolRetriever(small_retriever.index, audit=audit, decisions=small_retriever.decisions)
+    retriever = ToolRetriever(small_retriever.index, audit=audit, decider=small_retriever.decider)
     results = {q: retriever.search(q, role=role) for q, role in [
         ("tell me a joke", None), ("what's the weather in Paris now", None), ("approve this month's payroll",
                                                                               "employee")]}

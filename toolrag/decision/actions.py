@@ -229,14 +229,33 @@ def _logins(text: str) -> str:
     return _LOGIN.sub(lambda m: m.group(1).lower() + ("in" if m.group(2).lower() in ("in", "on") else "out"), text)
 
 
+#: Openings of a question: the request asks to be told something (read), whatever nouns follow ("what's Chen's
+#: email address", "is there budget left").
+_QUESTION = frozenset(_words("what whats what's where when who whom whose which why how is are was were do does did "
+                             "can could will would any has have"))
+#: A verb and its particle that name another action than the verb alone ("set up" creates, "look up" reads).
+_PHRASES = {"set up": "create", "look up": "read", "sign up": "create", "turn on": "start", "turn off": "stop",
+            "switch on": "start", "switch off": "stop", "put in": "create", "put into": "create", "get rid": "delete"}
+
+
 def request_action(text: str) -> str | None:
-    """The kind of action a request asks for: its first verb (English: in its first four words, after a polite or
-    modal opening; Chinese: the first verb anywhere), or None."""
+    """The kind of action a request asks for: an English request's first word after a polite or modal opening
+    when it is a verb of :data:`ACTIONS` (with its particle: "set up" creates) or opens a question (read); a
+    Chinese request's first verb anywhere (Chinese puts the verb after its object with 把); else None. Only the
+    first word counts in English: "what's Chen's email address" asks to read, whatever "email" says."""
     if _ZH.search(text):
         found = _ZH_VERBS.search(text)
         if found:
             return _KIND_OF[found.group(0)]
-    return _kind(_WORD.findall(_OPENING.sub("", _logins(text).strip().lower()))[:4])
+    words = _WORD.findall(_OPENING.sub("", _logins(text).strip().lower()))
+    if not words:
+        return None
+    if words[0] in _QUESTION:
+        return "read"
+    pair = " ".join(words[:2])
+    if pair in _PHRASES:
+        return _PHRASES[pair]
+    return _KIND_OF.get(_stem(words[0]))
 
 
 def tool_action(tool: ToolProfile) -> str | None:

@@ -23,6 +23,7 @@ from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
 from toolrag.decision.decider import Decider
+from toolrag.decision.model import MODEL_FILE
 from toolrag.decision.outcome import DecisionOutcome
 from toolrag.decision.policy import Facts, name_lookup, named_tools
 from toolrag.decision.view import DecisionView, build_view
@@ -385,9 +386,10 @@ class ToolRetriever:
         return cached[1]
 
 
-def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None) -> Decider:
-    """The decision of a retriever whose requests ``analyzer`` reads: the no-tool requests are read the same way
-    (a Chinese one by the English model through its gloss), so their vectors mean what a request's mean."""
+def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None, path: Path = MODEL_FILE) -> Decider:
+    """The decision of a retriever whose requests ``analyzer`` reads, with the model in ``path``: the no-tool
+    requests are read the same way (a Chinese one by the English model through its gloss), so their vectors mean
+    what a request's mean."""
     models = analyzer.models
 
     def encode(signal: str, texts: Sequence[str]) -> np.ndarray:
@@ -403,7 +405,7 @@ def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None) -> Decider:
     signals = {"dense": models.text.fingerprint}
     if models.english is not None:
         signals["dense_en"] = f"{models.english.fingerprint}|{gloss_key()}"
-    return Decider(encode, signals, folder=folder)
+    return Decider(encode, signals, folder=folder, path=path)
 
 
 def _bank_folder(data: Path) -> Path:

@@ -1,0 +1,96 @@
+"""One view of the decision for training and serving: a catalog searched on its own gives exactly what the trainer
+computed for it as a caller that sees only those tools inside a bigger catalog (``bench.decision_train`` searches
+its episodes that way). And hidden means absent: tools a caller cannot see change nothing it gets."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolrag.catalog.caller import Caller
+from toolrag.catalog.profile import Catalog
+
+pytestmark = pytest.mark.slow
+
+#: Tools of the sample catalog that every caller may use, English and Chinese, with look-alikes among them.
+PICK = ("office.calendar.create_event", "office.meeting_room.book", "travel.weather.current",
+        "travel.weather.forecast", "finance.expense.submit", "finance.invoice.extract_fields", "web.page.summarize")
+REQUESTS = [
+    ("book a meeting room for 3pm tomorrow", ()),
+    ("will it rain in Berlin this weekend", ()),
+    ("帮我报销这张餐饮发票", ()),
+    ("summarize https://example.com/pricing", ()),
+    ("make it 4pm instead", ("schedule a call with Tom tomorrow at 3pm",)),
+    ("tell me a joke", ()),
+]
+
+
+def _plain(result: Any) -> dict[str, Any]:
+    """A result as JSON without its timings, and the features it read (NaN made comparable)."""
+    out = result.to_json()
+    out.pop("timing_ms")
+    out["features"] = {k: ("nan" if isinstance(v, float) and math.isnan(v) else v)
+                       for k, v in result.decision_features.items()}
+    out["candidate_features"] = [{k: ("nan" if math.isnan(v) else v) for k, v in row.items()}
+                                 for row in result.candidate_features]
+    return out
+
+
+@pytest.fixture(scope="module")
+def alone(sample_retriever: Any, models: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from toolrag.search.retriever import ToolRetriever
+
+    catalog = sample_retriever.catalog
+    assert all(catalog.get(i) is not None and not catalog.get(i).permissions for i in PICK)
+    own = Catalog(tuple(t for t in catalog.tools if t.id in PICK), name=catalog.name, root=catalog.root,
+                  assets_dir=catalog.assets_dir, roles=catalog.roles)
+    return ToolRetriever.from_catalog(own, data_dir=tmp_path_factory.mktemp("alone"), models=models)
+
+
+@pytest.mark.parametrize(("query", "history"), REQUESTS)
+def test_a_catalog_alone_and_as_visible_tools_give_the_same_result(sample_retriever: Any, alone: Any, query: str,
+                                                                  history: tuple[str, ...]) -> None:
+    inside = sample_retriever.search(query, history=history, caller=Caller(tools=frozenset(PICK)), audited=False)
+    own = alone.search(query, history=history, audited=False)
+    assert _plain(inside) == _plain(own)
+
+
+def test_the_trainer_computes_the_features_a_search_reads(sample_retriever: Any, alone: Any) -> None:
+    from bench.decision_episodes import Episode
+    from bench.decision_train import _search
+
+    for query, history in REQUESTS:
+        episode = Episode("sample", "gold", query, history, PICK, (), "EXECUTE", "en")
+        trained = _search(sample_retriever, episode)
+        served = alone.search(query, history=history, top_k=5, audited=False)
+        assert trained["top"] == tuple(served.ids)
+        assert _same_numbers(trained["x"], [served.decision_features[k] for k in served.decision_features])
+        assert trained["cand"].shape[0] == len(served.candidate_features)
+
+
+def _same_numbers(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all((math.isnan(x) and math.isnan(y)) or x == y for x, y in zip(a, b, strict=True))
+
+
+def test_hidden_tools_change_nothing_a_caller_gets(sample_retriever: Any, models: Any, tmp_path: Path) -> None:
+    """Three tools only an admin may use, sharing the requests' words (English and Chinese), added to the
+    catalog: an employee's results are identical to the last printed digit."""
+    import dataclasses
+
+    from toolrag.search.retriever import ToolRetriever
+
+    catalog = sample_retriever.catalog
+    extra = [dataclasses.replace(catalog.get("office.meeting_room.book"), id=f"admin.secret.{n}", name=f"secret_{n}",
+                                 description=text, permissions=("admin.only",), examples=())
+             for n, text in enumerate(["Book meeting rooms and calendar events for tomorrow at 3pm, weather in Berlin",
+                                       "报销 餐饮 发票 审批 财务 管理", "Summarize web pages and tell jokes"])]
+    bigger = Catalog((*catalog.tools, *extra), name=catalog.name, root=catalog.root, assets_dir=catalog.assets_dir,
+                     roles={**catalog.roles, "admin": ("admin.only",)})
+    with_hidden = ToolRetriever.from_catalog(bigger, data_dir=tmp_path, models=models)
+    for query, history in REQUESTS:
+        before = sample_retriever.search(query, history=history, role="employee", audited=False)
+        after = with_hidden.search(query, history=history, role="employee", audited=False)
+        assert _plain(before) == _plain(after), query
