@@ -74,9 +74,10 @@ def create_app(backend: Backend) -> gr.Blocks:
                           show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
             caller_views, None, views, **PRIVATE)
         ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
-        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab
+        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab (and
+            # the summary of the catalog as this caller sees it)
             ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
-                       **PRIVATE).then(*evaluate.refresh, **PRIVATE)  # the summary of what this caller may see
+                       **PRIVATE).then(*evaluate.refresh, show_progress="hidden", **PRIVATE)
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

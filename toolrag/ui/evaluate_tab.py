@@ -177,7 +177,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
                                     [effect, changes, cards, summary, failing, state], show_progress_on=[effect],
                                     **STUDIO, **PRIVATE))
     for event in events:
-        event.then(*refresh, **PRIVATE)
+        event.then(*refresh, show_progress="hidden", **PRIVATE)
     return EvaluateTab(state, cards, failing, effect, changes, link, as_role, refresh)
 
 

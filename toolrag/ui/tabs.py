@@ -157,7 +157,7 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
     reliability_btn.click(h.reliability, None, reliability_plot, api_name="reliability").success(
         lambda: gr.update(visible=True), None, reliability_plot, **PRIVATE)  # no empty plot before the curve
     # The ranked table and the history appear with the first search; the table's columns fit what scored.
-    last.change(h.result_views, last, [table, history_df], **PRIVATE)
+    last.change(h.result_views, last, [table, history_df], show_progress="hidden", **PRIVATE)
     for slider in (top_k, clarify, no_tool, *weights):
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
