@@ -223,3 +223,17 @@ def test_no_emoji_glyphs_on_any_tab(page: Any) -> None:
         texts[tab] = page.locator("body").inner_text()
     found = {tab: sorted(set(EMOJI.findall(text))) for tab, text in texts.items()}
     assert not any(found.values()), f"emoji glyphs in the page: {found}"
+
+
+def test_the_tuning_panel_collapses_and_keeps_its_values(page: Any) -> None:
+    """Closing the Tuning section hides the controls, not their values: a search uses them, reopening shows them."""
+    expect(page.locator("#status")).to_contain_text("ready")
+    top_k = page.locator("#top-k input[type=number]")
+    top_k.fill("3")
+    top_k.press("Tab")
+    page.locator("#tuning-panel").get_by_text("Tuning: retrieval, decision thresholds, weights").click()
+    expect(page.locator("#w-dense")).to_be_hidden()
+    search(page, "book a meeting room for 3pm")
+    expect(page.locator("#results [role=row].virtual-row")).to_have_count(3)
+    page.locator("#tuning-panel").get_by_text("Tuning: retrieval, decision thresholds, weights").click()
+    expect(page.locator("#top-k input[type=number]")).to_have_value("3")
