@@ -127,7 +127,10 @@ class StudioHandlers:
         else:
             seen = {"codes": sorted(catalog.role_codes(chosen)), "role": chosen, "permissions": None,
                     "who": f"role {chosen!r}"}
-        return {**(state or {}), "view": seen}, gr.update(choices=choices, value=chosen)
+        state = dict(state or {})
+        if (state.get("view") or {}).get("codes") != seen["codes"]:
+            state.pop("facts", None)  # the summary's figures were for other tools: check again for these
+        return {**state, "view": seen}, gr.update(choices=choices, value=chosen)
 
     def open_tool(self, tool_id: str | None, query: str, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """Open ``tool_id`` in the Profiles tab with ``query`` as the rank query."""

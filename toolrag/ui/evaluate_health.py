@@ -11,6 +11,7 @@ and shows each section's tables and plots only once they have content.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, cast
 
 import gradio as gr
@@ -66,7 +67,7 @@ class HealthHandlers:
         tools = [t for t in seen if not t.deprecated]
         file = (state or {}).get("file")
         default = self.eh.studio.default_queries()
-        labelled = file.replace("\\", "/").rsplit("/", 1)[-1] if file else default.name if default else None
+        labelled = Path(file).name if file else default.name if default else None
         log = self.uh.log_path()
         return health.CatalogFacts(len(tools), sum(1 for t in tools if t.examples), labelled,
                                    log.name if log else None, len(seen) - len(tools))
