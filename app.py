@@ -1,7 +1,7 @@
 """Entry point of the toolrag playground (``python app.py``; also the Hugging Face Spaces ``app_file``).
 
-Environment (every variable, its default and meaning: :data:`toolrag.config.ENV_VARS`, the README's
-*Configuration*): ``TOOLRAG_CATALOG`` (the catalog, default ``sample_tools`` next to this file),
+Environment (every variable, its default and meaning: :data:`toolrag.config.ENV_VARS`, rendered in
+docs/configuration.md): ``TOOLRAG_CATALOG`` (the catalog, default ``sample_tools`` next to this file),
 ``TOOLRAG_DATA_DIR`` (on a Space point it at a mounted storage bucket to keep the index across restarts),
 ``TOOLRAG_CHROMA_URL``, ``TOOLRAG_LOG_LEVEL``, ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT`` (where to listen)
 and who may edit: ``TOOLRAG_EDITING``, ``TOOLRAG_AUTH``, ``TOOLRAG_EDITORS``. Local (127.0.0.1) editing is on;

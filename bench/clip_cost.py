@@ -4,7 +4,7 @@ is out of reach here): the same architecture with random weights computes exactl
     python -m bench.clip_cost                            # 20 images and 20 requests, one thread
     TOOLRAG_BENCH_THREADS=2 python -m bench.clip_cost    # as on a 2-vCPU Space
 
-The multilingual CLIP the README suggests (``xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k``) is open_clip's
+The multilingual CLIP docs/space.md suggests (``xlm-roberta-base-ViT-B-32:laion5b_s13b_b90k``) is open_clip's
 ViT-B-32 image tower (built here as it is, from open_clip's own configuration) and an XLM-RoBERTa-base text
 tower (built from xlm-roberta-base's published configuration, with open_clip's MLP projection to 512). Prints
 the parameters of each tower and their fp32 size (what the checkpoint holds), the memory the two towers add to

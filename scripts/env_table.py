@@ -1,7 +1,8 @@
-"""Rewrite the README's configuration tables from :data:`toolrag.config.ENV_VARS` and ``LIBRARY_ENV``.
+"""Rewrite the configuration tables of docs/configuration.md from :data:`toolrag.config.ENV_VARS` and
+``LIBRARY_ENV``.
 
-``python -m scripts.env_table`` replaces what lies between the two markers of the README's *Configuration*
-section; ``tests/test_config.py`` fails while the README and the table differ.
+``python -m scripts.env_table`` replaces what lies between the two markers of docs/configuration.md;
+``tests/test_config.py`` fails while the page and the table differ.
 """
 
 from __future__ import annotations
@@ -11,16 +12,16 @@ from pathlib import Path
 
 from toolrag.config import env_table_markdown
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 BEGIN = "<!-- env-table: begin (python -m scripts.env_table) -->"
 END = "<!-- env-table: end -->"
 
 
 def section(text: str) -> str:
-    """What the README holds between the markers (ValueError naming the marker when one is missing)."""
+    """What the page holds between the markers (ValueError naming the marker when one is missing)."""
     for marker in (BEGIN, END):
         if marker not in text:
-            raise ValueError(f"README.md has no {marker!r} line; put the two markers in its Configuration section")
+            raise ValueError(f"docs/configuration.md has no {marker!r} line; put the two markers around its tables")
     return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n") + "\n"
 
 
@@ -32,13 +33,13 @@ def rendered(text: str) -> str:
 
 
 def main() -> int:
-    text = README.read_text(encoding="utf-8")
+    text = PAGE.read_text(encoding="utf-8")
     new = rendered(text)
     if new != text:
-        README.write_text(new, encoding="utf-8")
-        print(f"rewrote the configuration tables of {README.name}")
+        PAGE.write_text(new, encoding="utf-8")
+        print(f"rewrote the configuration tables of docs/{PAGE.name}")
     else:
-        print(f"{README.name} is up to date")
+        print(f"docs/{PAGE.name} is up to date")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Refresh the README's screenshots (docs/screenshots/*.png) by running the browser tests that take them.
+"""Refresh the playground's screenshots (docs/screenshots/*.png) by running the browser tests that take them.
 
 ``python -m scripts.screenshots`` runs the browser tests that take them (:data:`TESTS`) with
 ``--update-screenshots``; any other run of the suite writes the same pictures under the ignored

@@ -1,4 +1,5 @@
-"""toolrag.config: the one table of environment variables, its one reader, and the README rendered from it."""
+"""toolrag.config: the one table of environment variables, its one reader, and docs/configuration.md rendered
+from it."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ from toolrag import config as cfg
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_configuration_is_the_table() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert env_table.section(readme) == cfg.env_table_markdown(), "run python -m scripts.env_table"
-    assert env_table.rendered(readme) == readme
+def test_the_configuration_page_is_the_table() -> None:
+    page = env_table.PAGE.read_text(encoding="utf-8")
+    assert env_table.PAGE == ROOT / "docs" / "configuration.md"
+    assert env_table.section(page) == cfg.env_table_markdown(), "run python -m scripts.env_table"
+    assert env_table.rendered(page) == page
     for var in cfg.ENV_VARS:
-        assert f"| `{var.name}` | {var.default} |" in readme
+        assert f"| `{var.name}` | {var.default} |" in page
 
 
 def test_a_variable_outside_the_table_cannot_be_read_or_set(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -41,6 +41,48 @@ def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, models: Any
         demo.close()
 
 
+def test_every_check_at_once_on_a_catalog_without_examples(server: tuple[str, Any, Path]) -> None:
+    """*Run every check* (the handler the button calls; first in this module, before a test adds an example): no
+    example to find (n/a), the estimate of every tool,
+    a labelled file that cannot be read says so in its section; the summary shows the estimate and each section
+    appears only with content."""
+    import gradio as gr
+
+    from toolrag.settings import SIGNALS, Settings
+    from toolrag.ui.evaluate_handlers import SETTING_CONTROLS, StudioHandlers
+    from toolrag.ui.evaluate_health import SHOWN, HealthHandlers
+    from toolrag.ui.evaluate_label_free import LabelFreeHandlers
+    from toolrag.ui.evaluate_unmatched import UnmatchedHandlers
+    from toolrag.ui.handlers import Handlers
+    from toolrag.ui.studio import Studio
+
+    _, backend, folder = server
+    eh = StudioHandlers(Handlers(backend), Studio(backend))
+    hh = HealthHandlers(eh, LabelFreeHandlers(eh), UnmatchedHandlers(eh))
+    base = Settings()
+    defaults = {"top_k": base.top_k, "fusion": base.fusion.value, "rerank": False, "clarify_gap": base.clarify_gap,
+                "no_tool_threshold": -1.0, "normalization": base.normalization.value,
+                **{f"w_{s}": base.weights[s] for s in SIGNALS}}  # the Search controls at the page's defaults
+    said: list[float] = []
+    out = hh.run_all(lambda f, desc=None: said.append(f), {"file": str(folder / "missing.csv")}, {}, 0.5, None,
+                     None, *(defaults[name] for name in SETTING_CONTROLS))
+    retr_cards, _retr, _plot, _tools, _pairs, lf_cards, lf_summary, _lf, eval_cards, eval_summary, *rest = out
+    _failing, unmatched_summary, _unmatched, state, unmatched = rest
+    assert "n/a" in retr_cards and "no tool has example requests" in retr_cards
+    assert "31 tools estimated" in lf_summary and 'data-metric="estimated_found_first"' in lf_cards
+    assert eval_summary.startswith("**Not run:**") and "missing.csv" in eval_summary and eval_cards == gr.skip()
+    assert unmatched_summary == gr.skip()  # no audit log: nothing to read
+    assert said == sorted(said) and said[-1] == 1.0  # one bar, moving forward
+    summary, *shown = hh.refresh(state, unmatched)
+    visible = {name: update["visible"] for name, update in zip(SHOWN, shown, strict=True)}
+    assert visible["retrievability"] and visible["estimate"] and not visible["labelled"]
+    assert not visible["hardest"]  # no example to draw: no empty figure
+    assert not visible["unmatched"] and not visible["tuning"] and not visible["threshold"]
+    estimate = state["facts"]["estimate"]
+    assert f"{100 * estimate['found_first']:.1f}%" in summary and "31 tools, from their descriptions" in summary
+    assert "examples found first" in summary and "n/a" in summary  # checked: nothing to find by examples
+
+
 def test_client_estimates_suggests_and_adds_examples(server: tuple[str, Any, Path]) -> None:
     from gradio_client import Client
 
@@ -102,3 +144,4 @@ def test_browser_estimate_then_one_click_accepts_a_suggestion(server: tuple[str,
         assert request in [e.query for e in backend.require().catalog.get(tool_id).examples]
     finally:
         context.close()
+

@@ -23,8 +23,9 @@ def client(ui_server: Any) -> Any:
 def test_search_with_text(client: Any, ui_server: Any) -> None:
     out = client.predict(query="what will the weather be like in Tokyo this weekend", image=None, role="employee",
                          top_k=3, api_name="/search")
-    banner, table, _prompt, _tools, _tokens, _timings, _notes, raw, _history = out
+    banner, table, _prompt, _tools, _tokens, _timings, _notes, raw, _history, unscored = out
     assert len(raw["candidates"]) <= 3 and raw["decision"] in banner
+    assert "not scored:" in unscored and "ocr" in unscored and "ocr" not in table["headers"]
     assert [row[2] for row in table["data"]] == [c["id"] for c in raw["candidates"]]
     library = ui_server.backend.retriever.search("what will the weather be like in Tokyo this weekend",
                                                  role="employee", top_k=3)

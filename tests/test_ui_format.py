@@ -40,21 +40,23 @@ def make_result(decision: Decision = Decision.EXECUTE, clarification: str | None
     )
 
 
-def test_results_table_has_a_column_per_signal_and_highlights_the_top_contributor() -> None:
+def test_results_table_shows_the_signals_that_scored_and_highlights_the_top_contributor() -> None:
     result = make_result()
     styler = fmt.results_table(result)
     frame: pd.DataFrame = styler.data
     assert list(frame["id"]) == result.ids and list(frame["#"]) == [1, 2]
-    for signal in SIGNALS:
-        assert fmt.signal_column(signal) in frame.columns
+    # dense, bm25 and ocr scored a candidate; visual (NaN for its one candidate), concepts, dense_en and clip
+    # scored none: no column of dashes for them
+    shown = ["dense", "bm25", "ocr"]
+    assert fmt.scored_signals(result) == shown
+    assert list(frame.columns) == ["#", "tool", "id", "score", *map(fmt.signal_column, shown), "top signal"]
     assert frame.loc[0, fmt.signal_column("bm25")] == "7.500 (1.00)"
-    assert frame.loc[1, fmt.signal_column("visual")] == "–"      # NaN raw: not scored for this tool
-    assert frame.loc[0, fmt.signal_column("clip")] == "–"        # absent signal
+    assert frame.loc[1, fmt.signal_column("ocr")] == "–"        # scored another candidate, not this one
     assert list(frame["top signal"]) == [c.top_signal() for c in result.candidates] == ["bm25", "dense"]
     ctx = styler._compute().ctx
     columns = list(frame.columns)
     for row, candidate in enumerate(result.candidates):
-        for signal in SIGNALS:
+        for signal in shown:
             style = dict(ctx.get((row, columns.index(fmt.signal_column(signal))), []))
             if signal == candidate.top_signal():
                 assert style.get("background-color") == "#ffd54f"
@@ -63,6 +65,27 @@ def test_results_table_has_a_column_per_signal_and_highlights_the_top_contributo
             else:
                 assert "background-color" not in style
     assert "✎mutation" in frame.loc[0, "tool"]
+    widths = fmt.result_widths(len(shown))
+    assert len(widths) == len(columns) and sum(float(w.rstrip("%")) for w in widths) == pytest.approx(100)
+
+
+def test_signals_that_scored_no_candidate_fold_into_one_line_with_their_reasons() -> None:
+    result = dataclasses.replace(make_result(), absent_signals={
+        "visual": "no image given", "concepts": "no image given", "clip": "off: no CLIP weights"})
+    line = fmt.unscored_text(result)
+    assert "not scored:" in line
+    assert "visual, concepts (no image given)" in line and "clip (off: no CLIP weights)" in line
+    assert "dense_en (no candidate has what it compares)" in line  # absent everywhere, no reason given
+    assert "dense," not in line and "bm25" not in line and "ocr" not in line  # those scored
+    every = dataclasses.replace(result, candidates=tuple(
+        dataclasses.replace(c, signals={s: score(0.5, 0.1, 0.1) for s in SIGNALS}) for c in result.candidates))
+    assert fmt.unscored_text(every) == "" and fmt.scored_signals(every) == list(SIGNALS)
+    assert fmt.unscored_text(dataclasses.replace(result, candidates=())) == ""
+
+
+def test_the_image_note_names_the_image_signals_on_and_off() -> None:
+    assert fmt.image_note({}) == "Image signals: ocr, visual, concepts, clip"
+    assert fmt.image_note({"clip": "off"}) == "Image signals: ocr, visual, concepts · **off: clip**"
 
 
 @pytest.mark.parametrize("decision, clarification, expected", [
@@ -135,7 +158,8 @@ def test_history_is_small_and_newest_first() -> None:
     entries[-1]["query"] = "latest"
     json.dumps(entries)  # JSON-able: safe in gr.State
     table = fmt.history_table(entries)
-    assert len(table) == 3 and table.loc[0, "query"].startswith("latest")
+    assert len(table) == 3 and table.loc[0, "query"] == "latest" + fmt.IMAGE_MARK  # plain text, no emoji
+    assert table.loc[1, "query"] == entries[1]["query"]
     assert table.loc[0, "top 3"] == "finance.expense.submit, finance.invoice.verify"
     assert table.loc[0, "decision"] == "EXECUTE"
 

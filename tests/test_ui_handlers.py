@@ -13,7 +13,7 @@ from toolrag.evaluation import projection
 from toolrag.settings import SIGNALS, Settings
 from toolrag.ui import Backend
 from toolrag.ui import format as fmt
-from toolrag.ui.handlers import MAX_IMAGE_MB, Handlers
+from toolrag.ui.handlers import MAX_IMAGE_MB, SEARCH_OUTPUTS, Handlers
 
 pytest_plugins = ["ui_support"]
 pytestmark = pytest.mark.slow
@@ -61,8 +61,13 @@ def test_search_returns_every_view_and_keeps_a_small_history(h: Handlers) -> Non
     history: list[dict[str, Any]] = []
     for i in range(fmt.HISTORY_SIZE + 2):
         out = h.search(f"帮我报销这张餐饮发票 {i}", None, *controls(), history)
-        banner, table, _prompt, _tools, tokens, timings, _notes, raw, history, history_df, last = out
+        banner, table, _prompt, _tools, tokens, timings, _notes, raw, history, history_df, last, unscored = out
     assert raw["decision"] in banner and len(table.data) == len(raw["candidates"]) <= 5
+    # a text request: the image signals scored no candidate, so they fold into one line under the table
+    assert last["scored"] == [s for s in SIGNALS if fmt.signal_column(s) in table.data.columns]
+    assert "ocr" not in last["scored"] and "ocr" in unscored and "no image" in unscored
+    shown, sized = h.result_views(last)
+    assert shown["visible"] and sized["visible"] and len(shown["column_widths"]) == len(table.data.columns)
     assert list(table.data["id"]) == [c["id"] for c in raw["candidates"]]
     assert "schema tokens" in tokens and "ms total" in timings
     assert len(history) == fmt.HISTORY_SIZE and history[-1]["query"].endswith(str(fmt.HISTORY_SIZE + 1))
@@ -99,7 +104,7 @@ def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: py
 
 def test_rerun_does_nothing_before_a_query(h: Handlers) -> None:
     out = h.rerun("", None, *controls(), [])
-    assert len(out) == 11 and all(isinstance(o, type(gr.skip())) for o in out)
+    assert len(out) == SEARCH_OUTPUTS and all(isinstance(o, type(gr.skip())) for o in out)
 
 
 def test_role_filters_restricted_tools(h: Handlers) -> None:

@@ -365,6 +365,9 @@ def test_evaluate_as_a_role_filters_every_section_of_the_tab(ui_backend: Backend
     assert update["value"] == "employee"
     as_author = sh.check(gr.Progress(), "hr", author, *controls())
     assert "hr.payroll.approve" in [r["open"] for r in as_author[5]["tools"]]  # the filter has work to do
+    assert "retrievability" in as_author[5]["facts"]  # what the tab's summary shows
+    switched, _ = sh.view_as("employee", as_author[5])
+    assert "facts" not in switched  # the author's figures are not shown as the employee's: check again
     as_employee = sh.check(gr.Progress(), "hr", employee, *controls())
     assert [r["open"] for r in as_employee[5]["tools"]] and not ids_in(text(as_employee), beyond)
     evaluated = sh.evaluate(gr.Progress(), employee, *controls())

@@ -76,7 +76,8 @@ def test_a_click_explains_the_request_or_opens_its_tool_in_profiles(evaluated: t
     banner, table, *skipped = sh.pick_failing(select(row, 5), state, *controls())
     result = sh.b.require().search("will it be sunny in Frankfurt on Thursday and Friday?", settings=BASE)
     assert f'data-decision="{result.decision.value}"' in banner
-    assert table.data["id"].tolist() == list(result.ids)
+    assert table["visible"] and table["value"].data["id"].tolist() == list(result.ids)
+    assert len(table["column_widths"]) == len(table["value"].data.columns)  # sized for the signals that scored
     assert all(isinstance(s, dict) and s.get("__type__") == "update" and len(s) == 1 for s in skipped)  # gr.skip()
     tabs, tool, code, _info, _replace, version, rank_query = sh.pick_failing(select(row, 0), state, *controls())[2:]
     assert tabs.selected == "profiles" and tool["value"] == "travel.weather.forecast"

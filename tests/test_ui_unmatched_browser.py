@@ -27,7 +27,8 @@ def expect(locator: Any) -> Any:
 def search(page: Any, query: str) -> None:
     """Search and wait until the history holds one more row of ``query`` (a repeated request is already there, and a
     click while the previous search still runs would be dropped)."""
-    before = page.locator("#history").inner_text().count(query)
+    # the history appears with the first search: read it only if it is on the page
+    before = page.evaluate("document.querySelector('#history')?.innerText || ''").count(query)
     page.locator("#query textarea").fill(query)
     page.locator("#search-btn").click()
     page.wait_for_function("([q, n]) => (document.querySelector('#history')?.innerText || '').split(q).length - 1 > n",
@@ -61,6 +62,11 @@ def _walk(page: Any, ui_server: Any, n_rows: int) -> None:
     page.locator("#unmatched-run").click()
     expect(page.locator("#unmatched-summary")).to_contain_text("searches unmatched")
     expect(page.locator("#unmatched-table")).to_contain_text("tell me a joke about penguins")
+    # the summary at the top of the tab counts them, and links to the section
+    figure = page.locator("#eval-health [data-figure=unmatched]")
+    expect(figure).to_contain_text("unmatched requests")
+    expect(figure).to_contain_text("in audit.jsonl")
+    expect(figure).to_have_attribute("href", "#sec-unmatched")
     listed = unmatched_requests(page)
     row = listed.index("tell me a joke about penguins")
     logged = [r for r in read_audit(ui_server.backend.retriever.audit.path)

@@ -31,7 +31,8 @@ os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="toolrag-gradio
 from conftest import ASSETS, ROOT, SAMPLE
 
 CHROMIUM = "/usr/bin/chromium"
-#: The README's screenshots: written only by ``python -m scripts.screenshots`` (``--update-screenshots``).
+#: The docs' screenshots (the README shows search.png): written only by ``python -m scripts.screenshots``
+#: (``--update-screenshots``).
 DOCS_SCREENSHOTS = ROOT / "docs" / "screenshots"
 #: Where every other run writes them (ignored by git), so the suite leaves a clone unchanged.
 ARTIFACT_SCREENSHOTS = ROOT / "tests" / "_artifacts" / "screenshots"
@@ -89,14 +90,15 @@ def network_guard() -> Iterator[_Guard]:
 
 @pytest.fixture(scope="session")
 def screenshot(request: pytest.FixtureRequest) -> Any:
-    """``screenshot(page, name)`` saves a full-page PNG under tests/_artifacts/screenshots/, or under
-    docs/screenshots/ with ``--update-screenshots``, and returns its path (checked to be a written PNG)."""
+    """``screenshot(page, name)`` saves a full-page PNG (``full_page=False``: the window) under
+    tests/_artifacts/screenshots/, or under docs/screenshots/ with ``--update-screenshots``, and returns its path
+    (checked to be a written PNG)."""
     folder = DOCS_SCREENSHOTS if request.config.getoption("--update-screenshots") else ARTIFACT_SCREENSHOTS
     folder.mkdir(parents=True, exist_ok=True)
 
-    def take(page: Any, name: str) -> Path:
+    def take(page: Any, name: str, *, full_page: bool = True) -> Path:
         path = folder / f"{name}.png"
-        page.screenshot(path=str(path), full_page=True)
+        page.screenshot(path=str(path), full_page=full_page)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", f"{path} is not a PNG"
         return path
 
@@ -209,11 +211,12 @@ def serve_app(demo: Any) -> str:
     return url
 
 
-def loopback_context(browser: Any, *, timeout_ms: int) -> tuple[Any, list[str]]:
-    """A fresh browser context whose requests may only go to loopback (or data:/blob: URLs); the second value
-    lists the requests it blocked."""
+def loopback_context(browser: Any, *, timeout_ms: int, viewport: tuple[int, int] = (1440, 1000)
+                     ) -> tuple[Any, list[str]]:
+    """A fresh browser context (a window of ``viewport`` pixels) whose requests may only go to loopback (or
+    data:/blob: URLs); the second value lists the requests it blocked."""
     blocked: list[str] = []
-    context = browser.new_context(viewport={"width": 1440, "height": 1000}, locale="en-US")
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, locale="en-US")
 
     def route(request_route: Any) -> None:
         url = urlparse(request_route.request.url)

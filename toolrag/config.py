@@ -4,7 +4,7 @@ toolrag uses.
 
 Every variable is read through :func:`env` (or :func:`environ` for a mapping of them), which refuses a name that
 is not in :data:`ENV_VARS`: a variable cannot be read without a row saying its default and meaning, and the
-README's configuration section is rendered from that table (:func:`env_table_markdown`). What toolrag writes
+configuration page (docs/configuration.md) is rendered from that table (:func:`env_table_markdown`). What toolrag writes
 for the libraries it imports is :data:`LIBRARY_ENV`, written only through :func:`set_default`.
 
 ``import toolrag`` changes nothing in the process environment. :func:`configure_environment` is called by
@@ -122,7 +122,8 @@ class EnvVar:
     used_by: str = "library"
 
 
-#: Every environment variable read in this repository (outside the tests), in the order the README lists them.
+#: Every environment variable read in this repository (outside the tests), in the order docs/configuration.md
+#: lists them.
 ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar(ONLINE_ENV, "off (on when `SPACE_ID` is set)",
            "`1`: model hubs may be used (Hub model ids instead of packaged weights; CLIP on); `0`: offline, "
@@ -258,7 +259,8 @@ def on_space() -> bool:
 
 
 def env_table_markdown() -> str:
-    """The README's configuration tables: :data:`ENV_VARS` (read) and :data:`LIBRARY_ENV` (set for libraries)."""
+    """The configuration tables of docs/configuration.md: :data:`ENV_VARS` (read) and :data:`LIBRARY_ENV` (set
+    for libraries)."""
     lines = ["| variable | default | meaning | read by |", "|---|---|---|---|"]
     lines += [f"| `{v.name}` | {v.default} | {v.meaning} | {v.used_by} |" for v in ENV_VARS]
     lines += ["", "Set for the libraries toolrag imports, only where you have not set them yourself:", "",

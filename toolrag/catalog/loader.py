@@ -328,7 +328,7 @@ def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
     held = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
     what = "is empty" if not held else f"holds no profile file (only {', '.join(held[:5])})"
     return (f"catalog {str(root)!r} has no tools: the folder {what}; add .yaml, .json or .jsonl profiles "
-            "(see README 'Tool profiles')")
+            "(see docs/profiles.md)")
 
 
 _META_KEYS = ("name", "assets_dir", "roles", "description")

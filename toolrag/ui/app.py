@@ -31,16 +31,22 @@ __all__ = ["CSS", "create_app", "launch"]
 CSS = """
 .toolrag-status { padding: 6px 10px; border-radius: 6px; background: #f1f3f4; }
 .toolrag-status.ready { background: #e6f4ea; } .toolrag-status.error { background: #fdecea; }
-#results table { font-size: 0.9em; }
+#results .body-cell, #results .header-cell, #eval-why .body-cell, #eval-why .header-cell { font-size: 12px; }
+#results .cell-wrap, #eval-why .cell-wrap { padding: 4px; }
+#header { gap: 4px 16px; } #header p { margin: 0; } #mode { text-align: right; }
+#image-note, #results-unscored { font-size: 0.85em; }
+#search-main { gap: 10px; }
 """
 
 
 def create_app(backend: Backend) -> gr.Blocks:
     """The Blocks app around ``backend`` (start the backend before or after; the page waits for it)."""
     h = Handlers(backend)
-    with gr.Blocks(title="toolrag playground") as demo:
-        gr.Markdown("## toolrag playground — find the few tools a request needs, with every score explained")
-        gr.Markdown(f"Mode: **{backend.access.reason}**", elem_id="mode")
+    with gr.Blocks(title="toolrag playground", fill_width=True) as demo:
+        with gr.Row(elem_id="header", equal_height=True):  # one line: the answer must fit below it
+            gr.Markdown("**toolrag playground** — find the few tools a request needs, with every score explained",
+                        elem_id="title")
+            gr.Markdown(f"Mode: **{backend.access.reason}**", elem_id="mode")
         status = gr.HTML(backend.status_html(), label="status", elem_id="status")
         history, last = gr.State([]), gr.State({})
         with gr.Tabs(elem_id="tabs") as tabs:
@@ -68,9 +74,10 @@ def create_app(backend: Backend) -> gr.Blocks:
                           show_progress_on=[status], concurrency_limit=None, **PRIVATE).then(
             caller_views, None, views, **PRIVATE)
         ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
-        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab
+        if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab (and
+            # the summary of the catalog as this caller sees it)
             ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
-                       **PRIVATE)
+                       **PRIVATE).then(*evaluate.refresh, show_progress="hidden", **PRIVATE)
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

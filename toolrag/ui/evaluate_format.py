@@ -18,6 +18,7 @@ from toolrag.evaluation.evaluator import EvalReport
 from toolrag.evaluation.html_report import ESTIMATE_CARDS, EVAL_CARDS, HEALTH_CARDS
 from toolrag.evaluation.retrievability import RetrievabilityReport, ToolSummary
 from toolrag.evaluation.risk import TRACKED, LabelFreeReport, Suggestion
+from toolrag.ui.format import IMAGE_MARK
 from toolrag.ui.studio import EditEffect
 
 __all__ = ["WHY", "confusion_table", "effect_frame", "effect_text", "estimate_cards", "estimate_summary",
@@ -70,7 +71,7 @@ def failing_table(report: EvalReport | None) -> tuple[pd.DataFrame, list[dict[st
     for o in failing(report) if report is not None else []:
         rank = gold_rank(o)
         expect = f" (expected {o.row.expect.value})" if o.row.expect and o.row.expect != o.decision else ""
-        rows.append([o.row.query + (" 🖼" if o.row.image else ""), ", ".join(o.row.gold) or "(no tool)",
+        rows.append([o.row.query + (IMAGE_MARK if o.row.image else ""), ", ".join(o.row.gold) or "(no tool)",
                      ", ".join(o.returned[:3]), f"#{rank}" if rank else "–", o.decision.value + expect, WHY])
         open_id = o.row.gold[0] if o.row.gold else (o.returned[0] if o.returned else None)
         records.append({"query": o.row.query, "image": str(o.row.image) if o.row.image else None,

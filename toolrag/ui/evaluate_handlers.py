@@ -26,11 +26,12 @@ from toolrag.evaluation.html_report import render_html
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.report import report_for
 from toolrag.evaluation.tune import save_settings
-from toolrag.evaluation.visibility import estimate_for, retrievability_for, visible_rows
+from toolrag.evaluation.visibility import retrievability_for, visible_rows
 from toolrag.files import write_atomic
 from toolrag.settings import Settings
 from toolrag.signals import SIGNALS
 from toolrag.ui import evaluate_format as views
+from toolrag.ui import evaluate_summary as health
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import View
 from toolrag.ui.deeplink import LINK_CONTROLS, link_query, parse_link
@@ -87,13 +88,13 @@ class StudioHandlers:
     def _rows(self, state: dict[str, Any] | None) -> tuple[list[QueryRow], str]:
         """The session's labelled rows, only those its "evaluate as" choice may see (see :meth:`view_as`)."""
         rows, name = self.studio.rows((state or {}).get("file"))
-        seen = self._seen(state)
+        seen = self.seen(state)
         if seen is None:
             return rows, name
         return visible_rows(rows, self.b.require().catalog, seen["codes"], role=seen["role"],
                             permissions=seen["permissions"]), name
 
-    def _seen(self, state: dict[str, Any] | None) -> dict[str, Any] | None:
+    def seen(self, state: dict[str, Any] | None) -> dict[str, Any] | None:
         """What this session's outputs may name: ``None`` for every tool, else ``codes`` (and the ``role`` and
         ``permissions`` rows naming neither are searched with). Set by :meth:`view_as` from the caller's
         sign-in; a session that never set it (an API call) gets what a visitor who did not sign in sees."""
@@ -104,8 +105,9 @@ class StudioHandlers:
                                                        "permissions": sorted(visitor.codes), "who": visitor.who}
         return None if stored["codes"] is None else {**stored, "codes": frozenset(stored["codes"])}
 
-    def _view(self, state: dict[str, Any] | None) -> View:
-        seen = self._seen(state)
+    def view_for(self, state: dict[str, Any] | None) -> View:
+        """The tools this session's outputs may name, as a :class:`View` (see :meth:`seen`)."""
+        seen = self.seen(state)
         return View(None, "the catalog's author") if seen is None else View(seen["codes"], seen["who"])
 
     def view_as(self, as_role: str | None, state: dict[str, Any] | None, request: gr.Request | None = None,
@@ -125,13 +127,16 @@ class StudioHandlers:
         else:
             seen = {"codes": sorted(catalog.role_codes(chosen)), "role": chosen, "permissions": None,
                     "who": f"role {chosen!r}"}
-        return {**(state or {}), "view": seen}, gr.update(choices=choices, value=chosen)
+        state = dict(state or {})
+        if (state.get("view") or {}).get("codes") != seen["codes"]:
+            state.pop("facts", None)  # the summary's figures were for other tools: check again for these
+        return {**state, "view": seen}, gr.update(choices=choices, value=chosen)
 
-    def _open(self, tool_id: str | None, query: str, state: dict[str, Any] | None) -> tuple[Any, ...]:
+    def open_tool(self, tool_id: str | None, query: str, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """Open ``tool_id`` in the Profiles tab with ``query`` as the rank query."""
         if not tool_id or self.b.require().catalog.get(tool_id) is None:
             raise gr.Error(f"no tool {tool_id!r} to open in this catalog")
-        code, info, replace, version = self.h.profile(tool_id, self._view(state))
+        code, info, replace, version = self.h.profile(tool_id, self.view_for(state))
         return (gr.Tabs(selected="profiles"), gr.update(value=tool_id), code, info, replace, version, query)
 
     # ----------------------------------------------------------------------------------------- evaluate
@@ -154,7 +159,8 @@ class StudioHandlers:
         report = self.studio.evaluate(rows, self.settings(controls), progress=lambda f, m: progress(f, desc=m))
         frame, records = views.failing_table(report)
         previous = state.get("metrics")
-        state.update(metrics=dict(report.metrics), failing=records)
+        state.update(metrics=dict(report.metrics), failing=records,
+                     facts={**state.get("facts", {}), "labelled": health.labelled_facts(report, name, len(records))})
         summary = (f"{report.n_queries} labelled requests from `{name}` · **{len(records)} failing** (a gold tool "
                    f"not first, or the wrong decision)" + (" · change since your previous run in small figures"
                                                            if previous else ""))
@@ -172,7 +178,7 @@ class StudioHandlers:
         skip = tuple(gr.skip() for _ in range(7))  # what _open fills
         if int(col) == 5:
             return (*self._explain(record, controls), *skip)
-        return (gr.skip(), gr.skip(), *self._open(record["open"], record["query"], state))
+        return (gr.skip(), gr.skip(), *self.open_tool(record["open"], record["query"], state))
 
     def _explain(self, record: dict[str, Any], controls: tuple[Any, ...]) -> tuple[Any, ...]:
         row = QueryRow(query=record["query"], gold=tuple(record["gold"]),
@@ -180,7 +186,9 @@ class StudioHandlers:
                        permissions=tuple(record["permissions"]) if record.get("permissions") is not None else None,
                        role=record.get("role"), history=tuple(record.get("history") or ()))
         result = Evaluator([row]).run_row(self.b.require(), row, settings=self.settings(controls))
-        return fmt.decision_banner(result), fmt.results_table(result)
+        widths = fmt.result_widths(len(fmt.scored_signals(result)))
+        return fmt.decision_banner(result), gr.update(value=fmt.results_table(result), column_widths=widths,
+                                                      visible=True)
 
     # ---------------------------------------------------------------------------------- retrievability
 
@@ -194,13 +202,15 @@ class StudioHandlers:
         tools = None if not scope or scope == ALL_TOOLS else [t.id for t in catalog.tools if t.category == scope]
         report = self.studio.retrievability(self.settings(controls), tools=tools,
                                             progress=lambda f, m: progress(f, desc=m))
-        seen = self._seen(state)
+        seen = self.seen(state)
         if seen is not None:  # only the tools this session may see, ranked among themselves
             report = retrievability_for(report, catalog, seen["codes"], vectors=self.b.require().tool_vectors(),
                                         threshold=self.studio.checker.threshold)
         frame, records = views.tools_table(report)
         previous = state.get("health")
-        state.update(health=report.health.figures(), tools=records)
+        facts = health.retrievability_facts(report, None if tools is None else scope)
+        state.update(health=report.health.figures(), tools=records, confusions=len(report.confusions),
+                     facts={**state.get("facts", {}), "retrievability": facts})
         h = report.health
         summary = (f"{h.n_tools} tools, {h.n_examples} example requests, each searched with that example left "
                    f"out of its tool's document ({report.searched} searched now, {report.encoded} encoded, "
@@ -216,7 +226,7 @@ class StudioHandlers:
         row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         if not 0 <= int(row) < len(records):
             raise gr.Error("that row is gone: check retrievability again")
-        return self._open(records[int(row)]["open"], records[int(row)]["query"], state)
+        return self.open_tool(records[int(row)]["open"], records[int(row)]["query"], state)
 
     @_named_settings
     @_guard
@@ -232,7 +242,7 @@ class StudioHandlers:
 
     def _export(self, state: dict[str, Any] | None, controls: tuple[Any, ...]) -> str:
         report = self.studio.catalog_report(self.settings(controls))
-        seen = self._seen(state)
+        seen = self.seen(state)
         if seen is not None:
             retriever = self.b.require()
             report = report_for(report, retriever.catalog, seen["codes"], vectors=retriever.tool_vectors(),
@@ -240,62 +250,6 @@ class StudioHandlers:
         file = self._out / "toolrag-report.html"
         write_atomic(file, render_html(report), error=ToolragError)
         return str(file)
-
-    # ------------------------------------------------------------------------------------ label-free
-
-    @_named_settings
-    @_guard
-    def estimate(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
-                 *controls: Any) -> tuple[Any, ...]:
-        """The label-free estimate of the tools without example requests (every tool when all have some)."""
-        state = dict(state or {})
-        report = self.studio.label_free(self.settings(controls), progress=lambda f, m: progress(f, desc=m))
-        seen = self._seen(state)
-        if seen is not None:  # a visitor or an "evaluate as" role: only the tools it may see, no hidden rival
-            report = estimate_for(report, self.b.require().catalog, seen["codes"])
-        frame, records = views.estimate_table(report)
-        state["estimates"] = records
-        return views.estimate_cards(report), views.estimate_summary(report), frame, state
-
-    @_guard
-    def pick_estimate(self, evt: gr.SelectData, state: dict[str, Any] | None) -> tuple[Any, ...]:
-        """A click on an estimated tool opens it in Profiles (the request it lost as rank query) with its
-        suggested example requests."""
-        records = (state or {}).get("estimates") or []
-        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-        if not 0 <= int(row) < len(records):
-            raise gr.Error("that row is gone: estimate again")
-        record = records[int(row)]
-        frame, queries = views.suggestion_table(record["suggestions"])
-        note = (f"{len(queries)} suggested request(s) for `{record['open']}`: click one to add it to the tool's "
-                "examples." if queries else f"No suggestion for `{record['open']}` yet: press *Suggest examples*.")
-        return (*self._open(record["open"], record["query"], state), frame, note,
-                {**(state or {}), "suggested": {"tool": record["open"], "queries": queries}})
-
-    @_named_settings
-    @_guard
-    def suggest(self, tool_id: str | None = None, state: dict[str, Any] | None = None,
-                *controls: Any) -> tuple[Any, ...]:
-        """Example requests of the bank of real requests that the search would send to the selected tool."""
-        if not tool_id:
-            raise gr.Error("pick a tool first")
-        found = self.studio.suggestions(tool_id, self.settings(controls))
-        frame, queries = views.suggestion_table(found)
-        note = (f"{len(queries)} suggested request(s) for `{tool_id}` (real requests written for other catalogs "
-                "that the search would call this tool for): click one to add it to the tool's examples."
-                if queries else f"No request of the bank is close enough to `{tool_id}` for the search to call it.")
-        return frame, note, {**(state or {}), "suggested": {"tool": tool_id, "queries": queries}}
-
-    def accept(self, evt: gr.SelectData, state: dict[str, Any] | None, rank_query: str | None = None,
-               oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
-        """One click on a suggested request adds it to the tool's examples (``extra_examples.yaml``; who may
-        edit is checked as for a save)."""
-        suggested = (state or {}).get("suggested") or {}
-        queries = suggested.get("queries") or []
-        row = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
-        if not 0 <= int(row) < len(queries):
-            raise gr.Error("that suggestion is gone: suggest again")
-        return self.h.accept_example(suggested["tool"], queries[int(row)], rank_query, None, oauth)
 
     # ------------------------------------------------------------------------------------------- tuning
 
@@ -313,6 +267,7 @@ class StudioHandlers:
             tuned["no_tool_threshold"] = round(threshold.threshold, 4)
         state["tuned"] = tuned
         state["tuned_summary"] = result.summary() + ("; " + threshold.summary() if threshold else "")
+        state["threshold_plotted"] = threshold is not None
         text = f"{result.summary()}" + (f"\n\n{threshold.summary()}" if threshold else
                                         "\n\nno-tool threshold: not calibrated (needs rows with expect: no_tool)")
         thr = threshold_figure(threshold) if threshold else None
@@ -356,17 +311,21 @@ class StudioHandlers:
         state = dict(state or {})
         settings = self.settings(controls)
         rows: list[QueryRow] = []
+        name = ""
         if "metrics" in state:  # the session evaluated: its rows and their "before" are known and cheap to rerun
             try:
-                rows, _ = self._rows(state)
+                rows, name = self._rows(state)
             except ToolragError:
                 rows = []
         effect = self.studio.effect(rows, settings, tool_id or None, progress=lambda f, m: progress(f, desc=m))
+        state["edit_moved"] = len(effect.changes.improved) + len(effect.changes.regressed)
         if not rows:
             return views.effect_text(effect), views.effect_frame(effect), *(gr.skip() for _ in range(3)), state
         frame, records = views.failing_table(effect.after_report)
         previous = state.get("metrics")
-        state.update(metrics=dict(effect.after_report.metrics), failing=records)
+        labelled = health.labelled_facts(effect.after_report, name, len(records))
+        state.update(metrics=dict(effect.after_report.metrics), failing=records,
+                     facts={**state.get("facts", {}), "labelled": labelled})
         summary = (f"{effect.after_report.n_queries} labelled requests after your edit · **{len(records)} failing**")
         return (views.effect_text(effect), views.effect_frame(effect),
                 views.metric_cards(effect.after_report.metrics, previous), summary, frame, state)
@@ -401,4 +360,4 @@ class StudioHandlers:
         root = str(headers.get("referer") or getattr(request, "url", "") or "").split("?", 1)[0]
         if "/gradio_api/" in root:
             root = root.split("/gradio_api/", 1)[0] + "/"
-        return f"🔗 [Link to this search]({root}{suffix}) — opens the page with this request and these settings."
+        return f"**[Link to this search]({root}{suffix})** — opens the page with this request and these settings."

@@ -12,6 +12,7 @@ real requests are the users' words, never shown on a read-only demo.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +26,14 @@ from toolrag.evaluation.queries import load_queries
 from toolrag.evaluation.unmatched import UnmatchedReport, add_example, add_labelled_query, read_unmatched
 from toolrag.search.results import Decision
 from toolrag.ui import evaluate_format as views
+from toolrag.ui import evaluate_summary as health
 from toolrag.ui.evaluate_handlers import SETTING_CONTROLS, StudioHandlers, _named_settings
 from toolrag.ui.handlers import _guard
 from toolrag.ui.studio import DEFAULT_QUERIES
 from toolrag.ui.tabs import PRIVATE, SearchTab
 
-__all__ = ["AS_EXAMPLE", "AS_QUERY", "NO_TOOL_LABEL", "UnmatchedHandlers", "unmatched_section", "unmatched_table"]
+__all__ = ["AS_EXAMPLE", "AS_QUERY", "NO_TOOL_LABEL", "UnmatchedHandlers", "UnmatchedSection", "unmatched_section",
+           "unmatched_table"]
 
 AS_QUERY = "a labelled request (queries.yaml)"
 AS_EXAMPLE = "an example of the tool"
@@ -106,6 +109,7 @@ class UnmatchedHandlers:
         report = read_unmatched(path, below=threshold)
         frame, records = unmatched_table(report, self._labelled())
         state["unmatched"] = records
+        state["facts"] = {"unmatched": health.unmatched_facts(report, path.name)}
         note = ""
         if self.redacted() or report.redacted:
             note = (f"\n\n**Request text is redacted** in this audit log ({AUDIT_REQUESTS_ENV}=hash keeps only each "
@@ -150,7 +154,9 @@ class UnmatchedHandlers:
             rows = load_queries(queries) if queries is not None else []
             effect = self.studio.effect(rows, settings, tool, progress=say)
             text = f"✓ Added as an example of `{tool}`.\n\n" + views.effect_text(effect)
-            return text, gr.skip(), views.effect_frame(effect), state
+            frame = views.effect_frame(effect)
+            state["moved"] = len(frame)
+            return text, gr.skip(), frame, state
         file = self.queries_file()
         before = self.studio.evaluate(load_queries(file), settings, progress=lambda f, m: say(0.4 * f, m)) \
             if file.exists() else None
@@ -166,36 +172,57 @@ class UnmatchedHandlers:
         text = (f"✓ Added to `{file.name}` ({after.n_queries} labelled requests); the new row {outcome}. "
                 "The cards show the evaluation re-run, with the change since before the label.")
         cards = views.metric_cards(after.metrics, before.metrics if before is not None else None)
+        state["moved"] = 0
         return text, cards, views.effect_frame(), state
 
 
-def unmatched_section(eh: StudioHandlers, search: SearchTab) -> None:
-    """Lay out the section (inside the Evaluate tab) and wire its events."""
-    uh = UnmatchedHandlers(eh)
+@dataclass
+class UnmatchedSection:
+    """The section's components and handlers that the Evaluate tab's summary and "run every check" use."""
+
+    uh: UnmatchedHandlers
+    state: gr.State
+    below: gr.Slider
+    summary: gr.Markdown
+    table: gr.Dataframe
+    box: gr.Column
+    shown: Any
+    """The event of the *Show unmatched requests* button."""
+
+
+def unmatched_section(uh: UnmatchedHandlers, search: SearchTab) -> UnmatchedSection:
+    """Lay out the section (inside the Evaluate tab) and wire its events. Before the log is read, the section is
+    one line saying what fills it; the table and the labelling controls appear with the first requests."""
+    eh = uh.eh
     settings = [search.controls[name] for name in SETTING_CONTROLS]
     visitor = eh.b.view()  # the page lists only what a visitor may see (every tool locally)
     tools = [t.id for t in visitor.catalog(eh.b.catalog) if not t.deprecated]
-    gr.Markdown("### Unmatched requests: what real users asked that found no tool (from the audit log)")
+    log = uh.log_path()
+    gr.Markdown("### Unmatched requests: what real users asked that found no tool (from the audit log)",
+                elem_id=health.SECTIONS["unmatched"])
     state = gr.State({})
     with gr.Row():
         below = gr.Slider(0.0, 1.0, value=0.5, step=0.05, label="also list calls with P(right) below (0: off)",
                           elem_id="unmatched-below")
         show = gr.Button("Show unmatched requests", variant="primary", elem_id="unmatched-run")
-    summary = gr.Markdown(elem_id="unmatched-summary")
-    table = gr.Dataframe(unmatched_table(None)[0], interactive=False, wrap=True, elem_id="unmatched-table",
-                         column_widths=["22%", "40%", "12%", "8%", "10%", "8%"],
-                         label="By nearest tool: click a request to label it")
-    picked = gr.Markdown("Click a request to label it.", elem_id="unmatched-picked")
-    with gr.Row():
-        how = gr.Radio([AS_QUERY, AS_EXAMPLE], value=AS_QUERY, label="Label it as", elem_id="unmatched-how")
-        tool = gr.Dropdown([NO_TOOL_LABEL, *tools], value=NO_TOOL_LABEL, label="The tool it needs",
-                           elem_id="unmatched-tool", allow_custom_value=not visitor.everything)
-        apply = gr.Button("Label it", elem_id="unmatched-label")
-    result = gr.Markdown(elem_id="unmatched-result")
-    cards = gr.HTML(elem_id="unmatched-cards")
-    changes = gr.Dataframe(views.effect_frame(), interactive=False, wrap=True, elem_id="unmatched-changes",
-                           label="Labelled requests the label moved (an example changes the index)")
-    show.click(uh.show, [below, state], [summary, table, state], api_name="unmatched")
+    summary = gr.Markdown(health.unmatched_placeholder(log.name if log else None), elem_id="unmatched-summary")
+    with gr.Column(visible=False) as box:
+        table = gr.Dataframe(unmatched_table(None)[0], interactive=False, wrap=True, elem_id="unmatched-table",
+                             column_widths=["22%", "40%", "12%", "8%", "10%", "8%"],
+                             label="By nearest tool: click a request to label it")
+        picked = gr.Markdown("Click a request to label it.", elem_id="unmatched-picked")
+        with gr.Row():
+            how = gr.Radio([AS_QUERY, AS_EXAMPLE], value=AS_QUERY, label="Label it as", elem_id="unmatched-how")
+            tool = gr.Dropdown([NO_TOOL_LABEL, *tools], value=NO_TOOL_LABEL, label="The tool it needs",
+                               elem_id="unmatched-tool", allow_custom_value=not visitor.everything)
+            apply = gr.Button("Label it", elem_id="unmatched-label")
+        result = gr.Markdown(elem_id="unmatched-result")
+        cards = gr.HTML(elem_id="unmatched-cards")
+        changes = gr.Dataframe(views.effect_frame(), interactive=False, wrap=True, elem_id="unmatched-changes",
+                               visible=False, label="Labelled requests the label moved (an example changes the index)")
+    shown = show.click(uh.show, [below, state], [summary, table, state], api_name="unmatched")
     table.select(uh.pick, state, [picked, tool, state], **PRIVATE)
     apply.click(uh.label, [how, tool, state, *settings], [result, cards, changes, state],
-                concurrency_id="studio", concurrency_limit=1, **PRIVATE)
+                concurrency_id="studio", concurrency_limit=1, **PRIVATE).success(
+        lambda st: gr.update(visible=bool(st.get("moved"))), state, changes, **PRIVATE)
+    return UnmatchedSection(uh, state, below, summary, table, box, shown)

@@ -19,36 +19,50 @@ import pandas as pd
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
-from toolrag.search.results import Decision, SearchResult
+from toolrag.search.results import Candidate, Decision, SearchResult
 from toolrag.settings import Fusion, Settings
-from toolrag.signals import SIGNALS, signal
+from toolrag.signals import IMAGE_SIGNALS, SIGNALS, signal
 
 __all__ = [
+    "BEFORE_SEARCH",
     "GUEST",
     "HISTORY_SIZE",
+    "IMAGE_MARK",
     "build_settings",
     "catalog_table",
     "decision_banner",
     "history_entry",
     "history_table",
+    "image_note",
     "lookalike_table",
     "notes_text",
     "prompt_text",
     "rank_of",
+    "result_widths",
     "results_table",
     "role_choices",
+    "scored_signals",
     "signal_column",
     "signal_info",
     "timings_text",
     "token_text",
     "tools_json",
+    "unscored_text",
 ]
 
 #: The role choice that grants no permission code (only unrestricted tools are visible).
 GUEST = "guest (no permissions)"
 HISTORY_SIZE = 6
+#: Marks a request that came with an image, in plain text: an emoji would be an empty box in a browser
+#: without an emoji font.
+IMAGE_MARK = " [+ image]"
 TOP_COLOUR = "background-color: #ffd54f; font-weight: 600"
 PART_COLOUR = "background-color: #fff3c4"
+#: Widths of the ranked table's columns #, tool, id, score and top signal; the signal columns share the rest.
+_FIXED_WIDTHS = (3.5, 14.0, 15.5, 7.0, 7.5)
+#: The decision banner before the first search: what fills it.
+BEFORE_SEARCH = ('<div class="toolrag-banner toolrag-empty">Type a request (or pick one of the examples below) and '
+                 "press <b>Search</b>: the decision and the ranked tools appear here.</div>")
 _BANNER = {
     Decision.EXECUTE: ("#e6f4ea", "#1e7e34", "CALL"),
     Decision.CLARIFY: ("#fff4e5", "#b26a00", "CLARIFY"),
@@ -57,8 +71,8 @@ _BANNER = {
 
 
 def signal_column(name: str) -> str:
-    """Header of a signal's column in the results table."""
-    return f"{name} raw (norm)"
+    """Header of a signal's column in the results table (its cells: ``raw (norm)``, the table's label says so)."""
+    return name
 
 
 def role_choices(catalog: Catalog) -> list[str]:
@@ -89,16 +103,60 @@ def signal_info(name: str, notes: Mapping[str, str]) -> str:
     return f"⚠ unavailable: {reason}" if reason else signal(name).label
 
 
+def image_note(notes: Mapping[str, str]) -> str:
+    """The line beside the image: which image signals run here and which are off (why: under its slider)."""
+    on = [s for s in IMAGE_SIGNALS if s not in notes]
+    off = [s for s in IMAGE_SIGNALS if s in notes]
+    return "Image signals: " + (", ".join(on) or "none") + (f" · **off: {', '.join(off)}**" if off else "")
+
+
 def _cell(raw: float, norm: float) -> str:
     if math.isnan(raw):
         return "–"
     return f"{raw:.3f} ({norm:.2f})"  # wraps cleanly in a narrow column: raw above, (norm) below
 
 
+def _scored(candidate: Candidate, name: str) -> bool:
+    score = candidate.signals.get(name)
+    return score is not None and not math.isnan(score.raw)
+
+
+def scored_signals(result: SearchResult) -> list[str]:
+    """The signals that scored at least one candidate of ``result``, in :data:`SIGNALS` order: the ranked
+    table's signal columns (a signal that scored no candidate is named in :func:`unscored_text` instead)."""
+    return [s for s in SIGNALS if any(_scored(c, s) for c in result.candidates)]
+
+
+def unscored_text(result: SearchResult) -> str:
+    """One line under the ranked table naming the signals that scored no candidate, grouped by why:
+    ``not scored: ocr, visual, concepts (no image given); clip (CLIP is off ...)``; empty when every signal
+    scored (or there is no candidate to score)."""
+    if not result.candidates:
+        return ""
+    scored = set(scored_signals(result))
+    reasons: dict[str, list[str]] = {}
+    for name in SIGNALS:
+        if name not in scored:
+            why = result.absent_signals.get(name) or "no candidate has what it compares"
+            reasons.setdefault(why, []).append(name)
+    parts = [f"{', '.join(names)} ({why})" for why, names in reasons.items()]
+    return f"<small>**not scored:** {html.escape('; '.join(parts))}</small>" if parts else ""
+
+
+def result_widths(n_signals: int) -> list[str]:
+    """Column widths of a ranked table with ``n_signals`` signal columns: they share what the fixed columns
+    leave, so the table fills its panel whichever signals scored."""
+    *head, top = _FIXED_WIDTHS
+    each = (100.0 - sum(_FIXED_WIDTHS)) / max(n_signals, 1)
+    return [f"{w:g}%" for w in (*head, *([each] * n_signals), top)]
+
+
 def results_table(result: SearchResult) -> Any:
-    """The ranked candidates: fused score and one ``raw (norm)`` column per signal, with the signal that
-    contributed most to each row highlighted (others that contributed get a lighter tint)."""
-    columns = ["#", "tool", "id", "score", *(signal_column(s) for s in SIGNALS), "top signal"]
+    """The ranked candidates: fused score and one ``raw (norm)`` column per signal that scored (the others
+    fold into :func:`unscored_text`), with the signal that contributed most to each row highlighted (others
+    that contributed get a lighter tint)."""
+    shown = scored_signals(result)
+    columns = ["#", "tool", "id", "score", *(signal_column(s) for s in shown), "top signal"]
     rows: list[list[Any]] = []
     tops: list[str | None] = []
     contributing: list[set[str]] = []
@@ -106,17 +164,18 @@ def results_table(result: SearchResult) -> Any:
         top = c.top_signal()
         tops.append(top)
         contributing.append({s for s, v in c.signals.items() if v.contribution > 0})
-        cells = [_cell(c.signals[s].raw, c.signals[s].norm) if s in c.signals else "–" for s in SIGNALS]
+        cells = [_cell(c.signals[s].raw, c.signals[s].norm) if s in c.signals else "–" for s in shown]
         name = c.name + (" ⚠deprecated" if c.deprecated else "") + (" ✎mutation" if c.mutation else "")
         score = c.rerank_score if c.rerank_score is not None else c.score
-        rows.append([rank, name, c.id, round(float(score), 4), *cells, top or "–"])
+        rows.append([rank, name, c.id, round(float(score), 3), *cells, top or "–"])
     frame = pd.DataFrame(rows, columns=columns)
+    by_column = {signal_column(s): s for s in shown}
 
     def highlight(row: pd.Series) -> list[str]:
         i = int(row.name)
         styles = []
         for col in frame.columns:
-            name = next((s for s in SIGNALS if signal_column(s) == col), None)
+            name = by_column.get(col)
             if name is not None and name == tops[i]:
                 styles.append(TOP_COLOUR)
             elif name is not None and name in contributing[i]:
@@ -125,7 +184,7 @@ def results_table(result: SearchResult) -> Any:
                 styles.append("")
         return styles
 
-    return frame.style.apply(highlight, axis=1).format(precision=4)
+    return frame.style.apply(highlight, axis=1).format(precision=3)
 
 
 def decision_banner(result: SearchResult) -> str:
@@ -205,7 +264,7 @@ def history_entry(result: SearchResult, *, image: bool, role: str, settings: Set
 
 def history_table(history: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The last runs, newest first."""
-    rows = [[h["time"], h["query"] + (" 🖼" if h.get("image") else ""), h["role"], h["fusion"], h["decision"],
+    rows = [[h["time"], h["query"] + (IMAGE_MARK if h.get("image") else ""), h["role"], h["fusion"], h["decision"],
              ", ".join(h["top"]), h["ms"]] for h in reversed(list(history))]
     return pd.DataFrame(rows, columns=["time", "query", "role", "fusion", "decision", "top 3", "ms"])
 

@@ -24,7 +24,7 @@ from toolrag.evaluation import projection
 from toolrag.evaluation.reliability import reliability_bins, reliability_figure
 from toolrag.images import load_image
 from toolrag.settings import Settings
-from toolrag.signals import IMAGE_SIGNALS, SIGNALS
+from toolrag.signals import SIGNALS
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import Backend, View
 
@@ -32,6 +32,8 @@ __all__ = ["MAX_IMAGE_MB", "Handlers", "checked_image"]
 
 log = logging.getLogger(__name__)
 MAX_IMAGE_MB = 10
+#: How many values :meth:`Handlers.search` returns (the Search tab's outputs).
+SEARCH_OUTPUTS = 12
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -60,7 +62,7 @@ def _skip_before_first_query(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(self: Any, query: str, image: str | None, *rest: Any, **kwargs: Any) -> Any:
         if not (query or "").strip() and not image:
-            return tuple(gr.skip() for _ in range(11))
+            return tuple(gr.skip() for _ in range(SEARCH_OUTPUTS))
         return fn(self, query, image, *rest, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -96,9 +98,7 @@ class Handlers:
             yield (self.b.status_html(), *keep)
         notes = self.b.require().signal_notes() if self.b.ready else {}
         sliders = [gr.update(info=fmt.signal_info(s, notes)) for s in SIGNALS]
-        image_off = [f"**{s}**: {fmt.signal_info(s, notes)}" for s in IMAGE_SIGNALS if s in notes]
-        note = ("Image signals: " + ("all on (OCR, visual, concepts)" if not image_off else "")
-                + "<br>".join(image_off)) if self.b.ready else ""
+        note = fmt.image_note(notes) if self.b.ready else ""
         rerank_note = getattr(self.b.retriever, "reranker_note", "") if self.b.ready else ""
         yield (self.b.status_html(), note, gr.update(info=rerank_note or "cross-encoder on the top-N"), *sliders)
 
@@ -132,13 +132,23 @@ class Handlers:
         entry = fmt.history_entry(result, image=bool(image), role=role or fmt.GUEST, settings=settings)
         history = [*(history or []), entry][-fmt.HISTORY_SIZE:]
         last = {"query": query, "image": image, "role": role_name, "settings": settings.to_dict(),
-                "top": result.ids}
+                "top": result.ids, "scored": fmt.scored_signals(result)}
         return (fmt.decision_banner(result), fmt.results_table(result), fmt.prompt_text(result),
                 fmt.tools_json(result), fmt.token_text(result), fmt.timings_text(result),
-                fmt.notes_text(result), result.to_json(), history, fmt.history_table(history), last)
+                fmt.notes_text(result), result.to_json(), history, fmt.history_table(history), last,
+                fmt.unscored_text(result))
 
     rerun = _skip_before_first_query(search)
     """Re-rank after a control changed; nothing happens before the first query."""
+
+    @staticmethod
+    def result_views(last: dict[str, Any] | None) -> tuple[Any, ...]:
+        """After a search: the ranked table (its columns sized for the signals that scored) and the history
+        appear; nothing is drawn before the first search."""
+        if not last or "scored" not in last:
+            return gr.skip(), gr.skip()
+        return (gr.update(visible=True, column_widths=fmt.result_widths(len(last["scored"]))),
+                gr.update(visible=True))
 
     @_guard
     def reliability(self) -> Any:

@@ -34,6 +34,23 @@ _EXAMPLES: list[tuple[str, str | None]] = [
 ]
 
 
+#: After Search: if the decision banner and the first three ranked tools are not all on screen (a small window),
+#: scroll so the banner is at the top. Runs in the browser once the table shows rows (a first search makes the
+#: table appear a moment after the result).
+REVEAL_ANSWER = """() => {
+  const start = performance.now();
+  const reveal = () => {
+    const banner = document.getElementById("decision-banner");
+    const rows = document.querySelectorAll("#results [role=row].virtual-row");
+    if (!banner || (!rows.length && performance.now() - start < 3000)) { requestAnimationFrame(reveal); return; }
+    const last = rows.length ? rows[Math.min(rows.length, 3) - 1] : banner;
+    const top = banner.getBoundingClientRect().top, bottom = last.getBoundingClientRect().bottom;
+    if (top < 0 || bottom > window.innerHeight) window.scrollBy({top: top - 8, behavior: "instant"});
+  };
+  requestAnimationFrame(reveal);
+}"""
+
+
 def _examples(backend: Backend) -> list[list[Any]]:
     """Example requests; an example's image is used when the repository's ``assets/queries`` has it."""
     folder = backend.catalog_path.resolve().parent / "assets" / "queries"
@@ -56,6 +73,8 @@ class SearchTab:
     outputs: list[Any] = field(default_factory=list)
     controls: dict[str, Any] = field(default_factory=dict)
     """The controls by name (query, role, categories, top_k, fusion, ..., w_<signal>): links and tuning set them."""
+    share_slot: Any = None
+    """Where the link to the last search goes, under the result."""
 
 
 def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State) -> SearchTab:
@@ -67,71 +86,78 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
     roles = h.role_choices(visitor)
     default = "employee" if "employee" in roles and visitor.everything else (
         backend.access.public_role if backend.access.public_role in roles else fmt.GUEST)
-    with gr.Tab("Search", id="search", elem_id="tab-search") as tab:
-        with gr.Row():
-            with gr.Column(scale=3):
-                query = gr.Textbox(label="Request (中文 or English)", lines=2, elem_id="query",
-                                   placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
-                with gr.Row():
-                    image = checked_image(label="Image (optional)", elem_id="query-image", height=210,
+    with gr.Tab("Search", id="search", elem_id="tab-search") as tab, gr.Row(equal_height=False):
+        # The request and its answer on the left, the tuning on the right: moving a slider never pushes the
+        # answer out of view, and the decision is on screen after Search on a laptop or a Space-sized window.
+        with gr.Column(scale=3, min_width=560, elem_id="search-main"):
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=3, min_width=300):
+                    query = gr.Textbox(label="Request (中文 or English)", lines=3, elem_id="query",
+                                       placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
+                    search_btn = gr.Button("Search", variant="primary", elem_id="search-btn")
+                with gr.Column(scale=2, min_width=220):  # the image, and beside it which image signals run here
+                    image = checked_image(label="Image (optional)", elem_id="query-image", height=150,
                                           sources=["upload", "clipboard"])
-                    with gr.Column():
-                        image_note = gr.Markdown(label="image signals", elem_id="image-note")
-                        # Shared: the page load offers a signed-in user their roles, so an API caller may name
-                        # one the page did not list; the search handler refuses a role the caller lacks.
-                        role = gr.Dropdown(roles, value=default, label="Caller role (simulated)", elem_id="role",
-                                           allow_custom_value=not visitor.everything,
-                                           info="Simulates the caller your agent passes (role = permission "
-                                                "codes); it is not a sign-in" if visitor.everything else
-                                                "The roles you hold here; sign in for others")
-                        categories = gr.Dropdown(catalog.categories, multiselect=True, value=[],
-                                                 allow_custom_value=True, label="Categories (empty = all)",
-                                                 elem_id="categories")
-                        search_btn = gr.Button("Search", variant="primary", elem_id="search-btn")
-                with gr.Accordion("Examples (click one to fill the request)", open=False):
-                    gr.Examples(_examples(backend), [query, image], label=None)
-            with gr.Column(scale=2):
-                with gr.Row():
-                    top_k = gr.Slider(1, 20, value=base.top_k, step=1, label="top-K", elem_id="top-k")
-                    fusion = gr.Radio(["late", "early", "rrf"], value=base.fusion.value, label="Fusion",
-                                      elem_id="fusion")
-                    normalization = gr.Dropdown(
-                        [n.value for n in Normalization], value=base.normalization.value,
-                        label="Normalisation", elem_id="normalization",
-                        info="standard: z-scores against the whole catalog (shipped)")
-                with gr.Row():
-                    clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
-                                        info="ask when the top two look-alikes are this close", elem_id="clarify-gap")
-                    no_tool = gr.Slider(-1, 1, value=base.no_tool_threshold if base.no_tool_threshold is not None
-                                        else -1.0, step=0.01, label="No-tool threshold (-1: the model decides)",
-                                        elem_id="no-tool")
+                    image_note = gr.Markdown(label="image signals", elem_id="image-note")
+            banner = gr.HTML(fmt.BEFORE_SEARCH, label="decision", elem_id="decision-banner")
+            table = gr.Dataframe(interactive=False, wrap=True, elem_id="results", visible=False,
+                                 label="Ranked tools · raw score (normalised) per signal · yellow: what carried it")
+            unscored = gr.Markdown(elem_id="results-unscored")
+            with gr.Row():
+                tokens = gr.Markdown(label="token saving", elem_id="tokens")
+                timings = gr.Markdown(label="timings", elem_id="timings")
+            notes = gr.Markdown(label="notes", elem_id="notes")
+            with gr.Column(elem_id="share-slot") as share_slot:
+                pass  # the link to this search goes here (toolrag.ui.evaluate_tab.share_link)
+            with gr.Accordion("Examples (click one to fill the request)", open=False):
+                gr.Examples(_examples(backend), [query, image], label=None)
+            with gr.Accordion("Prompt block and OpenAI tools JSON to inject", open=False), gr.Row():
+                prompt = gr.Code(language="markdown", label="Prompt block", elem_id="prompt")
+                tools = gr.Code(language="json", label="tools", elem_id="tools-json")
+            with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
+                raw = gr.JSON(label="result", elem_id="result-json")
+            with gr.Accordion("Decision model: reliability of P(right)", open=False):
+                reliability_btn = gr.Button("Plot the reliability curve", elem_id="reliability-btn")
+                reliability_plot = gr.Plot(label="Reliability of P(right)", elem_id="reliability-plot",
+                                           visible=False)
+            history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history",
+                                      visible=False)
+        with gr.Column(scale=1, min_width=250, elem_id="tuning"):  # who asks, then how to rank (collapsible)
+            # Shared: the page load offers a signed-in user their roles, so an API caller may name one the page
+            # did not list; the search handler refuses a role the caller lacks.
+            role = gr.Dropdown(roles, value=default, label="Caller role (simulated)", elem_id="role",
+                               allow_custom_value=not visitor.everything,
+                               info="Simulates the caller your agent passes (role = permission codes); it is not a "
+                                    "sign-in" if visitor.everything else "The roles you hold here; sign in for others")
+            categories = gr.Dropdown(catalog.categories, multiselect=True, value=[], allow_custom_value=True,
+                                     label="Categories (empty = all)", elem_id="categories")
+            with gr.Accordion("Tuning: retrieval, decision thresholds, weights", open=True, elem_id="tuning-panel"):
+                top_k = gr.Slider(1, 20, value=base.top_k, step=1, label="top-K", elem_id="top-k")
+                fusion = gr.Radio(["late", "early", "rrf"], value=base.fusion.value, label="Fusion", elem_id="fusion")
+                normalization = gr.Dropdown(
+                    [n.value for n in Normalization], value=base.normalization.value,
+                    label="Normalisation", elem_id="normalization",
+                    info="standard: z-scores against the whole catalog (shipped)")
+                clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
+                                    info="ask when the top two look-alikes are this close", elem_id="clarify-gap")
+                no_tool = gr.Slider(-1, 1, value=base.no_tool_threshold if base.no_tool_threshold is not None
+                                    else -1.0, step=0.01, label="No-tool threshold (-1: the model decides)",
+                                    elem_id="no-tool")
                 rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
                 weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
                                      info=signal(s).label, elem_id=f"w-{s}") for s in SIGNALS]
-        banner = gr.HTML(label="decision", elem_id="decision-banner")
-        table = gr.Dataframe(interactive=False, wrap=True, elem_id="results",
-                             column_widths=["3%", "14%", "17%", "6%", *["7.5%"] * len(SIGNALS), "7.5%"],
-                             label="Ranked tools (yellow = the signal that carried the tool)")
-        with gr.Row():
-            tokens = gr.Markdown(label="token saving", elem_id="tokens")
-            timings = gr.Markdown(label="timings", elem_id="timings")
-        notes = gr.Markdown(label="notes", elem_id="notes")
-        with gr.Accordion("Prompt block and OpenAI tools JSON to inject", open=False), gr.Row():
-            prompt = gr.Code(language="markdown", label="Prompt block", elem_id="prompt")
-            tools = gr.Code(language="json", label="tools", elem_id="tools-json")
-        with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
-            raw = gr.JSON(label="result", elem_id="result-json")
-        with gr.Accordion("Decision model: reliability of P(right)", open=False):
-            reliability_btn = gr.Button("Plot the reliability curve", elem_id="reliability-btn")
-            reliability_plot = gr.Plot(label="Reliability of P(right)", elem_id="reliability-plot")
-        history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history")
 
     inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history,
               normalization]
-    outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last]
+    outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last, unscored]
     searched = [search_btn.click(h.search, inputs, outputs, api_name="search", **SHARED),
                 query.submit(h.search, inputs, outputs, **SHARED, **PRIVATE)]
-    reliability_btn.click(h.reliability, None, reliability_plot, api_name="reliability")
+    for event in searched:
+        event.success(None, None, None, js=REVEAL_ANSWER)
+    reliability_btn.click(h.reliability, None, reliability_plot, api_name="reliability").success(
+        lambda: gr.update(visible=True), None, reliability_plot, **PRIVATE)  # no empty plot before the curve
+    # The ranked table and the history appear with the first search; the table's columns fit what scored.
+    last.change(h.result_views, last, [table, history_df], show_progress="hidden", **PRIVATE)
     for slider in (top_k, clarify, no_tool, *weights):
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
@@ -139,7 +165,8 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
     controls = {"query": query, "role": role, "categories": categories, "top_k": top_k, "fusion": fusion,
                 "normalization": normalization, "rerank": rerank, "clarify_gap": clarify, "no_tool_threshold": no_tool,
                 **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
-    return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls)
+    return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls,
+                     share_slot)
 
 
 def space_tab(h: Handlers, last: gr.State) -> None:
