@@ -27,8 +27,10 @@ from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
 from toolrag.errors import ModelUnavailable
 from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.replica import ReplicaIndex
 from toolrag.index.snapshot import IndexSnapshot, filter_key
 from toolrag.index.tool_index import ToolIndex
+from toolrag.observe import search_done
 from toolrag.progress import Progress
 from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
 from toolrag.search.auditing import search_record
@@ -60,7 +62,7 @@ EXACT_LIMIT = 20_000
 class ToolRetriever:
     """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
 
-    def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
+    def __init__(self, index: ToolIndex | ReplicaIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
                  reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None,
                  decisions: DecisionCalibrator | None = None) -> None:
@@ -110,6 +112,17 @@ class ToolRetriever:
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
         index = ToolIndex(cat, models, store=store, progress=progress)
         decisions = DecisionCalibrator(models, folder=folder / "decisions")
+        retriever = cls.around(index, settings=settings, audit=audit, decisions=decisions)
+        if progress is not None:
+            progress(1.0, "calibrating the decision model")
+        retriever.decision_model()
+        return retriever
+
+    @classmethod
+    def around(cls, index: ToolIndex | ReplicaIndex, *, settings: Settings, audit: AuditLog | None,
+               decisions: DecisionCalibrator) -> ToolRetriever:
+        """A retriever over an index already open (a catalog's, or a replica's of a published index), with the
+        reranker the settings ask for (loaded on the first reranked search)."""
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             def load_reranker() -> Reranker:
@@ -126,9 +139,6 @@ class ToolRetriever:
             note = (f"reranker off: no cross-encoder weights ship in a package; set {RERANK_ENV} "
                     "(or --rerank-model) to a cross-encoder path or Hub id")
             retriever = cls(index, settings=settings, reranker_note=note, audit=audit, decisions=decisions)
-        if progress is not None:
-            progress(1.0, "calibrating the decision model")
-        retriever.decision_model()
         return retriever
 
     def reload(self, catalog: Catalog, progress: Progress | None = None) -> int:
@@ -254,7 +264,7 @@ class ToolRetriever:
         ``snapshot``: search this view of the index instead of the live one (the retrievability report
         searches views where one tool's document leaves one example out; up to ``EXACT_LIMIT`` tools).
         """
-        t0 = time.perf_counter()
+        t0, started_ns = time.perf_counter(), time.time_ns()
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
@@ -302,6 +312,8 @@ class ToolRetriever:
         if self.audit is not None and audited:
             self.audit.write(search_record(result, audit=self.audit, role=role, image=image is not None,
                                            n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
+        if audited:  # metrics and traces (toolrag.observe; no-ops without the observe extra)
+            search_done(result, role=role, started_ns=started_ns, redact=getattr(self.audit, "hash_requests", None))
         return result
 
     def prepare(self, queries: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
