@@ -21,6 +21,7 @@ from toolrag.cli.common import (
 )
 from toolrag.config import INDEX_ENV, chroma_url, index_name
 from toolrag.errors import SettingsError, ToolragError
+from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
 
@@ -134,10 +135,18 @@ def _open_replica(args: argparse.Namespace, name: str) -> ToolRetriever:
     retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog, settings=settings_from_args(args),
                              data_dir=args.data_dir, audit=audit_from_args(args), progress=cli_progress)
     warn(retriever.model_notes())
-    health = retriever.index.health()  # type: ignore[union-attr]
-    state = (f"serving version {health.version} ({health.tools} tools)" if health.version
-             else f"not ready: {health.reason}")
-    print(f"index {name}: {state}; following its new versions", file=sys.stderr)
+    replica = retriever.index
+    if isinstance(replica, ReplicaIndex):
+        pushed = replica.last_push
+        if pushed is not None:
+            print(f"index {name}: version {pushed.version} " + (
+                f"built and pushed here ({pushed.encoded} texts/images encoded)" if pushed.built else
+                "pushed (its data was complete)" if pushed.flipped else "already pushed (by another process)"),
+                  file=sys.stderr)
+        health = replica.health()
+        state = (f"serving version {health.version} ({health.tools} tools)" if health.version
+                 else f"not ready: {health.reason}")
+        print(f"index {name}: {state}; following its new versions", file=sys.stderr)
     return retriever
 
 

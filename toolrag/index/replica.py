@@ -70,6 +70,8 @@ class ReplicaIndex:
         self.poll = poll
         self.on_swap = on_swap
         self.encoded_last_sync = 0
+        #: What this process's last push did (``None``: it pushed nothing).
+        self.last_push: PushResult | None = None
         self._published: PublishedIndex | None = pusher.published if pusher is not None else None
         self._snapshot: IndexSnapshot | None = None
         self._manifest = Manifest(name)
@@ -107,6 +109,7 @@ class ReplicaIndex:
     def adopt(self, result: PushResult) -> None:
         """Serve the version a push made (the built snapshot, else the version read from the store)."""
         self.encoded_last_sync = result.encoded
+        self.last_push = result
         self._manifest = result.manifest
         current = self._snapshot
         if current is not None and current.version == result.version:
