@@ -111,6 +111,23 @@ def replicas(folder: Path, *specs: tuple[str, tuple[str, ...], Path]) -> Iterato
             replica.stop()
 
 
+@contextlib.contextmanager
+def playground(folder: Path, url: str, index: str, cwd: Path) -> Iterator[Replica]:
+    """``python app.py`` with ``TOOLRAG_CHROMA_URL`` and ``TOOLRAG_INDEX`` only (no catalog), answering like a
+    replica on ``/readyz`` and ``/metrics``."""
+    app = Replica.__new__(Replica)
+    app.port, app.log = free_port(), folder / "app.log"
+    env = {**_env(TOOLRAG_CHROMA_URL=url, TOOLRAG_INDEX=index), "PYTHONPATH": str(ROOT),
+           "GRADIO_SERVER_PORT": str(app.port)}
+    with app.log.open("wb") as log:
+        app.proc = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=cwd, env=env, stdout=log,
+                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    try:
+        yield app
+    finally:
+        app.stop()
+
+
 def wait_for(check: Callable[[], bool], timeout: float, what: str) -> float:
     """Seconds until ``check()`` held (AssertionError naming ``what`` after ``timeout``)."""
     start = time.monotonic()
@@ -139,7 +156,7 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
         first = push(catalog, chroma.url, "tools", tmp_path)
         args = ("--chroma-url", chroma.url, "--index", "tools")
         with replicas(tmp_path, ("reader", args, empty), ("writer", (*args, "--catalog", str(catalog)), ROOT)) as (
-                reader, writer):
+                reader, writer), playground(tmp_path, chroma.url, "tools", empty) as app:
             for replica in (reader, writer):
                 wait_for(lambda r=replica: r.readyz()[0] == 200, 300, "a replica ready")  # type: ignore[misc]
                 assert replica.readyz()[1]["version"] == first
@@ -160,6 +177,9 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
                 assert took < 10
             answer = reader.search("where is parseInvoice defined in our code")
             assert answer["index_version"] == second and "Mercurial" in answer["tools"][0]["description"]
+            # The playground serves the same index without catalog files, read-only, and follows it too.
+            wait_for(lambda: app.readyz()[1].get("version") == second, 120, "the playground on the pushed version")
+            assert "toolrag_index_info" in app.metrics() and app.readyz()[1]["tools"] == 8
             assert '"toolrag.search' not in reader.metrics()  # metrics are Prometheus text
             from prometheus_client.parser import text_string_to_metric_families
 
@@ -172,7 +192,7 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
             chroma.stop()
             wait_for(lambda: reader.readyz()[0] == 503, 20, "readiness false while Chroma is down")
             status, health = reader.readyz()
-            assert health["version"] == second and "Chroma" in health["reason"]
+            assert status == 503 and health["version"] == second and "Chroma" in health["reason"]
             assert reader.search("where is parseInvoice defined in our code")["index_version"] == second
             chroma.start()
             for replica in (reader, writer):
