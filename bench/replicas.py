@@ -1,16 +1,17 @@
 """Replicas of a published index behind one Chroma server: sizing and a load run (docs/deploy.md).
 
     python -m bench.replicas --sizing 1000 10000     # memory per replica, searches per second per core
-    python -m bench.replicas --load 60               # 2 replicas x 8 clients for 60 s, a change pushed half-way
+    python -m bench.replicas --load 120              # 2 replicas x 8 clients for 120 s, a change pushed 10 s in
 
 Sizing: a synthetic catalog (bench.synthetic) of each size is pushed to a ``chroma run`` server started here; a
 read-only replica (``toolrag serve --index --transport http``, no catalog file) is started, warmed with 20
 searches and its resident memory read; then this process opens a replica of its own and times searches of
 distinct paraphrased requests on one thread (``OMP_NUM_THREADS=1``): searches per second per core.
 
-Load: the sample catalog is pushed, two replicas serve it over MCP (streamable HTTP) and 8 clients (4 per replica,
-one MCP session each) search back to back for the given time; half-way a change to 10 tools' descriptions is
-pushed with ``toolrag index``. Every answer is checked against the catalog of the version it names: an answer
+Load: a synthetic catalog (1,000 tools by default) is pushed, two replicas serve it over MCP (streamable HTTP) and
+8 clients (4 per replica, one MCP session each) search back to back for the given time, each request a paraphrase
+never sent before (no cached query vector); 10 s in, a change to 10 tools' descriptions is pushed with
+``toolrag index`` (its models load while the clients run: give the run 120 s so that both versions answer). Every answer is checked against the catalog of the version it names: an answer
 whose tools carry descriptions of another version mixes two versions. Errors, mixed answers, latency percentiles
 and the time until both replicas served the push are printed.
 """
@@ -44,7 +45,7 @@ CHANGED = 10
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
-    return {**env, "PYTHONPATH": str(REPO), "TOOLRAG_INDEX_POLL": "1", "OMP_NUM_THREADS": "1", **extra}
+    return {**env, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", **extra}
 
 
 def _push(catalog: Path, url: str, name: str, data: Path) -> str:
@@ -151,36 +152,36 @@ def sizing(sizes: Sequence[int], searches: int, work: Path) -> list[dict[str, An
 
 
 # -------------------------------------------------------------------------------------------------------- load
-def _changed_catalog(source: Path, target: Path) -> tuple[dict[str, str], list[str]]:
-    """A copy of the sample catalog with :data:`CHANGED` tools' descriptions changed; the changed ids' new
-    descriptions, and requests (their examples) that find them."""
-    from toolrag.catalog.loader import load_catalog
-
+def _changed_catalog(source: Path, target: Path) -> dict[str, str]:
+    """A copy of the synthetic catalog ``source`` with the first :data:`CHANGED` tools' descriptions changed; the
+    changed ids' new descriptions."""
     shutil.copytree(source, target, dirs_exist_ok=True)
-    catalog = load_catalog(source)
-    chosen = [t for t in catalog.tools if not t.deprecated and not t.permissions and t.examples][:CHANGED]
-    new = {}
-    for file in sorted(target.glob("*.yaml")):
-        text = file.read_text(encoding="utf-8")
-        for tool in chosen:
-            if tool.description in text and tool.id not in new:
-                new[tool.id] = tool.description.rstrip() + " (revised)"
-                text = text.replace(tool.description, new[tool.id], 1)
-        file.write_text(text, encoding="utf-8")
-    return new, [t.examples[0].query for t in chosen]
+    lines = (source / "tools.jsonl").read_text(encoding="utf-8").splitlines()
+    new: dict[str, str] = {}
+    out = []
+    for n, line in enumerate(lines):
+        tool = json.loads(line)
+        if n < CHANGED:
+            tool["description"] = new[tool["id"]] = tool["description"].rstrip() + " (revised)"
+        out.append(json.dumps(tool, ensure_ascii=False))
+    (target / "tools.jsonl").write_text("\n".join(out) + "\n", encoding="utf-8")
+    return new
 
 
-def load(seconds: float, clients: int, work: Path) -> dict[str, Any]:
+def load(seconds: float, clients: int, tools: int, work: Path) -> dict[str, Any]:
     import anyio
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
+    from bench.synthetic import make_catalog, make_queries
     from toolrag.catalog.loader import load_catalog
 
-    source = REPO / "sample_tools"
+    source = make_catalog(work / "synthetic", tools, image_every=0)
     old = {t.id: t.description for t in load_catalog(source).tools}
     changed = work / "changed"
-    new, queries = _changed_catalog(source, changed)
+    new = _changed_catalog(source, changed)
+    # A quarter of the requests find a changed tool (its description as the request): the answers that could mix.
+    queries = [q for q, _ in make_queries(source, 300)] + [old[tool] for tool in new] * 10
     with ChromaServer(work) as chroma:
         first = _push(source, chroma.url, "load", work / "data-push")
         servers = [_serve(chroma.url, "load", work / f"data-{n}", work) for n in range(2)]
@@ -198,8 +199,8 @@ def load(seconds: float, clients: int, work: Path) -> dict[str, Any]:
                     await session.initialize()
                     i = n
                     while time.monotonic() < stop:
-                        query = queries[i % len(queries)]
-                        i += 1
+                        query = f"{queries[i % len(queries)]} (request {i})"  # never a cached query vector
+                        i += clients
                         t0 = time.perf_counter()
                         try:
                             result = await session.call_tool("search_tools", {"query": query, "k": 3})
@@ -211,9 +212,13 @@ def load(seconds: float, clients: int, work: Path) -> dict[str, Any]:
                                         {t["id"]: t["description"] for t in answer.get("tools", [])}, error))
 
             def push_later() -> None:
-                time.sleep(seconds / 2)
+                time.sleep(min(10.0, seconds / 6))
                 start = time.monotonic()
-                version = _push(changed, chroma.url, "load", work / "data-push")
+                try:
+                    version = _push(changed, chroma.url, "load", work / "data-push")
+                except SystemExit as exc:
+                    pushed["error"] = str(exc)
+                    return
                 pushed.update(version=version, pushed_s=round(time.monotonic() - start, 1))
                 versions[version] = {**old, **new}
                 done = time.monotonic()
@@ -244,7 +249,7 @@ def load(seconds: float, clients: int, work: Path) -> dict[str, Any]:
             "mixed": len(mixed), "per_version": {v: sum(1 for a in answers if a[1] == v) for v in versions},
             "p50_ms": round(statistics.median(times) * 1000, 1) if times else None,
             "p95_ms": round(times[int(0.95 * (len(times) - 1))] * 1000, 1) if times else None,
-            "throughput_per_s": round(len(times) / seconds, 1), **pushed,
+            "throughput_per_s": round(len(times) / seconds, 1), "tools": tools, **pushed,
             "first_errors": [a[3] for a in errors[:3]]}
 
 
@@ -262,10 +267,13 @@ def tables(results: dict[str, Any]) -> str:
         lines.append("")
     if results.get("load"):
         r = results["load"]
-        lines += ["| replicas x clients | seconds | searches | errors | answers mixing versions | p50 (ms) | p95 (ms) | "
-                  "push served by both after (s) |", "|---|---:|---:|---:|---:|---:|---:|---:|",
-                  f"| {r['replicas']} x {r['clients']} | {r['seconds']:g} | {r['searches']} | {r['errors']} | "
-                  f"{r['mixed']} | {r['p50_ms']} | {r['p95_ms']} | {r.get('served_after_s')} |"]
+        counts = " / ".join(str(n) for n in r["per_version"].values())
+        lines += ["| replicas x clients | tools | seconds | searches (first / pushed version) | errors | answers mixing "
+                  "versions | p50 (ms) | p95 (ms) | push command (s) | served by both after it (s) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+                  f"| {r['replicas']} x {r['clients']} | {r['tools']:,} | {r['seconds']:g} | {r['searches']} ({counts}) | "
+                  f"{r['errors']} | {r['mixed']} | {r['p50_ms']} | {r['p95_ms']} | {r.get('pushed_s')} | "
+                  f"{r.get('served_after_s')} |"]
     return "\n".join(lines)
 
 
@@ -276,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.add_argument("--searches", type=at_least(10), default=200, help="timed searches per size")
         parser.add_argument("--load", type=float, metavar="SECONDS", help="run the load test for this long")
         parser.add_argument("--clients", type=at_least(1), default=8, help="clients of the load run (default 8)")
+        parser.add_argument("--tools", type=at_least(20), default=1000, help="tools of the load run's catalog")
 
     args = parse_args("bench.replicas", __doc__ or "", argv, options, results="replicas.json")
     if not args.sizing and not args.load:
@@ -286,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.sizing:
             results["sizing"] = sizing(args.sizing, args.searches, work / "sizing")
         if args.load:
-            results["load"] = load(args.load, args.clients, work / "load")
+            results["load"] = load(args.load, args.clients, args.tools, work / "load")
         return keep_results(args, results, "replicas.json", tables)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -100,12 +100,16 @@ def unpack(blob: bytes) -> tuple[dict[str, Any], SavedState]:
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:
             meta = json.loads(zlib.decompress(npz["__meta__"].tobytes()).decode("utf-8", "surrogatepass"))
-            if meta.get("format") != FORMAT:
-                raise ValueError(f"published index data of format {meta.get('format')!r}; this toolrag reads "
-                                 f"format {FORMAT}: push the index again with this toolrag version")
             arrays = {name: npz[name] for name in npz.files if name != "__meta__"}
+    except (OSError, ValueError, KeyError, TypeError, zlib.error) as exc:
+        raise ValueError(f"published index data cannot be read ({type(exc).__name__}: {exc})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else None
+        raise ValueError(f"published index data of format {found!r}; this toolrag reads format {FORMAT}: push the "
+                         "index again with this toolrag version")
+    try:
         return meta, state_from_parts(meta["state"], arrays.__getitem__)
-    except (OSError, KeyError, TypeError, zlib.error, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise ValueError(f"published index data cannot be read ({type(exc).__name__}: {exc})") from None
 
 
@@ -133,26 +137,33 @@ def owner_id() -> str:
 
 class Lease:
     """The right to build one version, held in a collection's metadata until ``expires``; renewed every third of
-    the lease by a daemon thread while held. :meth:`check` raises when another process took it over (this one
-    stalled past the expiry), so a stale builder never flips the manifest."""
+    the lease by a daemon thread while held (``heartbeat=False``: only by :meth:`renew`). :meth:`check` raises
+    when another process took it over (this one stalled past the expiry), so a stale builder never flips the
+    manifest."""
 
-    def __init__(self, index: PublishedIndex, version: str, owner: str, ttl: float) -> None:
+    def __init__(self, index: PublishedIndex, version: str, owner: str, ttl: float, *, heartbeat: bool = True
+                 ) -> None:
         self.index, self.version, self.owner, self.ttl = index, version, owner, ttl
         self.lost: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="toolrag-lease", daemon=True)
-        self._thread.start()
+        if heartbeat:
+            threading.Thread(target=self._beat, name="toolrag-lease", daemon=True).start()
 
     def _beat(self) -> None:
-        while not self._stop.wait(self.ttl / 3):
-            try:
-                holder = self.index.lease_holder(self.version)
-                if holder is None or holder[0] != self.owner:
-                    self.lost = f"taken over by {holder[0] if holder else 'nobody'}"
-                    return
-                self.index.renew(self.version, self.owner, self.ttl)
-            except StoreError as exc:  # a blip: the next beat tries again, the expiry leaves room for two misses
-                log.warning("renewing the build lease of %s failed: %s", self.version, exc)
+        while not self._stop.wait(self.ttl / 3) and self.renew():
+            pass
+
+    def renew(self) -> bool:
+        """Push the expiry one lease ahead; False (and :attr:`lost` set) when another process holds it now."""
+        try:
+            holder = self.index.lease_holder(self.version)
+            if holder is None or holder[0] != self.owner:
+                self.lost = f"taken over by {holder[0] if holder else 'nobody'}"
+                return False
+            self.index.renew(self.version, self.owner, self.ttl)
+        except StoreError as exc:  # a blip: the next beat tries again, the expiry leaves room for two misses
+            log.warning("renewing the build lease of %s failed: %s", self.version, exc)
+        return True
 
     def check(self) -> None:
         if self.lost is not None:
@@ -309,12 +320,12 @@ class PublishedIndex:
             return None
         return str(meta.get("owner", "?")), float(meta.get("expires", 0.0))
 
-    def acquire(self, version: str, *, owner: str, ttl: float) -> Lease | None:
+    def acquire(self, version: str, *, owner: str, ttl: float, heartbeat: bool = True) -> Lease | None:
         """The lease to build ``version``, or ``None`` while another process holds it; an expired one (its holder
         died) is taken over."""
         name = self.lease_name(version)
         if self._create(name, {"owner": owner, "expires": time.time() + ttl}):
-            return Lease(self, version, owner, ttl)
+            return Lease(self, version, owner, ttl, heartbeat=heartbeat)
         holder = self.lease_holder(version)
         if holder is not None and holder[1] > time.time():
             return None
@@ -323,7 +334,7 @@ class PublishedIndex:
                         self.name, version, holder[0])
         self.drop(name)
         if self._create(name, {"owner": owner, "expires": time.time() + ttl}):
-            return Lease(self, version, owner, ttl)
+            return Lease(self, version, owner, ttl, heartbeat=heartbeat)
         return None
 
     def renew(self, version: str, owner: str, ttl: float) -> None:

@@ -32,9 +32,13 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import collection_specs
 from toolrag.progress import Progress
 
-__all__ = ["Health", "ReplicaIndex"]
+__all__ = ["Health", "IncompatibleVersion", "ReplicaIndex"]
 
 log = logging.getLogger(__name__)
+
+
+class IncompatibleVersion(StoreError):
+    """A version built with other models or signals than this replica loads: refused until another is pushed."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class ReplicaIndex:
         self._snapshot: IndexSnapshot | None = None
         self._manifest = Manifest(name)
         self._problem: str | None = "not loaded yet"
+        self._refused: tuple[str, str] | None = None  # a version this replica cannot serve, and why
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -153,7 +158,7 @@ class ReplicaIndex:
         except ValueError as exc:
             raise StoreError(f"index {self.name!r} version {version}: {exc}") from None
         if dict(meta.get("collections", {})) != self._specs:
-            raise StoreError(
+            raise IncompatibleVersion(
                 f"index {self.name!r} version {version} was built with other models or signals "
                 f"({sorted(meta.get('collections', {}))}) than this replica loads ({sorted(self._specs)}): start "
                 "the replica with the same --text-model, --english-model, --clip-model settings as the push")
@@ -177,7 +182,13 @@ class ReplicaIndex:
             manifest = self.published().manifest()
             current = self._snapshot
             if manifest.version is not None and (current is None or current.version != manifest.version):
-                snapshot = self.load(manifest.version)
+                if self._refused is not None and self._refused[0] == manifest.version:
+                    raise StoreError(self._refused[1])  # not read again until another version is pushed
+                try:
+                    snapshot = self.load(manifest.version)
+                except IncompatibleVersion as exc:
+                    self._refused = (manifest.version, str(exc))
+                    raise
                 with self._lock:
                     self._swap(snapshot)
             self._manifest = manifest
