@@ -85,8 +85,8 @@ def run_serve(args: argparse.Namespace) -> int:
     import anyio
 
     if args.gateway and (args.catalog or args.index):
-        raise SettingsError("serve what? --gateway CONFIG.yaml indexes its upstream servers' tools itself: give it "
-                            "without --catalog or --index")
+        raise SettingsError("serve what? give --catalog FOLDER (or --index NAME) or --gateway CONFIG.yaml, not both: "
+                            "a gateway indexes its upstream servers' tools itself")
     name = None if args.gateway else index_name(args.index)
     if not (args.catalog or args.gateway or name):
         raise SettingsError("serve what? give --catalog FOLDER (search_tools), --index NAME with --chroma-url (a "
