@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
@@ -43,7 +43,8 @@ def catalog_key(index: str) -> str:
 class PushResult:
     """What a push did: the ``version`` the folder makes, whether this process ``built`` it (encoded, wrote the
     data) and whether it ``flipped`` the manifest to it; ``snapshot``: the built index (``None`` when another
-    process built it: read it from the store); ``encoded``: texts and images encoded here."""
+    process built it: read it from the store); ``encoded``: texts and images encoded here; ``extras``: the JSON
+    object this process pushed with the version (read a version's own with ``ReplicaIndex.extras``)."""
 
     version: str
     built: bool
@@ -51,6 +52,7 @@ class PushResult:
     manifest: Manifest
     snapshot: IndexSnapshot | None = None
     encoded: int = 0
+    extras: dict[str, Any] = field(default_factory=dict)
 
 
 class Pusher:
@@ -134,7 +136,8 @@ class Pusher:
         log.info("index %s: version %s pushed (%d tools, %d texts/images encoded, %.1f MB)", published.name,
                  version, len(catalog), encoded, len(blob) / 1e6)
         snapshot = dataclasses.replace(self._index.snapshot, version=version)
-        return PushResult(version, built=True, flipped=True, manifest=manifest, snapshot=snapshot, encoded=encoded)
+        return PushResult(version, built=True, flipped=True, manifest=manifest, snapshot=snapshot, encoded=encoded,
+                          extras=dict(extras or {}))
 
 
 def open_pusher(url: str, index: str, models: ModelSet, *, progress: Progress | None = None) -> Pusher:
