@@ -3,10 +3,12 @@
 Environment (every variable, its default and meaning: :data:`toolrag.config.ENV_VARS`, rendered in
 docs/configuration.md): ``TOOLRAG_CATALOG`` (the catalog, default ``sample_tools`` next to this file),
 ``TOOLRAG_DATA_DIR`` (on a Space point it at a mounted storage bucket to keep the index across restarts),
-``TOOLRAG_CHROMA_URL``, ``TOOLRAG_LOG_LEVEL``, ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT`` (where to listen)
-and who may edit: ``TOOLRAG_EDITING``, ``TOOLRAG_AUTH``, ``TOOLRAG_EDITORS``. Local (127.0.0.1) editing is on;
-a shared deployment (a Space, another bind address, a share link) is read-only unless editing is turned on
-with credentials (see :class:`toolrag.ui.backend.Access`).
+``TOOLRAG_CHROMA_URL`` and ``TOOLRAG_INDEX`` (a published index: without ``TOOLRAG_CATALOG`` no catalog file is
+needed and the app is read-only; docs/deploy.md), ``TOOLRAG_LOG_LEVEL``, ``GRADIO_SERVER_NAME`` /
+``GRADIO_SERVER_PORT`` (where to listen) and who may edit: ``TOOLRAG_EDITING``, ``TOOLRAG_AUTH``,
+``TOOLRAG_EDITORS``. Local (127.0.0.1) editing is on; a shared deployment (a Space, another bind address, a share
+link) is read-only unless editing is turned on with credentials (see :class:`toolrag.ui.backend.Access`).
+``/healthz``, ``/readyz`` and ``/metrics`` answer beside the page.
 
 The page answers at once; the models load and the catalog is indexed in a background thread while the page
 shows the progress.
@@ -18,11 +20,12 @@ import logging
 import sys
 from pathlib import Path
 
-from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, chroma_url, configure_environment, env
+from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, chroma_url, configure_environment, env, index_name
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 
 from toolrag.errors import ToolragError  # noqa: E402
+from toolrag.observe import tracing  # noqa: E402
 from toolrag.ui import Backend  # noqa: E402
 from toolrag.ui.app import create_app, launch  # noqa: E402
 from toolrag.ui.backend import Access  # noqa: E402
@@ -32,9 +35,11 @@ HERE = Path(__file__).resolve().parent
 
 def build() -> tuple[Backend, object]:
     """The backend (building in the background) and its Blocks app, from the environment."""
-    catalog = Path(env(CATALOG_ENV) or HERE / "sample_tools")
+    index = index_name()  # a published index (TOOLRAG_INDEX): served without catalog files unless one is named
+    given = env(CATALOG_ENV)
+    catalog = Path(given) if given else (None if index else HERE / "sample_tools")
     # data_dir None: the retriever and the app's caches use toolrag.config.data_dir() ($TOOLRAG_DATA_DIR)
-    backend = Backend(catalog, data_dir=None, chroma_url=chroma_url(), access=Access.from_env())
+    backend = Backend(catalog, data_dir=None, chroma_url=chroma_url(), access=Access.from_env(), index=index)
     backend.start()
     return backend, create_app(backend)
 
@@ -43,6 +48,7 @@ def main() -> None:
     logging.basicConfig(level=env(LOG_LEVEL_ENV) or "INFO",
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
+        tracing.configure()  # OpenTelemetry traces when the OTEL_* variables name an exporter
         _, demo = build()
         launch(demo)  # type: ignore[arg-type]
     except ToolragError as exc:  # a bad catalog or setting: one line, as the CLI says it, never a traceback

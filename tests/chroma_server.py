@@ -57,8 +57,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=10)
 
 
-def _start(data_dir: Path, log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
+def _start(data_dir: Path, log_path: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    port = port or free_port()
     url = f"http://127.0.0.1:{port}"
     cmd = [chroma_executable(), "run", "--path", str(data_dir), "--host", "127.0.0.1", "--port", str(port)]
     with log_path.open("ab") as log:
@@ -96,3 +96,39 @@ def running_chroma_server(tmp_path: Path) -> Iterator[str]:
         yield url
     finally:
         _stop(proc)
+
+
+class ChromaServer:
+    """A ``chroma run`` server that a test can stop and start again on the same port and data folder (a store
+    that goes down and comes back): ``with ChromaServer(tmp_path) as server: ... server.stop(); server.start()``."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.data_dir = tmp_path / "chroma-server"
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.log_path = tmp_path / "chroma-server.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port: int | None = None
+        self.url = ""
+
+    def start(self) -> str:
+        error: RuntimeError | None = None
+        for _ in range(_ATTEMPTS if self.port is None else 1):
+            try:
+                self.proc, self.url = _start(self.data_dir, self.log_path, self.port)
+                self.port = int(self.url.rsplit(":", 1)[1])
+                return self.url
+            except RuntimeError as exc:
+                error = exc
+        raise RuntimeError(str(error))
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _stop(self.proc)
+            self.proc = None
+
+    def __enter__(self) -> ChromaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -45,9 +45,16 @@ __all__ = [
     "ENGLISH_MODEL_ENV",
     "ENV_VARS",
     "IMAGE_BACKEND_ENV",
+    "INDEX_ENV",
+    "INDEX_LEASE_ENV",
+    "INDEX_POLL_ENV",
     "LIBRARY_ENV",
     "LOG_LEVEL_ENV",
     "ONLINE_ENV",
+    "OTEL_DISABLED_ENV",
+    "OTEL_ENDPOINT_ENV",
+    "OTEL_EXPORTER_ENV",
+    "OTEL_TRACES_ENDPOINT_ENV",
     "PUBLIC_ROLE_ENV",
     "RERANK_ENV",
     "SPACE_ID_ENV",
@@ -67,11 +74,13 @@ __all__ = [
     "env_setting",
     "env_table_markdown",
     "environ",
+    "index_name",
     "is_off",
     "is_online",
     "on_space",
     "optional_setting",
     "quiet_library_defaults",
+    "seconds_setting",
     "set_default",
     "utf8_output",
 ]
@@ -97,6 +106,17 @@ USER_ROLES_ENV = "TOOLRAG_USER_ROLES"
 #: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
 #: (:mod:`toolrag.catalog.cache`).
 CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"
+#: The name of an index published on the Chroma server (``--index``): replicas serve it and follow its versions.
+INDEX_ENV = "TOOLRAG_INDEX"
+#: Seconds between two reads of a published index's manifest (how fast a replica sees a push).
+INDEX_POLL_ENV = "TOOLRAG_INDEX_POLL"
+#: Seconds a build's lease lasts without renewal (how long a killed build holds back the next builder).
+INDEX_LEASE_ENV = "TOOLRAG_INDEX_LEASE"
+#: The standard OpenTelemetry variables toolrag reads to decide whether to export traces (toolrag.observe.tracing).
+OTEL_EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
+OTEL_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
+OTEL_TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
+OTEL_DISABLED_ENV = "OTEL_SDK_DISABLED"
 THREADS_ENV = "OMP_NUM_THREADS"
 SPACE_ID_ENV = "SPACE_ID"
 CATALOG_ENV = "TOOLRAG_CATALOG"
@@ -146,11 +166,25 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "`BAAI/bge-reranker-v2-m3`, or `none`"),
     EnvVar(CHROMA_URL_ENV, "unset: an embedded index in the data folder",
            "a Chroma server (`http://host:port`) when `--chroma-url` is not given"),
+    EnvVar(INDEX_ENV, "unset: the catalog's own index",
+           "the name of an index published on the Chroma server of `TOOLRAG_CHROMA_URL` (`--index`): served without "
+           "catalog files, its new versions followed live; with a catalog the folder is pushed under that name"),
+    EnvVar(INDEX_POLL_ENV, "`2`", "seconds between two reads of a published index's manifest: a push is served by "
+           "every replica within about this long plus the time to load it"),
+    EnvVar(INDEX_LEASE_ENV, "`30`", "seconds a published index's build lease lasts unless renewed (every third of it): "
+           "how long a killed build holds back the next process, which then finishes it"),
     EnvVar(AUDIT_LOG_ENV, "unset: no audit log",
            "the JSON Lines file every search and forwarded call is appended to (`--audit-log` wins)"),
     EnvVar(AUDIT_REQUESTS_ENV, "`text`", "`text` keeps each request's text in the audit log, `hash` only its SHA-256"),
     EnvVar(CATALOG_CACHE_ENV, "`on`",
            "`off` reads a large catalog's files at every start instead of its validated copy in the data folder"),
+    EnvVar(OTEL_EXPORTER_ENV, "unset: no traces",
+           "`otlp` or `console` (comma-separated): `toolrag serve` and the app export OpenTelemetry traces there (the "
+           "`observe` extra); `none` turns them off. The SDK reads the other `OTEL_*` variables itself"),
+    EnvVar(OTEL_ENDPOINT_ENV, "unset", "an OTLP collector (`http://host:4317`): traces are exported over OTLP even "
+           f"without `{OTEL_EXPORTER_ENV}`"),
+    EnvVar(OTEL_TRACES_ENDPOINT_ENV, "unset", f"the same, for traces only (wins over `{OTEL_ENDPOINT_ENV}`)"),
+    EnvVar(OTEL_DISABLED_ENV, "`false`", "`true`: no traces, whatever the other `OTEL_*` variables say"),
     EnvVar(THREADS_ENV, "the cores, at most 4",
            "intra-op threads of the ONNX Runtime models (text, image, OCR; torch reads it too)"),
     EnvVar(SPACE_ID_ENV, "unset (set by Hugging Face Spaces)",
@@ -251,6 +285,26 @@ def chroma_url(explicit: str | None = None) -> str | None:
     """The Chroma server to use: ``explicit`` (``--chroma-url``), else ``$TOOLRAG_CHROMA_URL``, else ``None``
     (an embedded index). The one fallback of the CLI, the MCP server and the app."""
     return (explicit or "").strip() or env(CHROMA_URL_ENV) or None
+
+
+def index_name(explicit: str | None = None) -> str | None:
+    """The published index to serve: ``explicit`` (``--index``), else ``$TOOLRAG_INDEX``, else ``None``."""
+    return (explicit or "").strip() or env(INDEX_ENV) or None
+
+
+def seconds_setting(name: str, default: float) -> float:
+    """A positive number of seconds from the environment variable ``name`` (unset or blank: ``default``);
+    SettingsError naming the variable for anything else."""
+    raw = env(name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise SettingsError(f"{name}={raw!r}: give a positive number of seconds, e.g. {default:g}")
+    return value
 
 
 def on_space() -> bool:

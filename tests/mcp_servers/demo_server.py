@@ -7,8 +7,9 @@ real servers publish (dotted and slashed names, leading underscores, a name of 2
     python tests/mcp_servers/demo_server.py --name files --variant 2    # a later version of the server
 
 A call answers ``<server>:<tool> <arguments as JSON>``; ``debug.crash`` ends the process (an upstream that
-dies mid-session). ``--variant 2`` changes one description, drops one
-tool and adds one (what a re-import must report).
+dies mid-session). ``--variant 2`` changes one description, drops one tool and adds one (what a re-import must
+report). With ``--live``: ``debug.trace`` answers the ``traceparent`` its ``_meta`` carried, and
+``admin.next_variant`` switches to variant 2 and sends ``notifications/tools/list_changed``.
 """
 
 from __future__ import annotations
@@ -119,11 +120,18 @@ TOOLS: list[tuple[str, str, dict[str, Any]]] = [
         {"quarter": _text("such as 2026-Q3")}, ["quarter"])),
     ("debug.crash", "Crash the server process (for testing an upstream that dies).", _schema({})),
 ]
+#: Two more tools with ``--live``: what the observability and live-change tests drive.
+LIVE_TOOLS: list[tuple[str, str, dict[str, Any]]] = [
+    ("debug.trace", "Answer the W3C traceparent this call carried in its _meta (for testing trace propagation).",
+     _schema({})),
+    ("admin.next_variant", "Switch to the server's next version of its tools and say so (tools/list_changed).",
+     _schema({})),
+]
 DESTRUCTIVE = {"fs.delete_file", "db.drop_table", "calendar.cancel_event"}
 
 
-def tools_of(variant: int) -> list[types.Tool]:
-    rows = list(TOOLS)
+def tools_of(variant: int, live: bool = False) -> list[types.Tool]:
+    rows = list(TOOLS) + (LIVE_TOOLS if live else [])
     if variant == 2:
         rows = [(n, d + " Also reads compressed files." if n == "fs.read_file" else d, s) for n, d, s in rows
                 if n != "stocks.quote"]
@@ -134,8 +142,8 @@ def tools_of(variant: int) -> list[types.Tool]:
             for n, d, s in rows]
 
 
-def build(name: str, variant: int, page_size: int) -> Server[Any]:
-    tools = tools_of(variant)
+def build(name: str, variant: int, page_size: int, live: bool = False) -> Server[Any]:
+    tools = tools_of(variant, live)
     known = {t.name for t in tools}
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -149,6 +157,15 @@ def build(name: str, variant: int, page_size: int) -> Server[Any]:
                                         is_error=True)
         if params.name == "debug.crash":
             os._exit(3)
+        if params.name == "debug.trace":
+            meta = dict(ctx.meta or {}) if getattr(ctx, "meta", None) else {}
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(meta.get("traceparent")))])
+        if params.name == "admin.next_variant":
+            tools[:] = tools_of(2, live)
+            known.clear()
+            known.update(t.name for t in tools)
+            await ctx.session.send_tool_list_changed()
+            return types.CallToolResult(content=[types.TextContent(type="text", text="variant 2")])
         text = f"{name}:{params.name} {json.dumps(params.arguments or {}, sort_keys=True)}"
         return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
 
@@ -162,11 +179,12 @@ def main() -> None:
     parser.add_argument("--page-size", type=int, default=15)
     parser.add_argument("--transport", choices=["stdio", "http"], default="stdio")
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--live", action="store_true", help="add debug.trace and admin.next_variant")
     parser.add_argument("--start-delay", type=float, default=0.0, help="sleep before serving (a slow upstream)")
     args = parser.parse_args()
     if args.start_delay:
         time.sleep(args.start_delay)
-    server = build(args.name, args.variant, args.page_size)
+    server = build(args.name, args.variant, args.page_size, args.live)
     if args.transport == "stdio":
         from mcp.server.stdio import stdio_server
 

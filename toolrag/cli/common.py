@@ -20,8 +20,8 @@ from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
-__all__ = ["audit_from_args", "catalog_options", "codes", "load_inputs", "load_mode", "open_catalog", "open_retriever",
-           "query_options", "settings_from_args", "warn"]
+__all__ = ["audit_from_args", "catalog_options", "cli_progress", "codes", "load_inputs", "load_mode", "open_catalog",
+           "open_retriever", "query_options", "settings_from_args", "warn"]
 
 #: Warnings of a lenient load printed on stderr before "... more" (``toolrag lint`` prints them all).
 _WARNINGS_SHOWN = 3
@@ -146,16 +146,18 @@ def warn(notes: Iterable[str]) -> None:
         print(f"toolrag: warning: {note}", file=sys.stderr)
 
 
+def cli_progress(fraction: float, message: str) -> None:
+    """Progress of a long step, logged with ``-v``."""
+    log.info("%3.0f%% %s", fraction * 100, message)
+
+
 def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalog | None = None) -> ToolRetriever:
     """The retriever of ``--catalog`` (models loaded, index synced), logging progress with ``-v``; an opt-in
     Hub model that fell back to the packaged one is a warning on stderr."""
 
-    def progress(fraction: float, message: str) -> None:
-        log.info("%3.0f%% %s", fraction * 100, message)
-
     retriever = ToolRetriever.from_catalog(
         catalog if catalog is not None else open_catalog(args), settings=settings, data_dir=args.data_dir,
-        chroma_url=chroma_url(args.chroma_url), progress=progress,
+        chroma_url=chroma_url(args.chroma_url), progress=cli_progress,
         audit=audit_from_args(args),
     )
     warn(retriever.model_notes())

@@ -12,13 +12,16 @@ from toolrag.catalog.profile import Catalog
 from toolrag.cli.common import (
     audit_from_args,
     catalog_options,
+    cli_progress,
     load_mode,
+    open_catalog,
     open_retriever,
     settings_from_args,
     warn,
 )
-from toolrag.config import chroma_url
+from toolrag.config import INDEX_ENV, chroma_url, index_name
 from toolrag.errors import SettingsError, ToolragError
+from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
 
@@ -34,6 +37,10 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--role", help="the role of every caller (default: the gateway config's role)")
+    serve.add_argument("--index", metavar="NAME",
+                       help=f"serve index NAME published on the Chroma server (default: {INDEX_ENV}) and follow its "
+                            "new versions; without --catalog no catalog file is needed (read-only), with it the "
+                            "folder is pushed first")
     serve.set_defaults(handler=run_serve)
     importing = sub.add_parser("import", help="import a catalog from elsewhere").add_subparsers(
         dest="source", required=True)
@@ -77,19 +84,27 @@ def run_import(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     import anyio
 
-    if bool(args.catalog) == bool(args.gateway):
-        raise SettingsError("serve what? give --catalog FOLDER (search_tools) or --gateway CONFIG.yaml "
-                            "(search_tools and call_tool for upstream MCP servers), not both")
+    if args.gateway and (args.catalog or args.index):
+        raise SettingsError("serve what? give --catalog FOLDER (or --index NAME) or --gateway CONFIG.yaml, not both: "
+                            "a gateway indexes its upstream servers' tools itself")
+    name = None if args.gateway else index_name(args.index)
+    if not (args.catalog or args.gateway or name):
+        raise SettingsError("serve what? give --catalog FOLDER (search_tools), --index NAME with --chroma-url (a "
+                            "published index, no catalog file needed) or --gateway CONFIG.yaml (search_tools and "
+                            "call_tool for upstream MCP servers)")
     if args.transport == "http":
         _check_port(args.host, args.port)  # before any model loads or upstream starts
+    from toolrag.observe import tracing
     from toolrag.serve.app import build_app, run_gateway, serve
 
+    tracing.configure()
     try:
-        if args.catalog:
+        if not args.gateway:
             from toolrag.serve.service import ToolService
 
-            retriever = open_retriever(args, settings_from_args(args))
-            app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {retriever.catalog.name}")
+            retriever = _open_replica(args, name) if name else open_retriever(args, settings_from_args(args))
+            title = name or retriever.catalog.name
+            app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {title}")
             anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))
             return 0
         from toolrag.serve.config import GatewayConfig
@@ -110,6 +125,29 @@ def run_serve(args: argparse.Namespace) -> int:
     except BaseException as exc:  # errors raised inside the server's task groups arrive in exception groups
         raise (_first_toolrag_error(exc) or exc) from None
     return 0
+
+
+def _open_replica(args: argparse.Namespace, name: str) -> ToolRetriever:
+    """A replica of the published index ``name`` (the ``--catalog`` folder pushed first when given)."""
+    from toolrag.search.replicas import open_replica
+
+    catalog = open_catalog(args) if args.catalog else None
+    retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog, settings=settings_from_args(args),
+                             data_dir=args.data_dir, audit=audit_from_args(args), progress=cli_progress)
+    warn(retriever.model_notes())
+    replica = retriever.index
+    if isinstance(replica, ReplicaIndex):
+        pushed = replica.last_push
+        if pushed is not None:
+            print(f"index {name}: version {pushed.version} " + (
+                f"built and pushed here ({pushed.encoded} texts/images encoded)" if pushed.built else
+                "pushed (its data was complete)" if pushed.flipped else "already pushed (by another process)"),
+                  file=sys.stderr)
+        health = replica.health()
+        state = (f"serving version {health.version} ({health.tools} tools)" if health.version
+                 else f"not ready: {health.reason}")
+        print(f"index {name}: {state}; following its new versions", file=sys.stderr)
+    return retriever
 
 
 def _report_upstreams(gateway: Any, catalog: Catalog) -> None:

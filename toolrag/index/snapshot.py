@@ -48,6 +48,7 @@ class IndexSnapshot:
     perm_key_values: tuple[str, ...] = ()     # the distinct permission keys
     perm_key_codes: np.ndarray | None = None   # int (n_tools,): index of each tool's key in perm_key_values
     ann: Mapping[str, IvfIndex] = field(default_factory=dict)  # large catalogs: nearest-neighbour lists
+    version: str | None = None                 # the published version served (toolrag.index.published)
     # Not an init field, so dataclasses.replace() gives the new snapshot an empty memo of its own.
     _memo: dict[Hashable, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 

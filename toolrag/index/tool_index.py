@@ -37,8 +37,15 @@ from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.filters import build_where
 from toolrag.index.image_sync import ImageSync
 from toolrag.index.mirror import MirroredCollection
-from toolrag.index.restore import ANN_PROBES, build_ann, current_fingerprint, restore_snapshot, saved_state
-from toolrag.index.serving import ServingStore
+from toolrag.index.restore import (
+    ANN_PROBES,
+    build_ann,
+    current_fingerprint,
+    restore_snapshot,
+    saved_state,
+    tool_columns,
+)
+from toolrag.index.serving import SavedState, ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
 from toolrag.index.text_sync import AllBut, sync_texts, text_meta
@@ -46,7 +53,7 @@ from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, ModelRole
 from toolrag.text import is_mostly_cjk
 
-__all__ = ["ToolIndex"]
+__all__ = ["ToolIndex", "collection_specs"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +63,22 @@ _UNFILTERED_SHARE = 0.5
 
 #: Extra rows asked of Chroma on an unfiltered query, so that filtering afterwards still leaves ``k``.
 _OVERFETCH = 16
+
+
+def collection_specs(models: ModelSet, catalog_key: str) -> dict[str, tuple[str, int, str]]:
+    """kind -> (Chroma collection name, dim, model fingerprint) of every collection of
+    :data:`toolrag.signals.COLLECTIONS` whose models are here; the name carries the catalog and the model
+    fingerprint (and the OCR model's, for text read in images)."""
+    out = {}
+    for spec in COLLECTIONS:
+        if not all(models.has(role) for role in (spec.model, *spec.requires)):
+            continue
+        model = getattr(models, spec.model.value)
+        fp = f"{catalog_key}|{spec.kind}|{model.fingerprint}"
+        if ModelRole.OCR in spec.requires:  # text read by another OCR reading is read again, not mixed
+            fp += f"|{OcrEngine.model_id}"
+        out[spec.kind] = (collection_name(spec.kind.replace("_", "-"), fp), model.dim, model.fingerprint)
+    return out
 
 
 class ToolIndex:
@@ -69,9 +92,11 @@ class ToolIndex:
         store: StoreConfig | None = None,
         progress: Progress | None = None,
         serving_dir: Path | None = None,
+        catalog_key: str | None = None,
     ) -> None:
         """``serving_dir``: where the serving state is saved (default: ``serving`` beside an embedded store's
-        folder, else in the data folder)."""
+        folder, else in the data folder). ``catalog_key``: what the collections are named after (default: the
+        catalog's folder; a published index uses its name, so every machine shares one set of vectors)."""
         self.models = models
         self.store_config = store or StoreConfig(path=data_dir() / "chroma")
         self._client = open_client(self.store_config)
@@ -79,7 +104,7 @@ class ToolIndex:
         self._english: dict[str, bool] = {}
         self.encoded_last_sync = 0
         self._bm25_texts: tuple[str, ...] = ()
-        key = str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}"
+        key = catalog_key or (str(catalog.root.resolve()) if catalog.root else f"memory:{catalog.name}")
         self._catalog_key = key
         self._collections = self._open_collections(key)
         self._images = ImageSync(self._collections, models)
@@ -156,6 +181,14 @@ class ToolIndex:
             self._save(background=True)
             return self.encoded_last_sync
 
+    def state(self) -> SavedState:
+        """The serving state of the current snapshot (what a published version holds,
+        :mod:`toolrag.index.published`); its fingerprint is left empty: a version is named by its sources."""
+        snapshot = self._snapshot
+        texts = self._collections["image_text"].metadata() if "image_text" in self._collections else {}
+        ocr = {iid: str(meta.get("ocr_text", "")) for iid, meta in texts.items()}
+        return saved_state(snapshot, "", ocr, self._image_ids(snapshot.catalog.tools))
+
     def wait_saved(self) -> None:
         """Wait until the serving state of the latest sync is on disk (saves after edits run in the background)."""
         self._serving.wait()
@@ -163,20 +196,10 @@ class ToolIndex:
     # ------------------------------------------------------------------------------------------- internals
 
     def _open_collections(self, catalog_key: str) -> dict[str, MirroredCollection]:
-        """One collection per kind of :data:`toolrag.signals.COLLECTIONS` whose models are here; its name
-        carries the catalog and the model fingerprint, so vectors of two models are never mixed."""
-        out = {}
-        for spec in COLLECTIONS:
-            if not all(self.models.has(role) for role in (spec.model, *spec.requires)):
-                continue
-            model = getattr(self.models, spec.model.value)
-            fp = f"{catalog_key}|{spec.kind}|{model.fingerprint}"
-            if ModelRole.OCR in spec.requires:  # text read by another OCR reading is read again, not mixed
-                fp += f"|{OcrEngine.model_id}"
-            name = collection_name(spec.kind.replace("_", "-"), fp)
-            out[spec.kind] = MirroredCollection(
-                VectorCollection(self._client, name, dim=model.dim, fingerprint=model.fingerprint))
-        return out
+        """One collection per kind of :data:`toolrag.signals.COLLECTIONS` whose models are here
+        (:func:`collection_specs`), so vectors of two models are never mixed."""
+        return {kind: MirroredCollection(VectorCollection(self._client, name, dim=dim, fingerprint=fingerprint))
+                for kind, (name, dim, fingerprint) in collection_specs(self.models, catalog_key).items()}
 
     def _serving_folder(self, key: str, chosen: Path | None) -> Path:
         kinds = "|".join(f"{k}={c.collection.name}" for k, c in sorted(self._collections.items()))
@@ -316,14 +339,8 @@ class ToolIndex:
             else:
                 cols.update(perm_key_values=previous.perm_key_values, perm_key_codes=previous.perm_key_codes)
             return cols
-        return {
-            "english": english if english is not None else np.array([self._is_english(t) for t in tools], dtype=bool),
-            "perm_keys": np.array([t.perm_key for t in tools], dtype=object),
-            **perm_codes([t.perm_key for t in tools]),
-            "categories": np.array([t.category for t in tools], dtype=object),
-            "deprecated": np.array([t.deprecated for t in tools], dtype=bool),
-            "priority": np.array([t.priority for t in tools], dtype=np.int64),
-        }
+        return tool_columns(tools, english if english is not None else
+                            np.array([self._is_english(t) for t in tools], dtype=bool))
 
     def _build_bm25(self, tools: Sequence[ToolProfile], extra: Mapping[str, list[str]], same: Container[str],
                     edited: Sequence[int] | None) -> BM25Index:

@@ -33,6 +33,7 @@ def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, im
         "returned": [{"id": c.id, "score": round(float(c.score), 4)} for c in result.candidates],
         "filtered": n_tools - n_permitted,
         "latency_ms": round(float(result.timing_ms.get("total", 0.0)), 2),
+        "index_version": getattr(result, "index_version", None),
     }
 
 

@@ -127,6 +127,8 @@ class SearchResult:
     selected: tuple[str, ...] = ()
     """Ids of the candidates to inject (1..top_k for EXECUTE and CLARIFY, none for NO_TOOL): ``tools`` and
     ``prompt`` hold exactly these."""
+    index_version: str | None = None
+    """The version of the published index searched (``None``: a catalog's own index; docs/deploy.md)."""
 
     @property
     def ids(self) -> list[str]:
@@ -159,6 +161,7 @@ class SearchResult:
             "timing_ms": {k: round(v, 3) for k, v in self.timing_ms.items()},
             "tools": list(self.tools),
             "notes": list(self.notes),
+            "index_version": self.index_version,
         }
 
     def to_json_str(self) -> str:

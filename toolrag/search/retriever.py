@@ -33,8 +33,10 @@ from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
 from toolrag.errors import ModelUnavailable, SettingsError
 from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.replica import ReplicaIndex
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
+from toolrag.observe import search_done
 from toolrag.progress import Progress
 from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
 from toolrag.search.auditing import search_record
@@ -62,7 +64,7 @@ EXACT_LIMIT = 20_000
 class ToolRetriever:
     """Finds the tools that fit a request. Build with :meth:`from_catalog` or inject an index."""
 
-    def __init__(self, index: ToolIndex, *, settings: Settings | None = None,
+    def __init__(self, index: ToolIndex | ReplicaIndex, *, settings: Settings | None = None,
                  reranker: Reranker | None = None, reranker_note: str | None = None,
                  reranker_factory: Callable[[], Reranker] | None = None, audit: AuditLog | None = None,
                  decider: Decider | None = None) -> None:
@@ -111,7 +113,14 @@ class ToolRetriever:
         folder = Path(data_dir) if data_dir else default_data_dir()
         store = StoreConfig(url=chroma_url) if chroma_url else StoreConfig(path=folder / "chroma")
         index = ToolIndex(cat, models, store=store, progress=progress)
-        decider = bank_decider(QueryAnalyzer(models), folder=_bank_folder(folder))
+        decider = bank_decider(QueryAnalyzer(models), folder=bank_folder(folder))
+        return cls.around(index, settings=settings, audit=audit, decider=decider)
+
+    @classmethod
+    def around(cls, index: ToolIndex | ReplicaIndex, *, settings: Settings, audit: AuditLog | None,
+               decider: Decider | None = None) -> ToolRetriever:
+        """A retriever over an index already open (a catalog's, or a replica's of a published index), with the
+        reranker the settings ask for (loaded on the first reranked search)."""
         setting = settings.rerank_model if settings.rerank_model is not None else default_rerank_setting()
         if not is_off(setting):
             def load_reranker() -> Reranker:
@@ -222,7 +231,7 @@ class ToolRetriever:
         instead of the live one (the retrievability report searches views where one tool's document leaves one
         example out; up to ``EXACT_LIMIT`` tools).
         """
-        t0 = time.perf_counter()
+        t0, started_ns = time.perf_counter(), time.time_ns()
         cfg = settings or self.settings
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
@@ -272,6 +281,9 @@ class ToolRetriever:
         if self.audit is not None and audited:
             self.audit.write(search_record(result, audit=self.audit, role=who.role, image=image is not None,
                                            n_tools=len(snap.catalog), n_permitted=int(mask.sum())))
+        if audited:  # metrics and traces (toolrag.observe; no-ops without the observe extra)
+            search_done(result, role=who.role, started_ns=started_ns,
+                        redact=getattr(self.audit, "hash_requests", None))
         return result
 
     def prepare(self, queries: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
@@ -408,7 +420,7 @@ def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None, path: Path = M
     return Decider(encode, signals, folder=folder, path=path)
 
 
-def _bank_folder(data: Path) -> Path:
+def bank_folder(data: Path) -> Path:
     """Where the no-tool requests' vectors are cached: beside the built models (they depend on the models only),
     else in the index's data folder."""
     try:

@@ -10,7 +10,9 @@ This module imports the SDK at the top: it is imported only when serving. Its to
 logic is in :mod:`toolrag.serve.service`.
 """
 
+import dataclasses
 import functools
+import logging
 from typing import Annotated, Any
 
 import anyio
@@ -28,6 +30,8 @@ from toolrag.serve.gateway import Gateway
 from toolrag.serve.service import ToolService
 
 __all__ = ["build_app", "run_gateway", "serve"]
+
+log = logging.getLogger(__name__)
 
 SEARCH_DESCRIPTION = (
     "Find the tools that fit a request among all the tools available (hundreds may be). Give the user's "
@@ -88,7 +92,44 @@ def build_app(service: ToolService, *, name: str) -> MCPServer:
     tools = [_tool(search_tools, "search_tools", SEARCH_DESCRIPTION, required=["query"])]
     if service.gateway is not None:
         tools.append(_tool(call_tool, "call_tool", CALL_DESCRIPTION, required=["tool"]))
-    return MCPServer(name, instructions="Call search_tools first; it returns the tools to use.", tools=tools)
+    app = MCPServer(name, instructions="Call search_tools first; it returns the tools to use.", tools=tools)
+    app.middleware.insert(0, _trace_header)  # before the SDK's span, so that span continues the caller's trace
+    _health_routes(app, service)
+    return app
+
+
+async def _trace_header(ctx: Any, call_next: Any) -> Any:
+    """A W3C ``traceparent`` (and ``tracestate``) HTTP header continued like the one MCP carries in ``_meta``
+    (which wins when both are sent): the SDK's server span, and so toolrag's spans, join the caller's trace."""
+    headers = getattr(getattr(ctx, "request", None), "headers", None)
+    meta = dict(ctx.meta or {})
+    if headers is not None and "traceparent" not in meta and headers.get("traceparent"):
+        meta.update({k: headers[k] for k in ("traceparent", "tracestate") if headers.get(k)})
+        ctx = dataclasses.replace(ctx, meta=meta)
+    return await call_next(ctx)
+
+
+def _health_routes(app: MCPServer, service: ToolService) -> None:
+    """``/healthz`` (the process answers), ``/readyz`` (200 with the index version once it is loaded and its store
+    answers, else 503 with the reason) and ``/metrics`` (Prometheus text) on the HTTP transport."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+
+    from toolrag.observe import metrics
+
+    @app.custom_route("/healthz", methods=["GET"], include_in_schema=False)
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"alive": True})
+
+    @app.custom_route("/readyz", methods=["GET"], include_in_schema=False)
+    async def readyz(request: Request) -> Response:
+        health = service.health()
+        return JSONResponse(health, status_code=200 if health["ready"] else 503)
+
+    @app.custom_route("/metrics", methods=["GET"], include_in_schema=False)
+    async def prometheus(request: Request) -> Response:
+        body, content_type = metrics.render(service.health())
+        return Response(body, media_type=content_type)
 
 
 def _tool(fn: Any, name: str, description: str, *, required: list[str]) -> Tool:
@@ -97,6 +138,19 @@ def _tool(fn: Any, name: str, description: str, *, required: list[str]) -> Tool:
     tool = Tool.from_function(fn, name=name, description=description)
     tool.parameters["required"] = required
     return tool
+
+
+async def _reindex(gateway: Gateway, retriever: ToolRetriever, lock: anyio.Lock) -> None:
+    """An upstream's tools changed (``notifications/tools/list_changed``, or a new list after a reconnect): the
+    gateway's catalog is indexed again (only changed tools encoded); searches in flight keep their snapshot."""
+    async with lock:
+        try:
+            catalog = gateway.catalog()
+            encoded = await anyio.to_thread.run_sync(retriever.reload, catalog)
+        except ToolragError as exc:
+            log.warning("re-indexing the upstream servers' tools failed (%s); the previous tools are served", exc)
+            return
+        log.info("upstream tools changed: %d tools indexed again (%d texts/images encoded)", len(catalog), encoded)
 
 
 async def serve(app: MCPServer, *, transport: str, host: str = "127.0.0.1", port: int = 8000) -> None:
@@ -120,6 +174,7 @@ async def run_gateway(config: GatewayConfig, *, build_retriever: Any, transport:
             catalog: Catalog = gateway.catalog()
             retriever: ToolRetriever = await anyio.to_thread.run_sync(build_retriever, catalog)
             service = ToolService(retriever, role=config.role, tokens=config.tokens, gateway=gateway)
+            gateway.on_change = functools.partial(_reindex, gateway, retriever, anyio.Lock())
             if on_ready is not None:
                 on_ready(gateway, catalog)
             await serve(build_app(service, name=config.name), transport=transport, host=host, port=port)

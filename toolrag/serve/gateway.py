@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+import time
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from toolrag.catalog.profile import Catalog
 from toolrag.catalog.readers import from_foreign
 from toolrag.catalog.report import LoadMode
 from toolrag.errors import CatalogError
+from toolrag.observe import metrics, tracing
 from toolrag.serve.config import GatewayConfig
 from toolrag.serve.upstream import ServerSpec, UpstreamError, connect, describe_error, list_all_tools
 
@@ -54,6 +56,9 @@ class Upstream:
         self._tg = task_group
         self._stop: Any = None
         self._reconnect = anyio.Lock()
+        #: Called (async, no argument) when this server's tools changed: a ``notifications/tools/list_changed``, or
+        #: another list after a reconnect.
+        self.on_change: Callable[[], Awaitable[None]] | None = None
 
     @property
     def name(self) -> str:
@@ -75,13 +80,16 @@ class Upstream:
 
     async def _hold(self, ready: Any, stop: Any) -> None:
         try:
-            async with connect(self.spec) as (session, info):  # initialize has its own timeout
+            async with connect(self.spec, on_message=self._on_message) as (session, info):  # with its timeout
                 try:
                     tools, _, warnings = await list_all_tools(session, where=f"MCP server {self.name!r}",
                                                               timeout=self.spec.timeout)
+                    changed = self.version != "" and tools != self.tools  # a reconnect found another list
                     self.session, self.version, self.tools, self.warnings, self.error = (
                         session, info.version, tools, warnings, None)
                     ready.set()
+                    if changed and self.on_change is not None:
+                        self._tg.start_soon(self.on_change)
                     await stop.wait()
                 finally:
                     if self._stop is stop:
@@ -92,9 +100,41 @@ class Upstream:
         finally:
             ready.set()
 
+    async def _on_message(self, message: Any) -> None:
+        """A notification of the server: a changed tool list is read again and the gateway told."""
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            self._tg.start_soon(self._relist)
+
+    async def _relist(self) -> None:
+        session = self.session
+        if session is None:
+            return
+        try:
+            tools, _, warnings = await list_all_tools(session, where=f"MCP server {self.name!r}",
+                                                      timeout=self.spec.timeout)
+        except Exception as exc:  # the server went away meanwhile: the reconnect lists its tools again
+            log.warning("upstream MCP server %r: reading its changed tools failed: %s", self.name, describe_error(exc))
+            return
+        self.tools, self.warnings = tools, warnings
+        log.info("upstream MCP server %r changed its tools: %d tools", self.name, len(tools))
+        if self.on_change is not None:
+            await self.on_change()
+
     async def call(self, name: str, arguments: Mapping[str, Any]) -> Any:
-        """Forward ``tools/call``; :class:`UpstreamError` when the server is down (after one reconnect) or
-        does not answer in time. A tool's own error comes back as the server's ``is_error`` result."""
+        """Forward ``tools/call`` (in a span whose W3C context the SDK passes on in ``_meta``); :class:`UpstreamError`
+        when the server is down (after one reconnect) or does not answer in time. A tool's own error comes back as
+        the server's ``is_error`` result."""
+        with tracing.span("toolrag.upstream_call", {"toolrag.server": self.name, "gen_ai.tool.name": name}):
+            start = time.perf_counter()
+            try:
+                result = await self._forward(name, arguments)
+            except UpstreamError as exc:
+                metrics.record_upstream(self.name, error=exc.kind)
+                raise
+            metrics.record_upstream(self.name, seconds=time.perf_counter() - start)
+            return result
+
+    async def _forward(self, name: str, arguments: Mapping[str, Any]) -> Any:
         import anyio
         from mcp import MCPError
 
@@ -104,11 +144,11 @@ class Upstream:
                 return await session.call_tool(name, dict(arguments))
         except TimeoutError:
             raise UpstreamError(f"upstream server {self.name!r} did not answer {name!r} within "
-                                f"{self.spec.timeout:g} s") from None
+                                f"{self.spec.timeout:g} s", kind="timeout") from None
         except MCPError as exc:
             if exc.code != _CONNECTION_CLOSED:
                 raise UpstreamError(f"upstream server {self.name!r} answered {name!r} with an error: "
-                                    f"{exc.error.message}") from None
+                                    f"{exc.error.message}", kind="error") from None
             self._lost(f"connection closed ({exc.error.message})")
         except Exception as exc:  # the transport broke (the process died, the connection dropped)
             self._lost(describe_error(exc))
@@ -139,6 +179,14 @@ class Gateway:
         self.config = config
         self.upstreams = {spec.name: Upstream(spec, task_group) for spec in config.servers}
         self.routes: dict[str, Route] = {}
+        #: Called (async) when an upstream's tools changed, to index the catalog again (set by the server).
+        self.on_change: Callable[[], Awaitable[None]] | None = None
+        for upstream in self.upstreams.values():
+            upstream.on_change = self._changed
+
+    async def _changed(self) -> None:
+        if self.on_change is not None:
+            await self.on_change()
 
     async def start(self) -> None:
         """Connect to every upstream at once; each that fails is recorded, not raised."""

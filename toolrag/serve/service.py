@@ -19,6 +19,8 @@ from typing import Any
 from toolrag.catalog.profile import ToolProfile
 from toolrag.catalog.schema import argument_problems
 from toolrag.errors import ImageError, QueryError, ToolragError
+from toolrag.index.replica import ReplicaIndex
+from toolrag.observe import metrics, tracing
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 from toolrag.search.warmup import warm_up_in_background
@@ -45,7 +47,7 @@ class ToolService:
         self.role = role
         self.tokens = dict(tokens or {})
         self.gateway = gateway
-        if role is not None:
+        if role is not None and _loaded(retriever):
             retriever.catalog.role_codes(role)  # an unknown role is an error now, not at the first search
         self.warm_up: threading.Thread | None = warm_up_in_background(retriever.models) if warm else None
 
@@ -77,8 +79,9 @@ class ToolService:
         if image is not None and not image.strip():
             notes.append("image is an empty string: searched without an image (send the image's bytes as base64, "
                          "or leave image out)")
-        result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k)
-        catalog = self.retriever.catalog
+        snapshot = self.retriever.snapshot  # the answer's tools come from the version searched, whatever swaps
+        result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k, snapshot=snapshot)
+        catalog = snapshot.catalog
         selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
         tools = []
         for candidate in selected:
@@ -97,6 +100,7 @@ class ToolService:
         if result.scores is not None:  # the decision model's probabilities and what it would inject
             answer["probabilities"] = result.scores.to_json()
         answer["selected"] = list(result.selected)
+        answer["index_version"] = result.index_version
         notes += list(getattr(result, "notes", ()) or ())
         if notes:
             answer["notes"] = notes
@@ -154,7 +158,25 @@ class ToolService:
         if self.gateway is None:
             raise CallRefused("this server only searches; call the tool on its own server")
         start = time.perf_counter()
-        record: dict[str, Any] = {"kind": "call", "role": role, "tool": tool}
+        record: dict[str, Any] = {"kind": "call", "role": role, "tool": tool,
+                                  "index_version": self.retriever.snapshot.version}
+        with tracing.span("toolrag.call_tool", {"toolrag.role": role or "",
+                                                "toolrag.tool": tool if isinstance(tool, str) else None}) as span:
+            try:
+                return await self._call(self.gateway, tool, arguments, role=role, record=record)
+            finally:
+                record["latency_ms"] = round((time.perf_counter() - start) * 1000, 2)
+                outcome = str(record.setdefault("outcome", "error"))
+                metrics.record_call(outcome, role=role, seconds=time.perf_counter() - start)
+                if span is not None:
+                    span.set_attribute("toolrag.outcome", outcome)
+                    if record.get("server"):
+                        span.set_attribute("toolrag.server", str(record["server"]))
+                if self.retriever.audit is not None:
+                    self.retriever.audit.write(record)
+
+    async def _call(self, gateway: Gateway, tool: Any, arguments: Any, *, role: str | None,
+                    record: dict[str, Any]) -> Any:
         try:
             if not isinstance(tool, str):
                 raise QueryError(f"tool is {_kind(tool)}; expected a string (a tool's id from search_tools)")
@@ -162,13 +184,13 @@ class ToolService:
                 raise QueryError(f"arguments is {_kind(arguments)}; expected an object of argument values "
                                  "matching the tool's input_schema")
             profile = self.resolve(tool, role)
-            route = self.gateway.routes[profile.id]
+            route = gateway.routes[profile.id]
             record.update(tool=profile.id, server=route.server)
             problems = argument_problems(profile.parameters, arguments or {})
             if problems:
                 raise QueryError(f"arguments do not match the input_schema of {profile.id!r}: " + "; ".join(problems)
                                  + " (nothing was forwarded)")
-            result = await self.gateway.call(profile.id, arguments or {})
+            result = await gateway.call(profile.id, arguments or {})
             record["outcome"] = "error" if getattr(result, "is_error", False) else "ok"
             return result
         except CallRefused:
@@ -180,10 +202,19 @@ class ToolService:
         except ToolragError:
             record["outcome"] = "invalid"
             raise
-        finally:
-            record["latency_ms"] = round((time.perf_counter() - start) * 1000, 2)
-            if self.retriever.audit is not None:
-                self.retriever.audit.write(record)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/readyz`` answers: ready (a version loaded, its store answering), the index, its version and tools;
+        a gateway adds the upstream servers that are down (by name)."""
+        index = self.retriever.index
+        if isinstance(index, ReplicaIndex):
+            out = index.health().to_json()
+        else:
+            snapshot = index.snapshot
+            out = {"ready": True, "index": None, "version": snapshot.version, "serial": 0, "tools": len(snapshot.ids)}
+        if self.gateway is not None:
+            out["unavailable_servers"] = sorted(self.gateway.unavailable())
+        return out
 
     def refused(self, kind: str, why: str, *, tool: Any = None) -> None:
         """Audit a request refused before it reached :meth:`search` or :meth:`call` (an unknown bearer token):
@@ -196,6 +227,11 @@ class ToolService:
         else:
             record["decision"] = None
         self.retriever.audit.write(record)
+
+
+def _loaded(retriever: ToolRetriever) -> bool:
+    index = retriever.index
+    return not isinstance(index, ReplicaIndex) or index.health().version is not None
 
 
 def _kind(value: Any) -> str:

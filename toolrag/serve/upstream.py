@@ -27,7 +27,12 @@ DEFAULT_TIMEOUT = 30.0
 
 
 class UpstreamError(ToolragError):
-    """An MCP server cannot be reached, does not answer in time or answers something unusable."""
+    """An MCP server cannot be reached, does not answer in time or answers something unusable. ``kind``:
+    ``unavailable`` (default), ``timeout`` or ``error`` (the server answered a protocol error), for metrics."""
+
+    def __init__(self, message: str, *, kind: str = "unavailable") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def require_mcp() -> Any:
@@ -138,10 +143,11 @@ _QUIET = _QuietParseErrors()
 
 
 @asynccontextmanager
-async def connect(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
+async def connect(spec: ServerSpec, *, on_message: Any = None) -> AsyncIterator[tuple[Any, Any]]:
     """``(session, server_info)``: an initialised ``mcp.ClientSession`` with the server (launched over stdio,
     or over streamable HTTP) and the ``Implementation`` it announced. Raises :class:`UpstreamError` on
-    timeout, and when a stdio server's output is not JSON-RPC (in one line, naming what it wrote)."""
+    timeout, and when a stdio server's output is not JSON-RPC (in one line, naming what it wrote).
+    ``on_message``: an async function given each notification the server sends."""
     require_mcp()
     import anyio
     from mcp import ClientSession
@@ -152,8 +158,8 @@ async def connect(spec: ServerSpec) -> AsyncIterator[tuple[Any, Any]]:
     garbage: list[str] = []
     token = _NOT_JSON_RPC.set(garbage)
     try:
-        async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout
-                                                                     ) as session:
+        async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout,
+                                                                     message_handler=on_message) as session:
             try:
                 with anyio.fail_after(spec.timeout):
                     init = await session.initialize()

@@ -81,11 +81,14 @@ def create_app(backend: Backend) -> gr.Blocks:
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access
+    _BACKENDS[demo] = backend
     return demo
 
 
 #: The access each app was built with, for :func:`launch` to check.
 _ACCESS: weakref.WeakKeyDictionary[gr.Blocks, Access] = weakref.WeakKeyDictionary()
+#: The backend of each app, for the health routes :func:`launch` adds.
+_BACKENDS: weakref.WeakKeyDictionary[gr.Blocks, Backend] = weakref.WeakKeyDictionary()
 
 
 def launch(demo: gr.Blocks, **kwargs: Any) -> Any:
@@ -102,4 +105,31 @@ def launch(demo: gr.Blocks, **kwargs: Any) -> Any:
                             "TOOLRAG_AUTH=user:password")
     if built.auth:
         kwargs.setdefault("auth", list(built.auth))
-    return demo.launch(css=CSS, theme=gr.themes.Soft(), **kwargs)
+    block = not kwargs.pop("prevent_thread_lock", False)
+    result = demo.launch(css=CSS, theme=gr.themes.Soft(), prevent_thread_lock=True, **kwargs)
+    backend = _BACKENDS.get(demo)
+    if backend is not None:
+        _health_routes(demo.server_app, backend)
+    if block:
+        demo.block_thread()
+    return result
+
+
+def _health_routes(app: Any, backend: Backend) -> None:
+    """``/healthz`` (the app answers), ``/readyz`` (200 once the index is built, with its version; else 503 and why)
+    and ``/metrics`` (Prometheus text) beside the playground, outside its sign-in: they say nothing of a request."""
+    from starlette.responses import JSONResponse, Response
+
+    from toolrag.observe import metrics
+
+    def readyz() -> Response:
+        health = backend.health()
+        return JSONResponse(health, status_code=200 if health["ready"] else 503)
+
+    def prometheus() -> Response:
+        body, content_type = metrics.render(backend.health())
+        return Response(body, media_type=content_type)
+
+    app.add_api_route("/healthz", lambda: JSONResponse({"alive": True}), methods=["GET"], include_in_schema=False)
+    app.add_api_route("/readyz", readyz, methods=["GET"], include_in_schema=False)
+    app.add_api_route("/metrics", prometheus, methods=["GET"], include_in_schema=False)

@@ -11,6 +11,7 @@ testable on its own; :func:`toolrag.ui.app.create_app` builds the Blocks app aro
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import html
 import logging
@@ -28,8 +29,9 @@ from toolrag.catalog.staging import catalog_state
 from toolrag.config import AUTH_ENV, EDITING_ENV, EDITORS_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
 from toolrag.config import data_dir as default_data_dir
 from toolrag.config import environ as config_environ
-from toolrag.errors import SettingsError, ToolragError
+from toolrag.errors import SettingsError, StoreError, ToolragError
 from toolrag.evaluation import projection
+from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
 from toolrag.search.warmup import warm_up_in_background
 from toolrag.settings import Settings
@@ -188,15 +190,28 @@ def _credentials(raw: str) -> tuple[tuple[str, str], ...]:
 class Backend:
     """Process-wide state shared by every session: catalog, retriever, editor, build progress."""
 
-    def __init__(self, catalog_path: str | Path, *, data_dir: str | Path | None = None,
+    def __init__(self, catalog_path: str | Path | None, *, data_dir: str | Path | None = None,
                  settings: Settings | None = None, chroma_url: str | None = None, models: Any = None,
-                 access: Access | None = None) -> None:
-        self.catalog_path = Path(catalog_path)
+                 access: Access | None = None, index: str | None = None) -> None:
+        """``index``: the name of an index published on the Chroma server ``chroma_url`` (docs/deploy.md): served
+        and followed; without ``catalog_path`` the app needs no catalog file and is read-only, with it the folder
+        is pushed under that name (and so are its edits)."""
+        self.index = index
+        self.catalog_path = Path(catalog_path) if catalog_path is not None else None
         self.access = access or Access.local()
-        self._disk_state = catalog_state(self.catalog_path)  # so the editor sees saves made during the build
-        self.catalog: Catalog = load_catalog(self.catalog_path)  # fast; a broken catalog fails at start
-        refuse_unusable_images(self.catalog)  # so does an unusable example image (the build would refuse it)
-        _check_roles(self.access, self.catalog)
+        if self.catalog_path is None:
+            if not index:
+                raise SettingsError("the playground needs a catalog (TOOLRAG_CATALOG) or a published index "
+                                    "(TOOLRAG_INDEX with TOOLRAG_CHROMA_URL)")
+            self.access = dataclasses.replace(self.access, editing=False, reason=(
+                f"read-only: serving the published index {index!r} (edits need its catalog folder)"))
+            self._disk_state = None
+            self._catalog = Catalog((), index)
+        else:
+            self._disk_state = catalog_state(self.catalog_path)  # the editor sees saves made during the build
+            self._catalog = load_catalog(self.catalog_path)  # fast; a broken catalog fails at start
+            refuse_unusable_images(self._catalog)  # so does an unusable example image (the build would refuse it)
+            _check_roles(self.access, self._catalog)
         self.data_dir = Path(data_dir) if data_dir else None
         self.settings = settings or Settings()
         self.chroma_url = chroma_url
@@ -219,14 +234,21 @@ class Backend:
         thread.start()
         return thread
 
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog served now (the retriever's once built: it follows edits and pushed versions)."""
+        retriever = self.retriever
+        if retriever is not None and self._ready.is_set():
+            with contextlib.suppress(StoreError):  # a replica whose first version is not loaded yet
+                return retriever.catalog
+        return self._catalog
+
     def build(self) -> None:
         """Load the models and index the catalog (encoding only what the cache lacks); never raises."""
         self._started = True
         try:
-            self.retriever = ToolRetriever.from_catalog(
-                self.catalog, settings=self.settings, data_dir=self.data_dir, chroma_url=self.chroma_url,
-                progress=self._on_progress, models=self.models)
-            if self.access.editing:  # a read-only instance never opens the catalog for writing
+            self.retriever = self._open()
+            if self.access.editing and self.catalog_path is not None:  # a read-only one never writes the catalog
                 self.editor = CatalogEditor(self.retriever, lock=self.lock, catalog_path=self.catalog_path,
                                             disk_state=self._disk_state)
             self.progress = (1.0, "ready")
@@ -240,6 +262,34 @@ class Backend:
             self.warm_up = warm_up_in_background(self.retriever.models)
             threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
                              name="toolrag-map", daemon=True).start()
+
+    def _open(self) -> ToolRetriever:
+        if not self.index:
+            return ToolRetriever.from_catalog(self._catalog, settings=self.settings, data_dir=self.data_dir,
+                                              chroma_url=self.chroma_url, progress=self._on_progress,
+                                              models=self.models)
+        from toolrag.search.replicas import open_replica
+
+        retriever = open_replica(index=self.index, chroma_url=self.chroma_url,
+                                 catalog=self._catalog if self.catalog_path is not None else None,
+                                 settings=self.settings, data_dir=self.data_dir, models=self.models,
+                                 progress=self._on_progress)
+        replica = retriever.index
+        while isinstance(replica, ReplicaIndex) and not replica.wait_loaded(5):
+            self.progress = (0.0, f"waiting for the published index: {replica.health().reason}")
+        _check_roles(self.access, retriever.catalog)
+        return retriever
+
+    def health(self) -> dict[str, Any]:
+        """What ``/readyz`` answers: ready once the index is built (a replica: its version loaded and its store
+        answering), with the index, its version and its tools."""
+        retriever = self.retriever if self.ready else None
+        if retriever is None:
+            return {"ready": False, "index": self.index, "version": None, "serial": 0, "tools": 0,
+                    "reason": self.error or self.progress[1]}
+        if isinstance(retriever.index, ReplicaIndex):
+            return retriever.index.health().to_json()
+        return {"ready": True, "index": None, "version": None, "serial": 0, "tools": len(retriever.catalog)}
 
     def _warm_map(self, folder: Path) -> None:
         """Compile UMAP and cache the catalog's projection, so the first map request is fast."""
@@ -280,7 +330,8 @@ class Backend:
         extra += "".join(f" · ⚠ {html.escape(note)}" for note in retriever.model_notes())
         report = retriever.catalog.report  # imported catalogs may have skipped or degraded tools
         return (f'<div class="toolrag-status ready">● ready: {len(retriever.catalog)} tools indexed from '
-                f"<code>{html.escape(self.catalog_path.name)}</code> ({report.skipped} skipped, "
+                f"<code>{html.escape(self.catalog_path.name if self.catalog_path else str(self.index))}</code> "
+                f"({report.skipped} skipped, "
                 f"{report.degraded} degraded){extra}</div>")
 
     def require(self) -> ToolRetriever:

@@ -20,7 +20,7 @@ import gradio as gr
 import pandas as pd
 
 from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests, env
-from toolrag.errors import QueryError, SettingsError
+from toolrag.errors import QueryError, SettingsError, ToolragError
 from toolrag.evaluation.changes import gold_rank, is_failing
 from toolrag.evaluation.queries import load_queries
 from toolrag.evaluation.unmatched import UnmatchedReport, add_example, add_labelled_query, read_unmatched
@@ -78,6 +78,9 @@ class UnmatchedHandlers:
         if found is not None:
             return found
         path = self.b.catalog_path
+        if path is None:
+            raise ToolragError("this playground serves a published index without its catalog folder: label requests "
+                               "where the folder is")
         return (path if path.is_dir() else path.parent) / DEFAULT_QUERIES
 
     def _labelled(self) -> set[str]:

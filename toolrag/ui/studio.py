@@ -90,6 +90,8 @@ class Studio:
     def default_queries(self) -> Path | None:
         """The catalog's own labelled requests (``queries.yaml`` in the catalog folder), if it has them."""
         path = self.b.catalog_path
+        if path is None:  # a replica of a published index: no catalog folder
+            return None
         folder = path if path.is_dir() else path.parent
         file = folder / DEFAULT_QUERIES
         return file if file.is_file() else None

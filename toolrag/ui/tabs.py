@@ -53,6 +53,8 @@ REVEAL_ANSWER = """() => {
 
 def _examples(backend: Backend) -> list[list[Any]]:
     """Example requests; an example's image is used when the repository's ``assets/queries`` has it."""
+    if backend.catalog_path is None:  # a replica of a published index: no folder beside a catalog
+        return [[q, None] for q, _ in _EXAMPLES]
     folder = backend.catalog_path.resolve().parent / "assets" / "queries"
     return [[q, str(folder / img) if img and (folder / img).is_file() else None] for q, img in _EXAMPLES]
 
