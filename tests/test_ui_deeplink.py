@@ -9,6 +9,7 @@ from toolrag.evaluation.queries import QueryRow
 from toolrag.search.results import Decision
 from toolrag.settings import Normalization, Settings
 from toolrag.ui import evaluate_format as views
+from toolrag.ui import format as fmt
 from toolrag.ui.deeplink import LINK_CONTROLS, link_query, parse_link
 from toolrag.ui.format import GUEST
 
@@ -34,7 +35,7 @@ def test_parse_link_sets_only_the_given_controls_and_names_bad_values() -> None:
 def test_link_query_round_trips_through_parse_link() -> None:
     base = Settings()
     changed = base.with_overrides(top_k=3, fusion="rrf", weights={**base.weights, "bm25": 0.9},
-                                  no_tool_threshold=0.5)
+                                  precision_target=0.9 if fmt.precision_target(base) != 0.9 else 0.8)
     query = link_query(query="book a room, 3pm & coffee", role="employee", categories=["travel"], settings=changed,
                        base=base)
     params = parse_qs(urlparse(query).query)
@@ -43,7 +44,8 @@ def test_link_query_round_trips_through_parse_link() -> None:
     link = parse_link(params, roles=ROLES, categories=CATEGORIES)
     assert not link.warnings
     assert link.values == {"query": "book a room, 3pm & coffee", "role": "employee", "categories": ["travel"],
-                           "top_k": 3, "fusion": "rrf", "no_tool_threshold": 0.5, "w_bm25": 0.9}
+                           "top_k": 3, "fusion": "rrf", "precision_target": 100 * changed.precision_target,
+                           "w_bm25": 0.9}
     assert parse_qs(urlparse(link_query(query="x", role=GUEST, categories=None, settings=base, base=base)).query) == {
         "q": ["x"], "role": ["guest"]}
 

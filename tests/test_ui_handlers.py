@@ -25,7 +25,7 @@ WEIGHTS = [BASE.weights[s] for s in SIGNALS]
 def controls(**changes: Any) -> list[Any]:
     """The search inputs in the order the app wires them (after query and image)."""
     values = {"role": "admin", "categories": [], "top_k": 5, "fusion": "late", "rerank": False,
-              "clarify_gap": BASE.clarify_gap, "no_tool": 0.8}
+              "precision_target": 85.0}
     values.update({k: v for k, v in changes.items() if k != "weights"})
     return [*values.values(), *changes.get("weights", WEIGHTS)]
 
@@ -81,10 +81,13 @@ def test_banner_shows_the_probabilities_and_the_reason(h: Handlers) -> None:
     assert "no tool:" in banner  # the reason, in words
 
 
-def test_reliability_curve_of_the_decision_model(h: Handlers) -> None:
-    fig = h.reliability()
-    assert fig.layout.title.text.startswith("P(right) on this catalog's simulated requests")
+def test_the_decision_models_trade_off_and_reliability(h: Handlers) -> None:
+    fig, table = h.reliability(90.0)
+    assert fig.layout.title.text.startswith("P(right) on held-out training sources")
     assert len(fig.data) == 2 and len(fig.data[1].x) >= 3  # the diagonal and the bins
+    model = h.b.retriever.decider.model
+    assert model.version in table and "| 90% (now) |" in table  # the slider's target is marked
+    assert table.count("\n| ") == len(model.trained["tradeoff"]) + 1  # a row per operating point, the header
 
 
 def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from toolrag.decision.model import MODEL_FILE, DecisionModel, load_model
+from toolrag.decision.model import MODEL_FILE, DecisionModel, load_model, shipped_model
 from toolrag.decision.nulls import Encode, NullBank
 from toolrag.decision.outcome import DecisionOutcome
 from toolrag.decision.policy import Facts, decide
@@ -29,7 +29,7 @@ class Decider:
         self._encode, self._signals, self._folder = encode, dict(signals), folder
         self._lock = threading.Lock()
         self._bank: NullBank | None = None
-        self.model, self.note = load_model(path)
+        self.model, self.note = shipped_model() if path == MODEL_FILE else load_model(path)
         if self.model is None:
             log.warning("%s: decisions fall back to the top tool's standing", self.note)
 

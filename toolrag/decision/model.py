@@ -16,6 +16,7 @@ time. A missing or damaged file is reported by :func:`load_model` and the decisi
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -28,7 +29,7 @@ import numpy as np
 
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES
 
-__all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "model_fingerprint"]
+__all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "model_fingerprint", "shipped_model"]
 
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
 #: The heads of the model: P(right), P(ask), P(no tool).
@@ -154,6 +155,12 @@ def load_model(path: Path = MODEL_FILE) -> tuple[DecisionModel | None, str]:
     except (ValueError, KeyError, TypeError, IndexError) as exc:
         return None, f"the decision model {path.name} is damaged ({exc}); reinstall toolrag"
     return model, ""
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_model() -> tuple[DecisionModel | None, str]:
+    """:func:`load_model` of the packaged file, read once per process (every retriever and the app share it)."""
+    return load_model(MODEL_FILE)
 
 
 def model_fingerprint(path: Path = MODEL_FILE) -> str:

@@ -10,7 +10,7 @@ After every search the tab shows the link that reproduces it. Parameters (all op
 | ``role`` | caller role | ``role=employee`` (``guest`` for no permissions) |
 | ``category`` | category filter (repeat, or comma-separated) | ``category=travel,finance`` |
 | ``top_k``, ``fusion``, ``normalization``, ``rerank`` | retrieval controls | ``top_k=3&fusion=rrf&rerank=1`` |
-| ``clarify_gap``, ``no_tool_threshold`` | decision thresholds | ``no_tool_threshold=0.78`` |
+| ``precision_target`` | the decision's operating point (EXECUTE precision, percent) | ``precision_target=90`` |
 | ``w_<signal>`` | a signal's weight | ``w_dense=0.5&w_bm25=0.3`` |
 
 A value that is not valid is left out and named in a warning; the rest of the link still applies.
@@ -25,13 +25,13 @@ from urllib.parse import urlencode
 
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
-from toolrag.ui.format import GUEST
+from toolrag.ui.format import GUEST, precision_target
 
 __all__ = ["LINK_CONTROLS", "Link", "link_query", "parse_link"]
 
 #: The controls a link can set, in the order :class:`Link` lists their values.
-LINK_CONTROLS = ("query", "role", "categories", "top_k", "fusion", "normalization", "rerank", "clarify_gap",
-                 "no_tool_threshold", *(f"w_{s}" for s in SIGNALS))
+LINK_CONTROLS = ("query", "role", "categories", "top_k", "fusion", "normalization", "rerank", "precision_target",
+                 *(f"w_{s}" for s in SIGNALS))
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -99,8 +99,7 @@ def parse_link(params: Mapping[str, str | Sequence[str]], *, roles: Sequence[str
             out["rerank"] = text.strip().lower() in _TRUE
         else:
             warnings.append(f"rerank={text!r}: use 1 or 0")
-    for name, low, high in (("clarify_gap", 0.0, 0.5), ("no_tool_threshold", -1.0, 1.0),
-                            *((f"w_{s}", 0.0, 1.0) for s in SIGNALS)):
+    for name, low, high in (("precision_target", 70.0, 95.0), *((f"w_{s}", 0.0, 1.0) for s in SIGNALS)):
         for text in values(name)[-1:]:
             number = _number(name, text, low, high, warnings)
             if number is not None:
@@ -116,18 +115,13 @@ def link_query(*, query: str, role: str | None, categories: Sequence[str] | None
     if role:
         items.append(("role", "guest" if role == GUEST else role))
     items += [("category", c) for c in categories or ()]
-    for name in ("top_k", "fusion", "normalization", "rerank", "clarify_gap"):
+    for name in ("top_k", "fusion", "normalization", "rerank"):
         value, default = getattr(settings, name), getattr(base, name)
         if value != default:
             shown = value.value if hasattr(value, "value") else int(value) if isinstance(value, bool) else value
             items.append((name, str(shown)))
-    if _floor(settings) != _floor(base):
-        items.append(("no_tool_threshold", f"{_floor(settings):g}"))
+    if precision_target(settings) != precision_target(base):
+        items.append(("precision_target", f"{100 * precision_target(settings):g}"))
     items += [(f"w_{s}", f"{settings.weights.get(s, 0.0):g}") for s in SIGNALS
               if abs(settings.weights.get(s, 0.0) - base.weights.get(s, 0.0)) > 1e-9]
     return "?" + urlencode(items)
-
-
-def _floor(settings: Settings) -> float:
-    """The owner's no-tool floor as the slider shows it: -1 (refuses nothing) when none is set."""
-    return -1.0 if settings.no_tool_threshold is None else float(settings.no_tool_threshold)

@@ -42,7 +42,7 @@ __all__ = ["ALL_TOOLS", "EVERY_TOOL", "SETTING_CONTROLS", "StudioHandlers"]
 
 log = logging.getLogger(__name__)
 #: The Search controls that make the settings, in the order the handlers receive them.
-SETTING_CONTROLS = ("top_k", "fusion", "rerank", "clarify_gap", "no_tool_threshold", "normalization",
+SETTING_CONTROLS = ("top_k", "fusion", "rerank", "precision_target", "normalization",
                     *(f"w_{s}" for s in SIGNALS))
 #: The retrievability scope that checks every tool.
 ALL_TOOLS = "all tools"
@@ -80,8 +80,7 @@ class StudioHandlers:
         """Settings from the Search controls (in :data:`SETTING_CONTROLS` order)."""
         named = dict(zip(SETTING_CONTROLS, values, strict=True))
         return fmt.build_settings(self.b.require().settings, fusion=named["fusion"], top_k=named["top_k"],
-                                  rerank=named["rerank"], clarify_gap=named["clarify_gap"],
-                                  no_tool_threshold=named["no_tool_threshold"],
+                                  rerank=named["rerank"], precision_target=named["precision_target"],
                                   normalization=named["normalization"],
                                   weights={s: named[f"w_{s}"] for s in SIGNALS})
 
@@ -257,25 +256,26 @@ class StudioHandlers:
     @_guard
     def tune(self, progress: gr.Progress = gr.Progress(), step: str = "0.1",  # noqa: B008
              state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
-        """Tune the text weights (and the no-tool threshold) on the labelled requests, as ``toolrag tune``."""
+        """Tune the text weights (and the decision's precision target) on the labelled requests, as ``toolrag
+        tune``."""
         state = dict(state or {})
         rows, _ = self._rows(state)
         base = self.settings(controls)
         result, threshold = self.studio.tune(rows, base, step=float(step), progress=lambda f, m: progress(f, desc=m))
         tuned: dict[str, Any] = {"weights": {s: round(float(w), 4) for s, w in result.settings.weights.items()}}
         if threshold is not None and threshold.changed:
-            tuned["no_tool_threshold"] = round(threshold.threshold, 4)
+            tuned["precision_target"] = round(threshold.target, 4)
         state["tuned"] = tuned
         state["tuned_summary"] = result.summary() + ("; " + threshold.summary() if threshold else "")
         state["threshold_plotted"] = threshold is not None
         text = f"{result.summary()}" + (f"\n\n{threshold.summary()}" if threshold else
-                                        "\n\nno-tool threshold: not calibrated (needs rows with expect: no_tool)")
+                                        "\n\nprecision target: not calibrated (needs rows with expect: no_tool)")
         thr = threshold_figure(threshold) if threshold else None
         return text, tuning_figure(result, base=base), thr, state
 
     @_guard
     def apply(self, state: dict[str, Any] | None) -> tuple[Any, ...]:
-        """Move the Search sliders to the tuned weights (and threshold)."""
+        """Move the Search sliders to the tuned weights (and precision target)."""
         tuned = (state or {}).get("tuned")
         if not tuned:
             raise gr.Error("tune first: the sliders move to the weights tuning chose")
@@ -285,7 +285,8 @@ class StudioHandlers:
         scale = 1.0 / top if top > 1.0 else 1.0
         weights = [gr.update(value=round(tuned["weights"][s] * scale, 4)) if s in tuned["weights"] else gr.skip()
                    for s in SIGNALS]
-        threshold = gr.update(value=tuned["no_tool_threshold"]) if "no_tool_threshold" in tuned else gr.skip()
+        threshold = gr.update(value=round(100 * tuned["precision_target"])) if "precision_target" in tuned \
+            else gr.skip()
         note = f" (all divided by {top:.4g} to fit the sliders: the same ranking)" if scale < 1.0 else ""
         return (*weights, threshold, f"✓ The Search sliders now hold the tuned weights{note}: search or run the "
                                      "evaluation again to see them at work.")

@@ -132,7 +132,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         tune_summary = gr.Markdown(health.NOT_TUNED, elem_id="tune-summary")
         with gr.Row(visible=False) as tune_row:
             tune_plot = gr.Plot(label="Weights", elem_id="tune-plot")
-            threshold_plot = gr.Plot(label="No-tool threshold", elem_id="threshold-plot", visible=False)
+            threshold_plot = gr.Plot(label="Decision operating point", elem_id="threshold-plot", visible=False)
         unmatched = unmatched_section(uh, search)  # real requests from the audit log
     with _inside(profiles.effect_slot):
         panel = suggestions_panel()
@@ -165,7 +165,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
     tools.select(eh.pick_tool, [state], opened, **PRIVATE)
     export.click(eh.export_for, [state, *settings], report_file, api_name="report", **STUDIO).success(
         lambda: gr.update(visible=True), None, report_file, **PRIVATE)
-    apply.click(eh.apply, state, [*(search.controls[f"w_{s}"] for s in SIGNALS), search.controls["no_tool_threshold"],
+    apply.click(eh.apply, state, [*(search.controls[f"w_{s}"] for s in SIGNALS), search.controls["precision_target"],
                                   tune_summary], **PRIVATE)
     save.click(eh.save, state, settings_file, api_name="save_settings").success(
         lambda: gr.update(visible=True), None, settings_file, **PRIVATE)

@@ -19,6 +19,7 @@ import pandas as pd
 
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
+from toolrag.decision.model import DecisionModel, shipped_model
 from toolrag.search.results import Candidate, Decision, SearchResult
 from toolrag.settings import Fusion, Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, signal
@@ -80,20 +81,41 @@ def role_choices(catalog: Catalog) -> list[str]:
     return [GUEST, *catalog.roles]
 
 
-def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, clarify_gap: float,
-                   no_tool_threshold: float | None, weights: Mapping[str, float],
-                   normalization: str | None = None) -> Settings:
+def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, precision_target: float | None,
+                   weights: Mapping[str, float], normalization: str | None = None) -> Settings:
     """Settings from the search controls (sliders give floats; top-K must be an int; no normalisation given
-    keeps the base's)."""
+    keeps the base's; the precision target as a share, the slider shows percent)."""
     changes: dict[str, Any] = {
         "fusion": Fusion(str(fusion).lower()), "top_k": int(top_k), "rerank": bool(rerank),
-        "clarify_gap": float(clarify_gap),
-        "no_tool_threshold": None if no_tool_threshold is None else float(no_tool_threshold),
+        "precision_target": None if precision_target is None else round(float(precision_target) / 100, 4),
         "weights": {s: float(w) for s, w in weights.items()},
     }
     if normalization:
         changes["normalization"] = normalization
     return base.with_overrides(**changes)
+
+
+def precision_target(base: Settings) -> float:
+    """The decision's operating point the page starts at: the settings', else the shipped model's default (0.85
+    when no model can be read: the slider still shows a value, and the decision says it fell back)."""
+    if base.precision_target is not None:
+        return float(base.precision_target)
+    model, _ = shipped_model()
+    return model.default_target if model is not None else 0.85
+
+
+def tradeoff_table(model: DecisionModel, target: float | None) -> str:
+    """The decision model's operating points as a table (what each EXECUTE precision target gave on held-out
+    training sources), the row of ``target`` (a share) marked."""
+    rows = ["| precision target | P(right) threshold | EXECUTEs right | served requests called right | "
+            "requests nothing serves not called |", "|---|---|---|---|---|"]
+    for point in model.trained.get("tradeoff", []):
+        mark = " (now)" if target is not None and abs(point["target"] - target) < 1e-6 else ""
+        rows.append(f"| {100 * point['target']:.0f}%{mark} | {point['threshold']:.2f} | "
+                    f"{100 * point['precision']:.1f}% | {100 * point['coverage']:.1f}% | "
+                    f"{100 * point['kept_out']:.1f}% |")
+    return (f"Decision model {model.version} (one for every catalog; measured leave-one-source-out on the training "
+            "sets, each source weighing the same; docs/decisions.md):\n\n" + "\n".join(rows))
 
 
 def signal_info(name: str, notes: Mapping[str, str]) -> str:

@@ -21,7 +21,7 @@ from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
-from toolrag.evaluation.reliability import reliability_bins, reliability_figure
+from toolrag.evaluation.reliability import ReliabilityBin, reliability_figure
 from toolrag.images import load_image
 from toolrag.settings import Settings
 from toolrag.signals import SIGNALS
@@ -104,7 +104,7 @@ class Handlers:
 
     @_guard
     def search(self, query: str, image: str | None, role: str, categories: list[str] | None, top_k: float,
-               fusion: str, rerank: bool, clarify_gap: float, no_tool_threshold: float,
+               fusion: str, rerank: bool, precision_target: float,
                w_dense: float, w_dense_en: float, w_bm25: float, w_ocr: float, w_visual: float,
                w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None,
                normalization: str | None = None, request: gr.Request | None = None,
@@ -120,7 +120,7 @@ class Handlers:
         weights = dict(zip(SIGNALS, (w_dense, w_dense_en, w_bm25, w_ocr, w_visual, w_concepts, w_clip),
                            strict=True))
         settings = fmt.build_settings(retriever.settings, fusion=fusion, top_k=top_k, rerank=rerank,
-                                      clarify_gap=clarify_gap, no_tool_threshold=no_tool_threshold,
+                                      precision_target=precision_target,
                                       weights=weights, normalization=normalization)
         role_name = None if not role or role == fmt.GUEST else role
         self.view(request, oauth).check_role(retriever.catalog, role_name)
@@ -151,12 +151,16 @@ class Handlers:
                 gr.update(visible=True))
 
     @_guard
-    def reliability(self) -> Any:
-        """The reliability curve of the catalog's decision model: held-out P(right) of its simulated requests."""
-        model = self.b.require().decision_model()
-        pairs = list(model.summary.get("heldout_right", [])) if model is not None else []
-        bins = reliability_bins([p for p, _ in pairs], [bool(r) for _, r in pairs])
-        return reliability_figure(bins, title="P(right) on this catalog's simulated requests (held out)")
+    def reliability(self, target: float | None = None) -> tuple[Any, str]:
+        """The decision model's operating points (the trade-off behind the precision-target slider, ``target`` in
+        percent) and the reliability of its P(right), both measured on held-out training sources."""
+        model = self.b.require().decider.model
+        if model is None:
+            raise gr.Error(f"no decision model: {self.b.require().decider.note}")
+        held = model.trained.get("reliability", [])
+        bins = [ReliabilityBin(0.0, 1.0, float(p), float(o), max(1, round(1000 * w))) for p, o, w in held]
+        figure = reliability_figure(bins, title="P(right) on held-out training sources")
+        return figure, fmt.tradeoff_table(model, None if target is None else float(target) / 100)
 
     # ------------------------------------------------------------------------------------------ tool space
 

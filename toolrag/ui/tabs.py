@@ -118,8 +118,9 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                 tools = gr.Code(language="json", label="tools", elem_id="tools-json")
             with gr.Accordion("Result JSON (same as `toolrag search --json`)", open=False):
                 raw = gr.JSON(label="result", elem_id="result-json")
-            with gr.Accordion("Decision model: reliability of P(right)", open=False):
-                reliability_btn = gr.Button("Plot the reliability curve", elem_id="reliability-btn")
+            with gr.Accordion("Decision model: operating points and reliability", open=False):
+                reliability_btn = gr.Button("Show the trade-off and the reliability curve", elem_id="reliability-btn")
+                tradeoff = gr.Markdown(elem_id="tradeoff")
                 reliability_plot = gr.Plot(label="Reliability of P(right)", elem_id="reliability-plot",
                                            visible=False)
             history_df = gr.Dataframe(interactive=False, label="Your last runs (compare)", elem_id="history",
@@ -140,32 +141,30 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                     [n.value for n in Normalization], value=base.normalization.value,
                     label="Normalisation", elem_id="normalization",
                     info="standard: z-scores against the whole catalog (shipped)")
-                clarify = gr.Slider(0, 0.5, value=base.clarify_gap, step=0.01, label="Clarify gap",
-                                    info="ask when the top two look-alikes are this close", elem_id="clarify-gap")
-                no_tool = gr.Slider(-1, 1, value=base.no_tool_threshold if base.no_tool_threshold is not None
-                                    else -1.0, step=0.01, label="No-tool threshold (-1: the model decides)",
-                                    elem_id="no-tool")
+                target = gr.Slider(70, 95, value=round(100 * fmt.precision_target(base)), step=5,
+                                   label="EXECUTE precision target (%)", elem_id="precision-target",
+                                   info="call a tool only where this share of calls was right on held-out catalogs; "
+                                        "higher: fewer calls, more questions and answers without a tool")
                 rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
                 weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
                                      info=signal(s).label, elem_id=f"w-{s}") for s in SIGNALS]
 
-    inputs = [query, image, role, categories, top_k, fusion, rerank, clarify, no_tool, *weights, history,
-              normalization]
+    inputs = [query, image, role, categories, top_k, fusion, rerank, target, *weights, history, normalization]
     outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last, unscored]
     searched = [search_btn.click(h.search, inputs, outputs, api_name="search", **SHARED),
                 query.submit(h.search, inputs, outputs, **SHARED, **PRIVATE)]
     for event in searched:
         event.success(None, None, None, js=REVEAL_ANSWER)
-    reliability_btn.click(h.reliability, None, reliability_plot, api_name="reliability").success(
+    reliability_btn.click(h.reliability, target, [reliability_plot, tradeoff], api_name="reliability").success(
         lambda: gr.update(visible=True), None, reliability_plot, **PRIVATE)  # no empty plot before the curve
     # The ranked table and the history appear with the first search; the table's columns fit what scored.
     last.change(h.result_views, last, [table, history_df], show_progress="hidden", **PRIVATE)
-    for slider in (top_k, clarify, no_tool, *weights):
+    for slider in (top_k, target, *weights):
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
         control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     controls = {"query": query, "role": role, "categories": categories, "top_k": top_k, "fusion": fusion,
-                "normalization": normalization, "rerank": rerank, "clarify_gap": clarify, "no_tool_threshold": no_tool,
+                "normalization": normalization, "rerank": rerank, "precision_target": target,
                 **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
     return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls,
                      share_slot)
