@@ -17,7 +17,7 @@ from toolrag.decision.model import DecisionModel, Ensemble, load_model
 from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import RULES, Facts, decide, name_lookup, named_tools
-from toolrag.decision.slots import open_share, specifics
+from toolrag.decision.slots import open_share
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES, DecisionView
 
 
@@ -31,7 +31,8 @@ def _tool(tool_id: str, description: str = "", **fields: object) -> ToolProfile:
     ("unfollow this account", _tool("follow_user", "Follow a user"), -1),
     ("取消我的预订", _tool("book_hotel", "预订酒店"), -1),
     ("book a hotel in Paris", _tool("cancel_booking", "Cancel a booking"), -1),
-    ("what's the weather in Paris", _tool("get_weather", "Current weather"), 0),
+    ("what's the weather in Paris", _tool("get_weather", "Current weather"), 1),  # a question reads
+    ("the weather in Paris", _tool("get_weather", "Current weather"), 0),  # says no action
     ("delete the file notes.txt", _tool("delete_file", "Delete a file"), 1),
 ])
 def test_an_action_opposite_to_the_tools_is_read(text: str, tool: ToolProfile, expected: int) -> None:
@@ -51,12 +52,6 @@ def test_required_parameters_left_open() -> None:
              "required": ["to"]}
     assert open_share(email, "mail wang.lei@acme.example the report") == 0.0
     assert open_share(email, "send the report to my boss") == 1.0
-
-
-def test_specific_values_are_counted() -> None:
-    assert specifics("help me organise my property management") == 0
-    assert specifics("book room 101 for 3pm on Friday with Alice") >= 3
-    assert specifics("明天下午3点") >= 1
 
 
 def test_standing_against_requests_that_need_no_tool_by_hand() -> None:

@@ -5,7 +5,7 @@
 the kind of value it takes (a date or time, a number, an e-mail or web address, an id, a choice of listed
 values, a place) and the request for a value of that kind; a parameter of free text counts as given when the
 request says something beyond its verb. Word-level and approximate on purpose: the decision model learns how
-much to trust it (``open`` and ``specifics`` in :data:`toolrag.decision.view.FEATURES`). Pure code, no model.
+much to trust it (``open`` in :data:`toolrag.decision.view.FEATURES`). Pure code, no model.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 from toolrag.decision.addresses import has_web_address
 
-__all__ = ["open_share", "required_parameters", "specifics"]
+__all__ = ["open_share", "required_parameters"]
 
 _DATE = re.compile(
     r"\d{1,4}[-/.]\d{1,2}(?:[-/.]\d{1,4})?|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\b(?:today|tomorrow|"
@@ -30,7 +30,6 @@ _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _IDENT = re.compile(r"\b(?=[A-Za-z_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}\b|\b\d{3,}\b")
 _QUOTED = re.compile(r"[\"“”'‘’「」『』《》][^\"“”'‘’「」『』《》]{1,80}[\"“”'‘’「」『』《》]")
-_PROPER = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z]{2,}")
 _WORDS = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
 #: Words of a parameter's name or description that say which kind of value it takes.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -100,12 +99,3 @@ def open_share(parameters: Mapping[str, Any], text: str) -> float:
     content_words = len(_WORDS.findall(text))
     open_ = sum(not _given(_kind(name, schema), schema, text, content_words) for name, schema in required)
     return open_ / len(required)
-
-
-def specifics(text: str) -> int:
-    """How many specific values ``text`` holds: dates and times, numbers and ids, e-mail and web addresses,
-    quoted strings and names (capitalised words inside a sentence). A request with none ("help me organise my
-    property management") rarely fills a tool's parameters."""
-    found = [_DATE, _EMAIL, _QUOTED, _PROPER]
-    count = sum(len(p.findall(text)) for p in found) + len(_IDENT.findall(text))
-    return count + int(has_web_address(text))

@@ -9,12 +9,17 @@ reads a catalog of one tool and one of thousands:
 - how far the top tool stands out from requests that need no tool, per text model (:class:`NullBank` z), its raw
   cosine, its z-score among the visible tools and its lead over the next one (absent with one tool);
 - the same standing for the second tool, how alike the two are, how close the request comes to chit-chat;
-- BM25: the top tool's score, z and lead, and how much of the request's words it covers (the coverage gate);
+- BM25: the top tool's z among the visible tools; how much of its name the request says;
 - the request read against the top tool: a change asked of a tool that only reads, an action opposite to the
   tool's (log in / log out), a web address and a tool that takes one, required parameters left open, a
-  placeholder ("schedule something"), specific values given;
-- the catalog and the request: how many tools are visible, their language and the request's, its length, earlier
-  turns, an image.
+  placeholder ("schedule something");
+- the catalog and the request: how many tools are visible, their language and the request's, earlier turns, an
+  image.
+
+Figures whose meaning depends on how a catalog is written (raw BM25 scores, the share of a request's words its
+tools cover, how many parameters a schema lists, a request's length) were measured and left out: the catalogs an
+agent sends are written otherwise than the training sets, and leave-one-source-out numbers were equal without
+them (docs/decisions.md). The raw cosines are kept for the reason and the MiniLM baseline, not read by the model.
 
 Pure numpy and word rules over the head of the ranking: well under a millisecond.
 """
@@ -32,7 +37,7 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.decision.actions import action_match, change_verb, reads_only, vague_word
 from toolrag.decision.addresses import has_web_address, takes_web_address
 from toolrag.decision.nulls import NullBank
-from toolrag.decision.slots import open_share, required_parameters, specifics
+from toolrag.decision.slots import open_share, required_parameters
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.text import has_cjk
 
@@ -47,10 +52,10 @@ _COSINE = ("sem", "en")
 #: The features of a result, in the order of :attr:`DecisionView.features` (and of the model's inputs).
 FEATURES: tuple[str, ...] = (
     *(f"{s}_{k}" for s in _COSINE for k in ("null", "top", "z", "gap", "null2", "chat")),
-    "kw_top", "kw_z", "kw_gap", "cover", "cover2", "unknown", "terms", "name_hit",
+    "kw_z", "name_hit",
     "lookalike", "lookalike_en",
-    "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "required", "open", "specifics",
-    "tools", "cjk", "catalog_zh", "words", "history", "image", "text",
+    "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "open",
+    "tools", "cjk", "catalog_zh", "history", "image", "text",
 )
 #: The features of one lower candidate (position 2, 3, ...): is it also needed?
 SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
@@ -119,19 +124,12 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
                     f[slot] = bank.z(space, snap.vectors[space][head[at]], vector, cjk=request.cjk)
     if "bm25" in raw:
         kw = np.log1p(np.maximum(raw["bm25"].astype(np.float64), 0.0))
-        f["kw_top"] = float(kw[pos[0]])
-        f["kw_z"], f["kw_gap"] = _standing(kw, present["bm25"], int(pos[0]))
+        f["kw_z"] = _standing(kw, present["bm25"], int(pos[0]))[0]
     visible = None if mask.all() else mask
     terms = list(dict.fromkeys(snap.bm25.terms(request.lexical))) if request.lexical else []
     known = [t for t in terms if snap.bm25.has_term(t, visible)]
     docs = [snap.bm25.term_set(t.id) for t in tools]
-    if terms:
-        f["unknown"], f["terms"] = 1.0 - len(known) / len(terms), math.log1p(len(terms))
     novel = _novel(known, docs)
-    if known:
-        f["cover"] = sum(t in docs[0] for t in known) / len(known)
-        if len(docs) > 1:
-            f["cover2"] = sum(t in docs[1] for t in known) / len(known)
     name_words = {w for w in snap.bm25.terms(f"{top.id} {top.name}") if w}
     f["name_hit"] = len(name_words & set(terms)) / len(name_words) if name_words else math.nan
     dense = snap.vectors["dense"]
@@ -147,14 +145,11 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     vague = vague_word(request.text) or ""
     f["vague"] = float(bool(vague))
     required = required_parameters(top.parameters)
-    f["required"] = math.log1p(len(required))
     f["open"] = open_share(top.parameters, query)
-    f["specifics"] = math.log1p(specifics(query))
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
     f["cjk"] = float(request.cjk)
     f["catalog_zh"] = _chinese_share(snap, mask, key)
-    f["words"] = math.log1p(_word_count(request.text))
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
     open_names = tuple(name for name, _ in required if _open(top, name, query))
@@ -229,16 +224,3 @@ def _open(tool: ToolProfile, name: str, query: str) -> bool:
     single = {"type": "object", "properties": {name: schema if isinstance(schema, Mapping) else {}},
               "required": [name]}
     return open_share(single, query) == 1.0
-
-
-def _word_count(text: str) -> int:
-    """Words of ``text``: runs of letters and digits, each CJK ideograph counting as one."""
-    count, in_word = 0, False
-    for ch in text:
-        if has_cjk(ch):
-            count, in_word = count + 1, False
-        elif ch.isalnum():
-            count, in_word = count + (not in_word), True
-        else:
-            in_word = False
-    return count
