@@ -1,4 +1,4 @@
-"""The labelled sets ``bench.decisions`` (and ``bench.ceilings``) decide: each catalog's retriever opened once,
+"""The labelled sets ``bench.decisions`` decides: each catalog's retriever opened once,
 its query analysis cached in the bench folder, and each set's rows.
 
 Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``bundled_tuned`` (the odd

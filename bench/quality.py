@@ -9,7 +9,7 @@ with ``toolrag.load_catalog`` / ``toolrag.load_queries``, indexed once per model
 scored with ``ToolRetriever.evaluate`` - the code behind ``toolrag eval``. Every method is a ``Settings``;
 only the settings change between rows, never the code path. The no-tool part runs MetaTool ``Task1.json``
 through ``search`` and reports the AUC of the decision's confidence and the accuracy of its decisions (the
-catalog's decision model, shipped settings).
+decision model shipped with toolrag, shipped settings).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
 
 def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     """AUC of the decision's confidence for "a tool is needed", and the accuracy of the shipped decision
-    (NO_TOOL or not, from the catalog's decision model).
+    (NO_TOOL or not, from the decision model shipped with toolrag).
 
     Calibration half = rows 4k and 4k+1 (Task1 alternates need-a-tool / no-tool rows), report half = the rest;
     the top cosine of each text model over the whole catalog is reported too (the anchor: MiniLM, AUC 88.3).
@@ -106,7 +106,7 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     half = np.arange(len(rows)) % 4 >= 2
     out: dict[str, Any] = {
         "n": len(rows), "n_positive": int(y.sum()),
-        "threshold": cfg.no_tool_threshold,
+        "precision_target": cfg.precision_target,
         "auc_confidence": auc(confidence, y),
         "accuracy": float((tool == y).mean()),
         "accuracy_report_half": float((tool[half] == y[half]).mean()),

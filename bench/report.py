@@ -105,7 +105,7 @@ def write_quality_section(results: dict[str, Any]) -> None:
                   f"{pct(nt['auc_confidence'])} |"]
         for name, value in nt.get("auc_top_cosine", {}).items():
             lines.append(f"| AUC of the top {name} score over the catalog | {pct(value)} |")
-        lines += [f"| decision accuracy of the shipped settings, the catalog's decision model (all 1,040) | "
+        lines += [f"| decision accuracy of the shipped settings and decision model (all 1,040) | "
                   f"{pct(nt['accuracy'])} |",
                   f"| ... on the report half (rows 4k+2, 4k+3) | {pct(nt['accuracy_report_half'])} |",
                   f"| need-a-tool queries not answered NO_TOOL | {pct(nt['tool_recall'])} |",

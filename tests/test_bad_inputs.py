@@ -78,10 +78,10 @@ def test_prepare_request_names_bad_values_and_notes_unknown_codes(small_catalog_
         prepare_request(catalog, "\udcff\udcfe  ")
     with pytest.raises(QueryError, match="query must be text, got int"):
         prepare_request(catalog, 5)
-    with pytest.raises(TypeError, match="not one string"):
+    with pytest.raises(QueryError, match="not one string"):
         prepare_request(catalog, "x", permissions="hr.payroll.approve")  # type: ignore[arg-type]
     request = prepare_request(catalog, "x", permissions=["hr.payrol.approve", "hr.payroll.approve"])
-    assert request.codes == {"hr.payrol.approve", "hr.payroll.approve"}
+    assert request.caller.codes == {"hr.payrol.approve", "hr.payroll.approve"}
     assert request.notes == ("permission code 'hr.payrol.approve' is used by no tool or role of this catalog "
                              "(did you mean 'hr.payroll.approve'?); it grants nothing",)
 

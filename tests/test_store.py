@@ -18,7 +18,8 @@ import pytest
 from toolrag.catalog.profile import perm_key
 from toolrag.errors import StoreError
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.filters import allowed_perm_keys, build_where, matches_nothing
+from toolrag.catalog.caller import Caller
+from toolrag.index.filters import build_where, matches_nothing
 from toolrag.index.store import Hit, VectorCollection, collection_name
 
 try:
@@ -240,15 +241,14 @@ def test_concurrent_queries_during_upserts(client: Any) -> None:
 
 
 # ---------------------------------------------------------------------------------------- filters
-def test_allowed_perm_keys() -> None:
-    keys = set(PERM_KEYS)
-    assert allowed_perm_keys(keys, set()) == {""}
-    assert allowed_perm_keys(keys, {"hr.payroll"}) == {"", "hr.payroll"}
-    assert allowed_perm_keys(keys, {"hr.payroll", "finance.approve"}) == {
-        "",
-        "hr.payroll",
-        "finance.approve,hr.payroll",
-    }
+def test_a_caller_is_permitted_the_keys_whose_codes_it_holds() -> None:
+    def allowed(codes: set[str]) -> set[str]:
+        caller = Caller(frozenset(codes))
+        return {k for k in PERM_KEYS if caller.permits(k.split(",") if k else [])}
+
+    assert allowed(set()) == {""}
+    assert allowed({"hr.payroll"}) == {"", "hr.payroll"}
+    assert allowed({"hr.payroll", "finance.approve"}) == {"", "hr.payroll", "finance.approve,hr.payroll"}
     assert perm_key(["hr.payroll", "finance.approve", "hr.payroll"]) == "finance.approve,hr.payroll"
     assert perm_key([]) == ""
 

@@ -106,9 +106,9 @@ def test_banner_says_when_a_rule_decided_and_the_probabilities_are_the_models_vi
     by_model = fmt.decision_banner(dataclasses.replace(make_result(), scores=scores))
     assert "P(no tool) <b>0.93</b>" in by_model and "model's view" not in by_model
     by_rule = fmt.decision_banner(dataclasses.replace(make_result(), scores=scores,
-                                                      decided_by=DecisionSource.STANDOUT))
+                                                      decided_by=DecisionSource.NAMED_TOOL))
     assert "P(no tool) <b>0.93</b>" in by_rule
-    assert "the model's view only: decided by the standout rule" in by_rule
+    assert "the model's view only: decided by the named tool rule" in by_rule
 
 
 def test_prompt_tools_tokens_timings_and_notes() -> None:
