@@ -6,8 +6,9 @@ exactly (it is called). Then the model (:mod:`toolrag.decision.model`):
 
 - EXECUTE when P(right) reaches the threshold of the EXECUTE precision target (``Settings.precision_target``,
   default the model's; each target's threshold was measured on held-out sources, docs/decisions.md);
-- else CLARIFY when P(ambiguous) reaches the model's ask threshold: the top two contend, or the request leaves
-  open what the tool needs (the question then names the missing parameters);
+- else CLARIFY when a tool likely fits (P(no tool) < :data:`FITS`) or P(ambiguous) reaches the model's ask
+  threshold: the top two contend, or the request leaves open what the tool needs (the question then names the
+  missing parameters); an agent asks rather than calls a tool it is unsure of, or answers as if none fitted;
 - else NO_TOOL.
 
 The reason quotes the numbers that decided. Without a usable model file the top tool's standing against
@@ -26,8 +27,10 @@ from toolrag.decision.outcome import Decision, DecisionOutcome, DecisionScores, 
 from toolrag.decision.view import FEATURES, LOOKALIKE, DecisionView
 from toolrag.text import has_cjk
 
-__all__ = ["FALLBACK_Z", "RULES", "Facts", "decide", "name_lookup", "named_tools"]
+__all__ = ["FALLBACK_Z", "FITS", "RULES", "Facts", "decide", "name_lookup", "named_tools"]
 
+#: Below this P(no tool) a tool likely fits: a request the model would not call on is asked about, not refused.
+FITS = 0.5
 #: Without a model, the top tool is called when the request stands out this far (z) from requests that need no
 #: tool (the English model's z when it read the request, else the multilingual one's).
 FALLBACK_Z = 2.0
@@ -89,18 +92,19 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
                                f"calls {names[0]}: P(right) {p['right']:.2f} >= {execute_at:.2f} (the operating point "
                                f"for {100 * goal:.0f}% EXECUTE precision); P(ambiguous) {p['ask']:.2f}, P(no tool) "
                                f"{p['none']:.2f}{more}{notes}", scores, selected)
-    if p["ask"] >= model.ask_threshold:
+    if p["ask"] >= model.ask_threshold or p["none"] < FITS:
         question, about = _question(facts, view)
+        why = (f"P(ambiguous) {p['ask']:.2f} >= {model.ask_threshold:.2f}" if p["ask"] >= model.ask_threshold
+               else f"a tool likely fits (P(no tool) {p['none']:.2f} < {FITS:.2f})")
         return DecisionOutcome(Decision.CLARIFY, question,
-                               f"asks: P(ambiguous) {p['ask']:.2f} >= {model.ask_threshold:.2f} and P(right) "
-                               f"{p['right']:.2f} < {execute_at:.2f}; {about}{notes}", scores,
+                               f"asks: {why} and P(right) {p['right']:.2f} < {execute_at:.2f}; {about}{notes}", scores,
                                1 if view.open_parameters and len(names) < 2 else min(2, len(names)))
     reads = f'; the request asks for a change ("{view.change_verb}") and {names[0]} only reads' \
         if view.change_verb else ""
     return DecisionOutcome(Decision.NO_TOOL, None,
-                           f"no tool: P(right) {p['right']:.2f} < {execute_at:.2f} and P(ambiguous) {p['ask']:.2f} < "
-                           f"{model.ask_threshold:.2f}; P(no tool) {p['none']:.2f}, the best visible match is "
-                           f"{names[0]}{reads}", scores)
+                           f"no tool: P(no tool) {p['none']:.2f} >= {FITS:.2f}, P(right) {p['right']:.2f} < "
+                           f"{execute_at:.2f} and P(ambiguous) {p['ask']:.2f} < {model.ask_threshold:.2f}; the best "
+                           f"visible match is {names[0]}{reads}", scores)
 
 
 def _scores(view: DecisionView | None, model: DecisionModel | None) -> DecisionScores | None:
