@@ -17,7 +17,8 @@ decontamination), around each labelled request:
   0.96 for a tool MiniLM cannot read) is never a distractor: it would likely serve the request too (Gorilla's
   model variants, API-Bank's repeated APIs), so "no tool fits" would be a wrong label;
 - ``foreign``: a request of another source to a catalog of this folder -> NO_TOOL;
-- ``cross``: a Chinese request of HammerBench to its English tools (the same ids) -> as ``gold``/``sibling``;
+- ``cross``: a HammerBench request to its tools in the other language (the same ids: a Chinese request to the
+  English tools, an English one to the Chinese tools) -> as ``gold``/``sibling``;
 - earlier turns: ACEBench's follow-up requests carry their dialogue's user turns; a share of the others get an
   unrelated earlier request of their folder as a turn (the decision is the current request's).
 
@@ -60,7 +61,7 @@ GROUPS: Mapping[str, str] = {
     "decisions_acebench_special_en": "acebench", "decisions_acebench_special_zh": "acebench",
     "decisions_bfcl_nonlive": "bfcl",
 }
-EPISODES_VERSION = "3"
+EPISODES_VERSION = "4"
 #: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
 NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: A tool at least this close to a gold tool (MiniLM; the multilingual model for a tool MiniLM cannot read) is its
@@ -210,16 +211,17 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
                     other_folder, other = rng.choice(foreign_pool)
                 episodes.append(Episode(folder, "foreign", other["query"], (), tools, (), "NO_TOOL",
                                         other.get("lang", "en")))
-            if folder == "hammerbench_zh" and rng.random() < 0.34:
-                english = spaces["hammerbench_en"]
-                en = {t: i for i, t in enumerate(english.ids)}
-                if all(g in en for g in gold):
-                    cross = _catalog(rng, gold, english, en)
+            other_side = {"hammerbench_zh": "hammerbench_en", "hammerbench_en": "hammerbench_zh"}.get(folder)
+            if other_side is not None and rng.random() < 0.34:
+                other = spaces[other_side]
+                at = {t: i for i, t in enumerate(other.ids)}
+                if all(g in at for g in gold):
+                    cross = _catalog(rng, gold, other, at)
                     kind = "cross" if rng.random() < 0.5 else "cross_sibling"
                     shown = cross if kind == "cross" else tuple(t for t in cross if t not in gold) or _nearest(
-                        gold, english, en, 1, rng)
-                    episodes.append(Episode("hammerbench_en", kind, pair["query"], history, shown, gold,
-                                            "EXECUTE" if kind == "cross" else "NO_TOOL", "zh"))
+                        gold, other, at, 1, rng)
+                    episodes.append(Episode(other_side, kind, pair["query"], history, shown, gold,
+                                            "EXECUTE" if kind == "cross" else "NO_TOOL", lang))
     for source, rows in decisions.items():
         for row in rows[:: max(1, len(rows) // limit)] if limit else rows:
             episodes.append(Episode(source, row["expect"].lower(), row["request"], (), tuple(row["visible"]),

@@ -13,8 +13,8 @@ reads a catalog of one tool and one of thousands:
 - the request read against the top tool: a change asked of a tool that only reads, an action opposite to the
   tool's (log in / log out), a web address and a tool that takes one, required parameters left open, a
   placeholder ("schedule something");
-- the catalog and the request: how many tools are visible, their language and the request's, earlier turns, an
-  image.
+- the catalog and the request: how many tools are visible, the request's language and whether the top tool is
+  written in it, earlier turns, an image.
 
 Figures whose meaning depends on how a catalog is written (raw BM25 scores, the share of a request's words its
 tools cover, how many parameters a schema lists, a request's length) were measured and left out: the catalogs an
@@ -27,7 +27,7 @@ Pure numpy and word rules over the head of the ranking: well under a millisecond
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -55,7 +55,7 @@ FEATURES: tuple[str, ...] = (
     "kw_z", "name_hit",
     "lookalike", "lookalike_en",
     "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "open",
-    "tools", "cjk", "catalog_zh", "history", "image", "text",
+    "tools", "cjk", "lang_match", "history", "image", "text",
 )
 #: The features of one lower candidate (position 2, 3, ...): is it also needed?
 SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
@@ -100,10 +100,9 @@ class DecisionView:
 
 def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarray],
                present: Mapping[str, np.ndarray], mask: np.ndarray, head: Sequence[int], request: RequestFacts,
-               query: str, bank: NullBank | None, *, key: Hashable) -> DecisionView:
+               query: str, bank: NullBank | None) -> DecisionView:
     """The view of a search whose scored ``rows`` (snapshot rows, sorted) have ``raw`` scores and ``present``
-    masks per signal, over the caller's visible tools ``mask`` (their identity: ``key``, for the snapshot's
-    memo); ``head`` = snapshot rows of the final candidates, best first (at least one); ``query`` = the request
+    masks per signal, over the caller's visible tools ``mask``; ``head`` = snapshot rows of the final candidates, best first (at least one); ``query`` = the request
     as typed (its web addresses as written); ``bank`` = the no-tool requests (``None``: their features NaN)."""
     f = dict.fromkeys(FEATURES, math.nan)
     pos = np.searchsorted(rows, np.asarray(head, dtype=np.int64))
@@ -149,7 +148,7 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
     f["cjk"] = float(request.cjk)
-    f["catalog_zh"] = _chinese_share(snap, mask, key)
+    f["lang_match"] = float(_reads_language(snap, head[0], request.cjk))
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
     open_names = tuple(name for name, _ in required if _open(top, name, query))
@@ -208,14 +207,15 @@ def _selection(snap: IndexSnapshot, raw: Mapping[str, np.ndarray], present: Mapp
     return out
 
 
-def _chinese_share(snap: IndexSnapshot, mask: np.ndarray, key: Hashable) -> float:
-    """Share of the visible tools with any Chinese in their embedded text (kept per snapshot and caller)."""
-    def share() -> float:
-        chinese = snap.memo(("chinese-tools",), lambda: np.fromiter(
-            (has_cjk(t.document_text()) for t in snap.catalog.tools), bool, len(snap.catalog.tools)))
-        n = int(np.count_nonzero(mask))
-        return float(np.count_nonzero(chinese & mask)) / n if n else 0.0
-    return float(snap.memo(("chinese-share", key), share))
+def _reads_language(snap: IndexSnapshot, row: int, cjk: bool) -> bool:
+    """Whether the tool at ``row`` is written in the request's language: some Chinese in its text for a Chinese
+    request, mostly Latin text for another (a bilingual tool reads both). A property of the tool, not of the
+    catalog: a catalog of English descriptions with Chinese tags serves English requests as well as any."""
+    if not cjk:
+        return bool(snap.english[row])
+    chinese: np.ndarray = snap.memo(("chinese-tools",), lambda: np.fromiter(
+        (has_cjk(t.document_text()) for t in snap.catalog.tools), bool, len(snap.catalog.tools)))
+    return bool(chinese[row])
 
 
 def _open(tool: ToolProfile, name: str, query: str) -> bool:

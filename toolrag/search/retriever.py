@@ -382,8 +382,7 @@ class ToolRetriever:
         if candidates:
             head = [snap.row_of[c.id] for c in candidates]
             head += [int(rows[i]) for i in order if int(rows[i]) not in head][: max(0, 3 - len(head))]
-            view = build_view(snap, rows, scores.raw, scores.present, mask, head, q, query, self.decider.bank(),
-                              key=caller.key)
+            view = build_view(snap, rows, scores.raw, scores.present, mask, head, q, query, self.decider.bank())
         facts = Facts([c.name for c in candidates], [c.description for c in candidates], named=named,
                       meaningful=any(ch.isalnum() for ch in " ".join((query, *q.history))), image=q.image_given,
                       query=query)
