@@ -102,8 +102,9 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
                present: Mapping[str, np.ndarray], mask: np.ndarray, head: Sequence[int], request: RequestFacts,
                query: str, bank: NullBank | None) -> DecisionView:
     """The view of a search whose scored ``rows`` (snapshot rows, sorted) have ``raw`` scores and ``present``
-    masks per signal, over the caller's visible tools ``mask``; ``head`` = snapshot rows of the final candidates, best first (at least one); ``query`` = the request
-    as typed (its web addresses as written); ``bank`` = the no-tool requests (``None``: their features NaN)."""
+    masks per signal, over the caller's visible tools ``mask``; ``head`` = snapshot rows of the final candidates,
+    best first (at least one); ``query`` = the request as typed (its web addresses as written); ``bank`` = the
+    no-tool requests (``None``: their features NaN)."""
     f = dict.fromkeys(FEATURES, math.nan)
     pos = np.searchsorted(rows, np.asarray(head, dtype=np.int64))
     tools = [snap.catalog.tools[int(r)] for r in head]
