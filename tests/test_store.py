@@ -277,7 +277,8 @@ def test_filtered_query_equals_brute_force_over_allowed_subset(
     deprecated: bool,
 ) -> None:
     col, ids, vecs, metas = filtered_col
-    keys = None if codes is None else {k for k in PERM_KEYS if Caller(frozenset(codes)).permits(k.split(",") if k else [])}
+    caller = Caller(frozenset(codes or ()))
+    keys = None if codes is None else {k for k in PERM_KEYS if caller.permits(k.split(",") if k else [])}
     if codes == set():
         assert keys == {""}
     if codes == {"hr.payroll"}:
