@@ -12,6 +12,7 @@ from toolrag.catalog.profile import Catalog
 from toolrag.cli.common import (
     audit_from_args,
     catalog_options,
+    load_inputs,
     load_mode,
     open_retriever,
     settings_from_args,
@@ -86,9 +87,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
     try:
         if args.catalog:
+            from toolrag.catalog.caller import Caller
             from toolrag.serve.service import ToolService
 
-            retriever = open_retriever(args, settings_from_args(args))
+            catalog, settings = load_inputs(args)
+            Caller.of(catalog, role=args.role)  # an unknown role is refused before any model loads or Chroma opens
+            retriever = open_retriever(args, settings, catalog)
             app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {retriever.catalog.name}")
             anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))
             return 0
