@@ -312,6 +312,8 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
             seen["bad_token_call"] = await call(url, "wrong", "call_tool", {"tool": "files/db.drop_table",
                                                                             "arguments": {"table": "t"}})
             seen["ambiguous"] = await call(url, "admin-token", "call_tool", {"tool": "weather.current"})
+            seen["reader_ambiguous"] = await call(url, None, "call_tool", {"tool": "weather.current",
+                                                                          "arguments": {"city": "Oslo"}})
             seen["files"] = await call(url, "admin-token", "call_tool", {"tool": "files/weather.current",
                                                                         "arguments": {"city": "Oslo"}})
             seen["other"] = await call(url, "admin-token", "call_tool", {"tool": "other/weather.current",
@@ -341,9 +343,12 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
     assert seen["bad_token_call"].is_error and "bearer token" in texts(seen["bad_token_call"])
     assert seen["ambiguous"].is_error and "files/weather.current" in texts(seen["ambiguous"]) and \
         "other/weather.current" in texts(seen["ambiguous"])
+    # The same bare name is refused for the reader too (never routed to the copy it can see), naming only its id.
+    assert seen["reader_ambiguous"].is_error and "files/weather.current" in texts(seen["reader_ambiguous"])
+    assert "other/" not in texts(seen["reader_ambiguous"])
     assert texts(seen["files"]) == 'files:weather.current {"city": "Oslo"}'
     assert texts(seen["other"]) == 'other:weather.current {"city": "Oslo"}'
-    assert seen["reader_other"].is_error and "is available to you" in texts(seen["reader_other"])
+    assert seen["reader_other"].is_error and "is available to this caller" in texts(seen["reader_other"])
     assert not seen["admin_drop"].is_error
     # Arguments are checked against the tool's input schema before anything is forwarded, naming the field.
     assert seen["no_city"].is_error and "arguments do not match the input_schema of 'files/weather.current'" in \
@@ -411,4 +416,4 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
     assert image["tools"][0]["name"] == "submit_expense"
     assert "hr.payroll.approve" not in json.dumps(seen["payroll"].structured_content)  # the employee cannot see it
     assert seen["bad_image"].is_error and "base64" in texts(seen["bad_image"])
-    assert seen["bad_k"].is_error and "ask for 1 to 50 tools" in texts(seen["bad_k"])
+    assert seen["bad_k"].is_error and "k is 0; expected an integer from 1 to 50" in texts(seen["bad_k"])

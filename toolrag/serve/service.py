@@ -79,8 +79,10 @@ class ToolService:
             raise QueryError(f"query is {_kind(query)}; expected a string (the user's request)")
         if image is not None and not isinstance(image, str):
             raise QueryError(f"image is {_kind(image)}; expected a string (the image's bytes as base64) or null")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
+        if isinstance(k, bool) or not isinstance(k, int):
             raise QueryError(f"k is {_kind(k)}; expected an integer from 1 to {MAX_K} (how many tools to return)")
+        if not 1 <= k <= MAX_K:
+            raise QueryError(f"k is {k}; expected an integer from 1 to {MAX_K} (how many tools to return)")
         notes = []
         if image is not None and not image.strip():
             notes.append("image is an empty string: searched without an image (send the image's bytes as base64, "
