@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -186,7 +187,9 @@ class ServingStore:
         tmp = Path(tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=self.folder))
         try:
             def put(file: str, value: np.ndarray) -> None:
-                np.save(tmp / f"{file}.npy", np.ascontiguousarray(value), allow_pickle=False)
+                buffer = io.BytesIO()
+                np.save(buffer, np.ascontiguousarray(value), allow_pickle=False)
+                write_atomic(tmp / f"{file}.npy", buffer.getbuffer(), error=StoreError)
 
             for kind, matrix in (*state.vectors.items(), *state.image_vectors.items()):
                 put(f"vec-{kind}", np.asarray(matrix, dtype=np.float32))
@@ -202,7 +205,7 @@ class ServingStore:
                     "image_kinds": sorted(state.image_vectors), "image_ids": list(state.image_ids),
                     "ocr_texts": state.ocr_texts, "ann": {k: sorted(v) for k, v in state.ann.items()},
                     "bm25": {"vocab": list(state.bm25["vocab"]), "k1": state.bm25["k1"], "b": state.bm25["b"]}}
-            (tmp / "state.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+            write_atomic(tmp / "state.json", json.dumps(meta, ensure_ascii=False), error=StoreError)
             os.replace(tmp, self.folder / name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
