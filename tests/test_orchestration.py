@@ -300,3 +300,39 @@ def test_stub_index_offers_what_the_retriever_reads() -> None:
                             caller=Caller.of(index.catalog, role="employee"))
     assert 0 in rows and all(mask[rows])
     assert index.update(catalog(HIDDEN)) == len(TOOLS) + len(HIDDEN) and len(index.catalog) == 8
+
+
+# ------------------------------------------------------------------------------------------- upstreams
+
+class Group(Exception):
+    """An exception group as a task group raises one (``exceptions``; ExceptionGroup is not built in on 3.10)."""
+
+    def __init__(self, *inner: BaseException) -> None:
+        super().__init__("task group")
+        self.exceptions = inner
+
+
+def test_upstream_errors_are_mapped_in_one_place() -> None:
+    from mcp import MCPError
+
+    from toolrag.serve.upstream import upstream_errors
+
+    def mapped(exc: BaseException, **kwargs: Any) -> UpstreamError:
+        with pytest.raises(UpstreamError) as caught, upstream_errors("MCP server 'files'", "tools/call 'x'", **kwargs):
+            raise exc
+        return caught.value
+
+    timeout = mapped(TimeoutError(), timeout=3)
+    assert str(timeout) == "MCP server 'files' did not answer tools/call 'x' within 3 s" and not timeout.lost
+    answered = mapped(MCPError(-32602, "bad arguments"))
+    assert str(answered) == "MCP server 'files' answered tools/call 'x' with an error: bad arguments"
+    assert not answered.lost
+    closed = mapped(MCPError(-32000, "Connection closed"))
+    assert closed.lost and closed.cause == "connection closed (Connection closed)"
+    dropped = mapped(Group(ConnectionResetError("peer reset")), detail=lambda: "; more")
+    assert dropped.lost and str(dropped) == ("MCP server 'files' failed during tools/call 'x': ConnectionResetError: "
+                                             "peer reset; more")
+    original = UpstreamError("as it was")
+    assert mapped(Group(original)) is original and mapped(original) is original
+    with pytest.raises(KeyboardInterrupt), upstream_errors("MCP server 'files'", "x"):
+        raise KeyboardInterrupt  # not an error of the exchange: passes untouched
