@@ -44,10 +44,12 @@ __all__ = [
     "EDITORS_ENV",
     "ENGLISH_MODEL_ENV",
     "ENV_VARS",
+    "EXAMPLE_MODEL_ENV",
     "IMAGE_BACKEND_ENV",
     "LIBRARY_ENV",
     "LOG_LEVEL_ENV",
     "ONLINE_ENV",
+    "OPENAI_KEY_ENV",
     "PUBLIC_ROLE_ENV",
     "RERANK_ENV",
     "SPACE_ID_ENV",
@@ -109,12 +111,16 @@ BENCH_DIR_ENV = "TOOLRAG_BENCH_DIR"
 BENCH_THREADS_ENV = "TOOLRAG_BENCH_THREADS"
 BENCH_ENGINE_ENV = "TOOLRAG_BENCH_ENGINE"
 TRAINING_ENV = "TOOLRAG_TRAINING"
+#: The real model the agent examples run when ``OPENAI_API_KEY`` is set (else their scripted model runs).
+EXAMPLE_MODEL_ENV = "TOOLRAG_EXAMPLE_MODEL"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
 class EnvVar:
     """One environment variable toolrag reads: its name, its default in words, what it does and who reads it
-    (``library``: every entry point; ``app``: the playground; ``bench``: the benchmark scripts)."""
+    (``library``: every entry point; ``app``: the playground; ``bench``: the benchmark scripts; ``examples``: the
+    agent examples of ``examples/``)."""
 
     name: str
     default: str
@@ -177,6 +183,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "a folder holding another `toolrag` package to measure (its indexes are kept apart)", "bench"),
     EnvVar(TRAINING_ENV, "`shared/training` beside the repository or a parent folder",
            "where the public training sets are read from by `python -m bench.train` (`--training` wins)", "bench"),
+    EnvVar(OPENAI_KEY_ENV, "unset: the agent examples run a scripted model, offline",
+           "set: the agent examples call a real OpenAI model (`TOOLRAG_EXAMPLE_MODEL`)", "examples"),
+    EnvVar(EXAMPLE_MODEL_ENV, "`gpt-4.1-mini`", "the real model the agent examples use when `OPENAI_API_KEY` is set",
+           "examples"),
 )
 _BY_NAME: dict[str, EnvVar] = {var.name: var for var in ENV_VARS}
 
