@@ -75,9 +75,11 @@ def with_hidden() -> Any:
 
 
 def without_timing(data: Any) -> Any:
-    """A result's JSON without what measures time (the rest must match to the last digit)."""
+    """A result's (or report's) JSON without what measures or stamps time (the rest must match to the last
+    digit)."""
     if isinstance(data, dict):
-        return {k: without_timing(v) for k, v in data.items() if k not in ("timing_ms", "seconds", "latency_ms")}
+        return {k: without_timing(v) for k, v in data.items()
+                if k not in ("timing_ms", "seconds", "latency_ms", "created")}
     if isinstance(data, list):
         return [without_timing(v) for v in data]
     return data
