@@ -226,8 +226,11 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
                                                                     "arguments": {"table": "t"}})
             seen["unknown"] = await session.call_tool("call_tool", {"tool": "files/no.such_tool", "arguments": {}})
             seen["crash"] = await session.call_tool("call_tool", {"tool": "files/debug.crash", "arguments": {}})
-            seen["after"] = await session.call_tool("call_tool", {"tool": "weather.current",
+            seen["after"] = await session.call_tool("call_tool", {"tool": "files/weather.current",
                                                                   "arguments": {"city": "Rome"}})
+            # two servers publish weather.current: the bare name is refused, whoever calls (never routed by role)
+            seen["bare"] = await session.call_tool("call_tool", {"tool": "weather.current",
+                                                                 "arguments": {"city": "Rome"}})
 
     anyio.run(scenario)
     assert seen["tools"] == ["call_tool", "search_tools"]  # nothing else: the catalog is searched, not listed
@@ -250,11 +253,14 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
     # The upstream died mid-session: that call fails, the next one relaunches it.
     assert seen["crash"].is_error and "upstream server 'files' is unavailable" in texts(seen["crash"])
     assert not seen["after"].is_error and texts(seen["after"]) == 'files:weather.current {"city": "Rome"}'
+    assert seen["bare"].is_error and "call 'weather.current' by its id" in texts(seen["bare"])
+    assert "files/weather.current" in texts(seen["bare"]) and "other/" not in texts(seen["bare"])
     records = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     searches = [r for r in records if r["kind"] == "search"]
     calls = {r["tool"]: r["outcome"] for r in records if r["kind"] == "call"}
     assert len(searches) == 2 and searches[0]["role"] == "reader"
     assert calls == {"files/weather.current": "ok", "files/db.drop_table": "refused", "files/no.such_tool": "refused",
+                     "weather.current": "refused",
                      "files/debug.crash": "unavailable"}
 
 

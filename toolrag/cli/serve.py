@@ -8,6 +8,7 @@ import functools
 import sys
 from typing import Any
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.cli.common import (
     audit_from_args,
@@ -83,15 +84,15 @@ def run_serve(args: argparse.Namespace) -> int:
                             "(search_tools and call_tool for upstream MCP servers), not both")
     if args.transport == "http":
         _check_port(args.host, args.port)  # before any model loads or upstream starts
+    if args.catalog:
+        catalog, settings = load_inputs(args)
+        Caller.of(catalog, role=args.role)  # an unknown role is refused before any model loads or Chroma opens
     from toolrag.serve.app import build_app, run_gateway, serve
 
     try:
         if args.catalog:
-            from toolrag.catalog.caller import Caller
             from toolrag.serve.service import ToolService
 
-            catalog, settings = load_inputs(args)
-            Caller.of(catalog, role=args.role)  # an unknown role is refused before any model loads or Chroma opens
             retriever = open_retriever(args, settings, catalog)
             app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {retriever.catalog.name}")
             anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))
