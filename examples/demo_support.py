@@ -11,7 +11,6 @@ directly. With ``OPENAI_API_KEY`` set, :func:`real_model_name` names the model t
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,10 +33,13 @@ CLARIFY_TOOL = "ask_user_to_clarify"
 
 
 def real_model_name() -> str | None:
-    """The real model to run against, or ``None`` (no API key: the scripted model runs)."""
-    if not os.environ.get("OPENAI_API_KEY", "").strip():
+    """The real model to run against, or ``None`` (no API key: the scripted model runs); both variables are rows
+    of ``toolrag.config.ENV_VARS``, read through ``toolrag.config.env``."""
+    from toolrag.config import EXAMPLE_MODEL_ENV, OPENAI_KEY_ENV, env
+
+    if not env(OPENAI_KEY_ENV):
         return None
-    return os.environ.get("TOOLRAG_EXAMPLE_MODEL", "").strip() or DEFAULT_REAL_MODEL
+    return env(EXAMPLE_MODEL_ENV) or DEFAULT_REAL_MODEL
 
 
 def placeholder_arguments(schema: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def main() -> int:
         state = agent.invoke({"messages": [*messages, HumanMessage(request)]})
         messages = state["messages"]
         reached = getattr(model, "calls", [])[before:] if not real else ["(a real model: see its trace)"]
-        report(n, request, middleware.last_turn, reached, message_text(messages[-1]))
+        report(n, request, middleware.turn_of(), reached, message_text(messages[-1]))
     return 0
 
 

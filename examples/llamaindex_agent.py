@@ -38,15 +38,16 @@ async def run() -> int:
     selector = ToolSelector(retriever(args), role=args.role)
     real = real_model_name()
     llm = llamaindex_real_model(real) if real else llamaindex_model()
-    tools = ToolragObjectRetriever(selector, catalog_tools(selector, demo_call))  # one per conversation
+    tools = ToolragObjectRetriever(selector, catalog_tools(selector, demo_call))  # serves every conversation
     agent = FunctionAgent(tool_retriever=tools, llm=llm, system_prompt="You are Acme's office assistant.",
                           streaming=False)
     context = Context(agent)  # keeps the conversation between runs
     for n, request in enumerate(TURNS, start=1):
         before = len(getattr(llm, "calls", ()))
-        answer = await agent.run(user_msg=request, ctx=context)
+        with tools.conversation("demo"):  # the conversation this run belongs to (its history, its turn)
+            answer = await agent.run(user_msg=request, ctx=context)
         reached = getattr(llm, "calls", [])[before:] if not real else ["(a real model: see its trace)"]
-        report(n, request, tools.last_turn, reached, str(answer))
+        report(n, request, tools.turn_of("demo"), reached, str(answer))
     return 0
 
 

@@ -46,7 +46,7 @@ async def run() -> int:
             items = result.to_input_list()
             reached = ([[t.name for t in call.tools] for call in model.calls[before:]] if not real
                        else ["(a real model: see its trace)"])
-            report(n, request, tool_filter.last_turn, reached, str(result.final_output))
+            report(n, request, tool_filter.turn_of(result.context_wrapper), reached, str(result.final_output))
     return 0
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: installs the test tools (and Debian's Chromium and a CJK font when missing),
 # then runs lint, type checks and the full test suite: real models, a real Chroma server, a real browser.
-# `bash scripts/test.sh quick` is the quick tier: lint and the pure-logic tests only (pytest --quick: no model
-# load, no server, no browser, no child process; tests/quick_tier.py guards it). CI runs the full suite.
+# `bash scripts/test.sh quick` is the quick tier: lint, the type check and the pure-logic tests only (pytest
+# --quick: no model load, no server, no browser, no child process; tests/quick_tier.py guards it). mypy keeps its
+# cache in .mypy_cache, so after the first run it checks only what changed. CI runs the full suite.
 # Other arguments go to pytest. The suite sets its own environment (offline, telemetry off: tests/conftest.py,
 # through toolrag.config).
 set -euo pipefail
@@ -30,7 +31,7 @@ fi
 python -m ruff check .
 set +e
 if [ "$tier" = quick ]; then
-  python -m pytest --quick -q "$@"
+  python -m mypy && python -m pytest --quick -q "$@"
 else
   python -m mypy && python -m pytest "$@"
 fi

@@ -1,10 +1,11 @@
 """A second process editing a catalog, for the multi-process editing tests (``tests/test_edit_processes.py``).
 
-``python tests/edit_worker.py edit CATALOG DATA_DIR NAME SHARED_ID OWN_ID ROUNDS GO_FILE``: builds a real
-retriever (the packaged multilingual text and image models) and a :class:`CatalogEditor` on the catalog,
-writes ``ready`` to stdout, waits for ``GO_FILE`` to exist, then ROUNDS times adds an example ``NAME edit N``
-to the shared tool and to its own tool (read, change, save with the version read; a save refused because the
-other process saved first is read again and retried). Prints one JSON line: saves and refused saves.
+``python tests/edit_worker.py edit CATALOG DATA_DIR NAME SHARED_ID OWN_ID ROUNDS GO_FILE [versionless]``:
+builds a real retriever (the packaged multilingual text and image models) and a :class:`CatalogEditor` on the
+catalog, writes ``ready`` to stdout, waits for ``GO_FILE`` to exist, then ROUNDS times adds an example ``NAME
+edit N`` to the shared tool and to its own tool (read, change, save with the version read, or with none when
+``versionless``: the editor compares with what it read; a save refused because the other process saved first is
+read again and retried). Prints one JSON line: saves and refused saves.
 
 ``python tests/edit_worker.py hang-in-write|hang-in-check CATALOG``: starts a save that hangs after writing
 its temp file (before the rename) or while validating its copy of the catalog, so the test can kill -9 it
@@ -34,8 +35,9 @@ from toolrag.errors import CatalogError  # noqa: E402
 CONFLICT = "after you opened it"
 
 
-def add_example(editor: CatalogEditor, tool_id: str, query: str) -> int:
-    """Add ``query`` to the tool's examples; returns how many saves were refused before it went through."""
+def add_example(editor: CatalogEditor, tool_id: str, query: str, *, versioned: bool = True) -> int:
+    """Add ``query`` to the tool's examples; returns how many saves were refused before it went through.
+    ``versioned=False`` saves without ``base_version``, as a script that just read the profile does."""
     refused = 0
     while True:
         read = editor.read_profile(tool_id)
@@ -43,7 +45,7 @@ def add_example(editor: CatalogEditor, tool_id: str, query: str) -> int:
         if text == read.text:
             text = read.text.rstrip("\n") + f"\nexamples:\n  - query: {query}\n"
         try:
-            editor.save(tool_id, text, base_version=read.version)
+            editor.save(tool_id, text, base_version=read.version if versioned else None)
             return refused
         except CatalogError as exc:
             if CONFLICT not in str(exc):
@@ -51,7 +53,8 @@ def add_example(editor: CatalogEditor, tool_id: str, query: str) -> int:
             refused += 1
 
 
-def edit(catalog: str, data_dir: str, name: str, shared: str, own: str, rounds: int, go: str) -> None:
+def edit(catalog: str, data_dir: str, name: str, shared: str, own: str, rounds: int, go: str,
+         versioned: bool = True) -> None:
     from toolrag.search.retriever import ToolRetriever
     from toolrag.settings import Settings
 
@@ -63,8 +66,8 @@ def edit(catalog: str, data_dir: str, name: str, shared: str, own: str, rounds: 
         time.sleep(0.01)
     refused = 0
     for n in range(rounds):
-        refused += add_example(editor, shared, f"{name} edit {n}")
-        refused += add_example(editor, own, f"{name} edit {n}")
+        refused += add_example(editor, shared, f"{name} edit {n}", versioned=versioned)
+        refused += add_example(editor, own, f"{name} edit {n}", versioned=versioned)
     print(json.dumps({"saves": 2 * rounds, "refused": refused}), flush=True)
 
 
@@ -103,6 +106,7 @@ def hang(mode: str, catalog: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "edit":
-        edit(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7]), sys.argv[8])
+        edit(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], int(sys.argv[7]), sys.argv[8],
+             versioned=sys.argv[9:] != ["versionless"])
     else:
         hang(sys.argv[1], sys.argv[2])

@@ -74,7 +74,7 @@ def test_langchain_binds_exactly_the_selection_and_never_a_restricted_tool(sampl
         for _, request in restricted_requests(catalog):
             before = len(model.calls)
             agent.invoke({"messages": [HumanMessage(request)]})
-            turn = middleware.last_turn
+            turn = middleware.turn_of()
             expected = function_names(selector, turn.selected)
             for names in model.calls[before:]:
                 assert names == expected, (role, request)  # exactly the selection, best first
@@ -96,18 +96,18 @@ def test_langchain_no_tool_clarify_history_and_refused_calls(sample_retriever: A
     agent, middleware = langchain_agent(selector, model)
 
     state = agent.invoke({"messages": [HumanMessage("tell me a joke")]})
-    assert middleware.last_turn.decision is Decision.NO_TOOL
+    assert middleware.turn_of().decision is Decision.NO_TOOL
     assert model.calls[-1] == [] and state["messages"][-1].content == "(answered without a tool)"
 
     state = agent.invoke({"messages": [HumanMessage("处理一下这张发票")]})
-    turn = middleware.last_turn
+    turn = middleware.turn_of()
     assert turn.decision is Decision.CLARIFY and turn.clarification
     assert model.calls[-1] == function_names(selector, turn.selected)
     assert state["messages"][-1].content == turn.clarification  # the scripted model read it in the system note
 
     first = agent.invoke({"messages": [HumanMessage("book a meeting room for 3pm tomorrow")]})
     state = agent.invoke({"messages": [*first["messages"], HumanMessage("make it 4pm instead")]})
-    turn = middleware.last_turn
+    turn = middleware.turn_of()
     assert turn.history == ("book a meeting room for 3pm tomorrow",)
     assert "office.meeting_room.book" in turn.selected
     assert selector.select("make it 4pm instead").decision is Decision.NO_TOOL  # alone, it finds nothing
@@ -208,14 +208,14 @@ def test_bigtool_retrieve_tools_returns_the_selection(sample_retriever: Any) -> 
     agent = create_agent(model, retrieval.registry(catalog_tools(selector, record)),
                          retrieve_tools_function=retrieval.retrieve_tools).compile()
     state = agent.invoke({"messages": [HumanMessage("book a meeting room for 3pm tomorrow")]})
-    assert state["selected_tool_ids"] == list(retrieval.last_turn.selected) == ["office.meeting_room.book",
+    assert state["selected_tool_ids"] == list(retrieval.turn_of().selected) == ["office.meeting_room.book",
                                                                                "office.calendar.create_event"]
     assert model.calls[-1] == ["retrieve_tools", "book_meeting_room", "create_calendar_event"]
     state = agent.invoke({"messages": [HumanMessage("tell me a joke")]})
     assert state["selected_tool_ids"] == [] and model.calls[-1] == ["retrieve_tools"]
     assert retrieval.retrieve_tools("处理一下这张发票")[0] == CLARIFY_TOOL
     registry = retrieval.registry(catalog_tools(selector, record))
-    assert registry[CLARIFY_TOOL].invoke({}) == retrieval.last_turn.clarification
+    assert registry[CLARIFY_TOOL].invoke({}) == retrieval.turn_of().clarification
     tool_message = state["messages"][2]
     assert isinstance(tool_message, ToolMessage) and tool_message.content == "Available tools: []"
 
@@ -239,7 +239,7 @@ def test_llamaindex_function_agent_gets_only_the_selection(sample_retriever: Any
         for request in requests:
             before = len(llm.calls)
             answer = await agent.run(user_msg=request, ctx=context)
-            out.append((retriever.last_turn, llm.calls[before:], str(answer)))
+            out.append((retriever.turn_of(await retriever.conversation_of(context)), llm.calls[before:], str(answer)))
         return out
 
     CALLS.clear()
@@ -274,11 +274,11 @@ def test_llamaindex_refuses_a_tool_lookup_outside_the_selection(sample_retriever
     selector = ToolSelector(sample_retriever, role="admin")
     retriever = ToolragObjectRetriever(selector, catalog_tools(selector, record))
     first = retriever.retrieve("book a meeting room for 3pm tomorrow")
-    assert [t.metadata.name for t in first] == function_names(selector, retriever.last_turn.selected)
+    assert [t.metadata.name for t in first] == function_names(selector, retriever.turn_of().selected)
     assert [t.metadata.name for t in retriever.retrieve("book_meeting_room")] == ["book_meeting_room"]
     assert retriever.retrieve("approve_payroll_run") == []  # not selected this turn: the agent says "not found"
     nodes = retriever.retriever.retrieve("book a meeting room for 3pm tomorrow")
-    assert [n.node.id_ for n in nodes] == list(retriever.last_turn.selected)
+    assert [n.node.id_ for n in nodes] == list(retriever.turn_of().selected)
 
 
 # ------------------------------------------------------------------------------------------- OpenAI Agents
@@ -307,7 +307,8 @@ def test_openai_agents_mcp_tool_filter_over_a_real_stdio_server(sample_retriever
                 result = await Runner.run(agent, [*items, {"role": "user", "content": request}])
                 items = result.to_input_list()
                 calls = model.calls[before:]
-                out.append((tool_filter.last_turn, [sorted(t.name for t in c.tools) for c in calls],
+                out.append((tool_filter.turn_of(result.context_wrapper),
+                            [sorted(t.name for t in c.tools) for c in calls],
                             (calls[0].system_instructions, result.final_output)))
         return out
 
@@ -353,3 +354,150 @@ def test_example_runs_offline(example: str, data_dir: Path, sample_retriever: An
     assert "toolrag: NO_TOOL: none" in out and "model call 1: tools []" in out
     assert "toolrag: CLARIFY:" in out
     assert "approve_payroll_run" not in out  # the employee never sees payroll
+
+
+# ------------------------------------------------------------------------------ one state per conversation
+
+class _Asking:
+    """The retriever's decision, made to ask about every request with a question naming it: what is checked here
+    is whose question an adapter hands over, whatever the shipped decision model says about these requests."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def bank(self) -> Any:
+        return self.inner.bank()
+
+    def decide(self, facts: Any, view: Any, *, target: Any) -> Any:
+        import dataclasses
+
+        outcome = self.inner.decide(facts, view, target=target)
+        return dataclasses.replace(outcome, decision=Decision.CLARIFY, clarification=f"which tool for {facts.query!r}?",
+                                   selected=min(2, len(facts.names)))
+
+
+def asking(retriever: Any) -> Any:
+    """A retriever over the same index whose every decision is CLARIFY (:class:`_Asking`)."""
+    from toolrag.search.retriever import ToolRetriever
+
+    return ToolRetriever(retriever.index, decider=_Asking(retriever.decider))  # type: ignore[arg-type]
+
+
+FIRST, SECOND, LATER = "book a meeting room for 3pm tomorrow", "submit my taxi receipt for reimbursement", \
+    "make it 4pm instead"
+
+
+def test_bigtool_clarification_answers_the_question_of_its_own_conversation(sample_retriever: Any) -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph_bigtool import create_agent
+
+    from toolrag.adapters.langgraph import CLARIFY_TOOL, BigtoolRetrieval
+    from toolrag.adapters.lc_common import catalog_tools
+
+    selector = ToolSelector(asking(sample_retriever), role="employee")
+    retrieval = BigtoolRetrieval(selector)
+
+    def retrieve_then_answer(messages: list[Any], tools: list[Any]) -> AIMessage:
+        if isinstance(messages[-1], HumanMessage):
+            return AIMessage(content="", tool_calls=[{"name": "retrieve_tools", "id": f"r{len(messages)}",
+                                                      "args": {"query": messages[-1].content}}])
+        return AIMessage(content=str(messages[-1].content))
+
+    model = demo_support.langchain_model(retrieve_then_answer)
+    registry = retrieval.registry(catalog_tools(selector, record))
+    agent = create_agent(model, registry, retrieve_tools_function=retrieval.retrieve_tools).compile(
+        checkpointer=InMemorySaver())
+    a, b = ({"configurable": {"thread_id": thread}} for thread in ("a", "b"))
+    state_a = agent.invoke({"messages": [HumanMessage(FIRST)]}, a)
+    state_b = agent.invoke({"messages": [HumanMessage(SECOND)]}, b)  # the other conversation searched last
+    assert state_a["selected_tool_ids"][0] == state_b["selected_tool_ids"][0] == CLARIFY_TOOL
+    # bigtool's own tools node cannot run a registry tool with langgraph 1.2 (it calls ToolNode.inject_tool_args,
+    # which is gone), so the clarification tool is invoked as a tools node invokes it: with the run's config.
+    assert registry[CLARIFY_TOOL].invoke({}, a) == f"which tool for {FIRST!r}?"
+    assert registry[CLARIFY_TOOL].invoke({}, b) == f"which tool for {SECOND!r}?"
+    assert retrieval.turn_of("a").query == FIRST and retrieval.turn_of("b").query == SECOND
+    assert registry[CLARIFY_TOOL].invoke({}, {"configurable": {"thread_id": "c"}}) == \
+        "Ask the user what exactly they want done."  # a conversation that never searched has no question
+
+
+def test_llamaindex_conversations_keep_their_own_history_and_question(sample_retriever: Any) -> None:
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.workflow import Context
+
+    from toolrag.adapters.llamaindex import ToolragObjectRetriever, catalog_tools
+
+    selector = ToolSelector(asking(sample_retriever), role="employee")
+    tools = ToolragObjectRetriever(selector, catalog_tools(selector, record))
+    llm = demo_support.llamaindex_model()
+    agent = FunctionAgent(tool_retriever=tools, llm=llm, streaming=False)
+    a, b = Context(agent), Context(agent)
+
+    async def conversations() -> tuple[list[str], Any, Any]:
+        # two conversations at once on one agent and one retriever, then the first one's follow-up
+        first = await asyncio.gather(agent.run(user_msg=FIRST, ctx=a), agent.run(user_msg=SECOND, ctx=b))
+        later = await agent.run(user_msg=LATER, ctx=a)
+        return [*map(str, first), str(later)], await tools.conversation_of(a), await tools.conversation_of(b)
+
+    answers, key_a, key_b = asyncio.run(conversations())
+    assert key_a != key_b
+    # each clarification tool returned its own conversation's question, which the scripted model asked
+    assert answers == [f"which tool for {FIRST!r}?", f"which tool for {SECOND!r}?", f"which tool for {LATER!r}?"]
+    assert tools.turn_of(key_a).history == (FIRST,)  # not the other conversation's request
+    assert tools.turn_of(key_b).query == SECOND and tools.turn_of(key_b).history == ()
+
+    async def named() -> str:
+        with tools.conversation("mine"):
+            return str(await agent.run(user_msg=SECOND, ctx=Context(agent)))
+
+    assert asyncio.run(named()) == f"which tool for {SECOND!r}?" and tools.turn_of("mine").query == SECOND
+
+
+def test_langchain_middleware_keeps_each_threads_turn(sample_retriever: Any) -> None:
+    from langchain.agents import create_agent
+    from langchain_core.messages import HumanMessage
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from toolrag.adapters.langchain import ToolragMiddleware
+    from toolrag.adapters.lc_common import catalog_tools
+
+    selector = ToolSelector(asking(sample_retriever), role="employee")
+    middleware = ToolragMiddleware(selector)
+    agent = create_agent(demo_support.langchain_model(), tools=catalog_tools(selector, record),
+                         middleware=[middleware], checkpointer=InMemorySaver())
+    a, b = ({"configurable": {"thread_id": thread}} for thread in ("a", "b"))
+    answer_a = agent.invoke({"messages": [HumanMessage(FIRST)]}, a)["messages"][-1].content
+    answer_b = agent.invoke({"messages": [HumanMessage(SECOND)]}, b)["messages"][-1].content
+    answer_later = agent.invoke({"messages": [HumanMessage(LATER)]}, a)["messages"][-1].content
+    assert (answer_a, answer_b, answer_later) == tuple(f"which tool for {q!r}?" for q in (FIRST, SECOND, LATER))
+    assert middleware.turn_of("a").query == LATER and middleware.turn_of("a").history == (FIRST,)
+    assert middleware.turn_of("b").query == SECOND and middleware.turn_of() is None
+
+
+def test_a_tool_restricted_and_reloaded_never_comes_back_from_memory(tmp_path: Path, models: Any,
+                                                                    data_dir: Path) -> None:
+    import shutil
+
+    from toolrag.catalog.loader import load_catalog
+    from toolrag.search.retriever import ToolRetriever
+
+    folder = tmp_path / "sample_tools"
+    shutil.copytree(ROOT / "sample_tools", folder)
+    shutil.copytree(ROOT / "assets", tmp_path / "assets")
+    retriever = ToolRetriever.from_catalog(folder, data_dir=data_dir, models=models)
+    selector = ToolSelector(retriever, role="employee")
+    assert "office.meeting_room.book" in selector.select(FIRST).selected
+    office = folder / "office.yaml"
+    text = office.read_text(encoding="utf-8")
+    start = text.index("- id: office.meeting_room.book\n")
+    at = text.index("  permissions: []\n", start)
+    assert "- id:" not in text[start + 1:at]  # the tool's own permissions
+    office.write_text(text[:at] + "  permissions: [room.admin]\n" + text[at + len("  permissions: []\n"):],
+                      encoding="utf-8")
+    retriever.reload(load_catalog(folder))
+    turn = selector.select(FIRST)  # the same request to the same selector
+    assert "office.meeting_room.book" not in turn.selected and "office.meeting_room.book" not in turn.result.ids
+    assert selector.resolve("book_meeting_room") is None
+    assert "office.meeting_room.book" not in selector.visible_ids()
+    admin = ToolSelector(retriever, permissions=["room.admin"])
+    assert admin.resolve("book_meeting_room") == "office.meeting_room.book"

@@ -108,3 +108,34 @@ def test_a_file_that_is_not_an_audit_log_is_refused_not_summarised(tmp_path: Pat
     (tmp_path / "hosts").write_text('{"kind": "call", "outcome": "refused"}\ncut sho\n', "utf-8")
     summary = summarize(tmp_path / "hosts")
     assert summary.skipped == 1 and summary.line().endswith("; 1 line(s) that are not audit records skipped")
+
+
+def test_unmatched_refuses_what_is_not_an_audit_log_and_counts_junk(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """The probe's ``toolrag audit --unmatched`` on another file (or NUL bytes) said "0 of 2 searches unmatched"
+    and exited 0; junk lines in a real log were counted as searches."""
+    from toolrag.cli.main import main
+
+    for name, data in (("notes.txt", b"just some notes\nnothing else\n"), ("other.jsonl", b'{"a": 1}\n[1, 2]\n'),
+                       ("zeros.bin", b"\x00" * 64 + b"\n" + b"\x00" * 8)):
+        file = tmp_path / name
+        file.write_bytes(data)
+        assert main(["audit", "--unmatched", "--log", str(file)]) == 2
+        out, err = capsys.readouterr()
+        assert out == "" and f"{file} is not a toolrag audit log: none of its 2 line(s)" in err
+    log = tmp_path / "audit.jsonl"
+    search = {"kind": "search", "time": "2026-01-01T00:00:00Z", "request": "tell me a joke", "decision": "NO_TOOL",
+              "returned": [{"id": "web.news", "score": 0.2}]}
+    found = {**search, "request": "weather in Paris", "decision": "EXECUTE"}
+    refused = {"kind": "search", "role": None, "outcome": "refused", "reason": "unknown token", "decision": None}
+    log.write_text("\n".join([json.dumps(search), '{"a": 1}', "cut sho", json.dumps(found), json.dumps(refused),
+                              "\x00\x00", json.dumps({"kind": "call", "tool": "x", "outcome": "ok"})]) + "\n",
+                   encoding="utf-8")
+    assert main(["audit", "--unmatched", "--log", str(log), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert (report["searches"], report["listed"], report["skipped"]) == (2, 1, 3)  # junk skipped and counted
+    assert main(["audit", "--unmatched", "--log", str(log)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("1 of 2 searches unmatched") and "3 line(s) that are not audit records skipped" in first
+    assert main(["audit", "--log", str(log)]) == 0  # the summary reads the same records
+    assert "3 line(s) that are not audit records skipped" in capsys.readouterr().out

@@ -148,6 +148,8 @@ def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureF
                                                                      "every row) is used by no tool or role"),
     (["eval", "--queries", "GOOD", "--role", "boss"], "unknown role 'boss'"),
     (["tune", "--queries", "TYPO"], "gold ids are not in catalog"),
+    (["serve", "--role", "emplyee"], "unknown role 'emplyee'; roles of catalog 'small'"),
+    (["report", "--role", "emplyee"], "unknown role 'emplyee'; roles of catalog 'small'"),
 ])
 def test_bad_input_is_one_line_before_any_model_and_writes_nothing(
         capsys: pytest.CaptureFixture[str], no_models: None, small_catalog_dir: Path, tmp_path: Path,

@@ -61,12 +61,12 @@ def test_chroma_url_flag_then_environment_then_embedded(monkeypatch: pytest.Monk
 
 def _sources() -> list[Path]:
     return sorted([*(ROOT / "toolrag").rglob("*.py"), ROOT / "app.py", *(ROOT / "bench").rglob("*.py"),
-                   *(ROOT / "scripts").rglob("*.py")])
+                   *(ROOT / "scripts").rglob("*.py"), *(ROOT / "examples").rglob("*.py")])
 
 
 def test_only_config_touches_the_environment() -> None:
-    """``os.environ`` appears in toolrag/ and app.py only in toolrag/config.py; in bench/ only where the engine
-    to measure is chosen before any toolrag import, and where a child process inherits the environment."""
+    """``os.environ`` appears in toolrag/, app.py and examples/ only in toolrag/config.py; in bench/ only where the
+    engine to measure is chosen before any toolrag import, and where a child process inherits the environment."""
     allowed = {"toolrag/config.py", "bench/common.py", "bench/image_model.py", "bench/replicas.py"}  # child envs
     found = {f.relative_to(ROOT).as_posix() for f in _sources()
              if re.search(r"os\.environ|getenv", f.read_text("utf-8"))}

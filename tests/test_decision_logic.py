@@ -130,8 +130,10 @@ def test_the_policy_follows_the_operating_point() -> None:
     called = decide(FACTS, _view(), model)
     assert called.decision is Decision.EXECUTE and called.selected == 1 and called.source is DecisionSource.MODEL
     assert "P(right) 0.60 >= 0.50" in called.reason
-    surer = decide(FACTS, _view(), model, target=0.9)  # P(right) 0.6 < 0.7: not called; P(ambiguous) 0.2 < 0.3
-    assert surer.decision is Decision.NO_TOOL and "0.60 < 0.70" in surer.reason
+    surer = decide(FACTS, _view(), model, target=0.9)  # P(right) 0.6 < 0.7: not called; a tool likely fits: asked
+    assert surer.decision is Decision.CLARIFY and "0.60 < 0.70" in surer.reason and "likely fits" in surer.reason
+    refused = decide(FACTS, _view(), _model(0.3, 0.1, 0.6))  # P(no tool) 0.6: no tool likely fits, none asked
+    assert refused.decision is Decision.NO_TOOL and "P(no tool) 0.60 >= 0.50" in refused.reason
     asked = decide(FACTS, _view(), _model(0.4, 0.35, 0.1))
     assert asked.decision is Decision.CLARIFY and asked.selected == 2
     assert asked.clarification == ("Do you want create_event (Create a calendar event.) or create_task "

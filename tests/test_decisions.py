@@ -69,14 +69,16 @@ def test_a_request_of_change_is_not_sent_to_a_tool_that_only_reads(sample_retrie
     assert result.decision is not Decision.EXECUTE, (result.ids[:3], result.decision_reason)
 
 
-def test_a_flight_with_or_without_its_ticket_is_decided_alike(sample_retriever: Any) -> None:
-    """Issue 40: "add this flight to my calendar" with a picture of the e-ticket was refused by a word rule while
-    the same text alone called create_calendar_event: the picture must not turn a fitting call into no tool."""
+def test_no_word_rule_overrides_the_numbers(sample_retriever: Any) -> None:
+    """Issue 40: "add this flight to my calendar" with a picture of the e-ticket was refused by a word rule
+    (a change asked of a reader) whatever the model said, while the same text alone called a tool. Now what the
+    words say is a feature the model weighs: both are decided by the model, on the numbers the reason quotes."""
     plain = sample_retriever.search("add this flight to my calendar", role="employee")
     pictured = sample_retriever.search("add this flight to my calendar", role="employee",
                                        image=ASSETS / "boarding_pass.png")
-    assert plain.decision is not Decision.NO_TOOL, plain.decision_reason
-    assert pictured.decision is not Decision.NO_TOOL, (pictured.ids[:3], pictured.decision_reason)
+    for result in (plain, pictured):
+        assert result.decided_by is DecisionSource.MODEL and result.scores is not None
+        assert f"P(right) {result.scores.right:.2f}" in result.decision_reason
 
 
 @pytest.mark.parametrize("query", ["🤖🧾💸🔥🔥🔥", "\u200b\u200b\u200b", "\u200d🔥\ufeff"])

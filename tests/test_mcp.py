@@ -226,8 +226,11 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
                                                                     "arguments": {"table": "t"}})
             seen["unknown"] = await session.call_tool("call_tool", {"tool": "files/no.such_tool", "arguments": {}})
             seen["crash"] = await session.call_tool("call_tool", {"tool": "files/debug.crash", "arguments": {}})
-            seen["after"] = await session.call_tool("call_tool", {"tool": "weather.current",
+            seen["after"] = await session.call_tool("call_tool", {"tool": "files/weather.current",
                                                                   "arguments": {"city": "Rome"}})
+            # two servers publish weather.current: the bare name is refused, whoever calls (never routed by role)
+            seen["bare"] = await session.call_tool("call_tool", {"tool": "weather.current",
+                                                                 "arguments": {"city": "Rome"}})
 
     anyio.run(scenario)
     assert seen["tools"] == ["call_tool", "search_tools"]  # nothing else: the catalog is searched, not listed
@@ -250,11 +253,14 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
     # The upstream died mid-session: that call fails, the next one relaunches it.
     assert seen["crash"].is_error and "upstream server 'files' is unavailable" in texts(seen["crash"])
     assert not seen["after"].is_error and texts(seen["after"]) == 'files:weather.current {"city": "Rome"}'
+    assert seen["bare"].is_error and "call 'weather.current' by its id" in texts(seen["bare"])
+    assert "files/weather.current" in texts(seen["bare"]) and "other/" not in texts(seen["bare"])
     records = [json.loads(line) for line in audit.read_text(encoding="utf-8").splitlines()]
     searches = [r for r in records if r["kind"] == "search"]
     calls = {r["tool"]: r["outcome"] for r in records if r["kind"] == "call"}
     assert len(searches) == 2 and searches[0]["role"] == "reader"
     assert calls == {"files/weather.current": "ok", "files/db.drop_table": "refused", "files/no.such_tool": "refused",
+                     "weather.current": "refused",
                      "files/debug.crash": "unavailable"}
 
 
@@ -312,6 +318,8 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
             seen["bad_token_call"] = await call(url, "wrong", "call_tool", {"tool": "files/db.drop_table",
                                                                             "arguments": {"table": "t"}})
             seen["ambiguous"] = await call(url, "admin-token", "call_tool", {"tool": "weather.current"})
+            seen["reader_ambiguous"] = await call(url, None, "call_tool", {"tool": "weather.current",
+                                                                          "arguments": {"city": "Oslo"}})
             seen["files"] = await call(url, "admin-token", "call_tool", {"tool": "files/weather.current",
                                                                         "arguments": {"city": "Oslo"}})
             seen["other"] = await call(url, "admin-token", "call_tool", {"tool": "other/weather.current",
@@ -341,9 +349,12 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
     assert seen["bad_token_call"].is_error and "bearer token" in texts(seen["bad_token_call"])
     assert seen["ambiguous"].is_error and "files/weather.current" in texts(seen["ambiguous"]) and \
         "other/weather.current" in texts(seen["ambiguous"])
+    # The same bare name is refused for the reader too (never routed to the copy it can see), naming only its id.
+    assert seen["reader_ambiguous"].is_error and "files/weather.current" in texts(seen["reader_ambiguous"])
+    assert "other/" not in texts(seen["reader_ambiguous"])
     assert texts(seen["files"]) == 'files:weather.current {"city": "Oslo"}'
     assert texts(seen["other"]) == 'other:weather.current {"city": "Oslo"}'
-    assert seen["reader_other"].is_error and "is available to you" in texts(seen["reader_other"])
+    assert seen["reader_other"].is_error and "is available to this caller" in texts(seen["reader_other"])
     assert not seen["admin_drop"].is_error
     # Arguments are checked against the tool's input schema before anything is forwarded, naming the field.
     assert seen["no_city"].is_error and "arguments do not match the input_schema of 'files/weather.current'" in \
@@ -411,4 +422,4 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
     assert image["tools"][0]["name"] == "submit_expense"
     assert "hr.payroll.approve" not in json.dumps(seen["payroll"].structured_content)  # the employee cannot see it
     assert seen["bad_image"].is_error and "base64" in texts(seen["bad_image"])
-    assert seen["bad_k"].is_error and "ask for 1 to 50 tools" in texts(seen["bad_k"])
+    assert seen["bad_k"].is_error and "k is 0; expected an integer from 1 to 50" in texts(seen["bad_k"])

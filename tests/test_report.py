@@ -202,7 +202,9 @@ def test_report_as_a_role_names_no_tool_the_role_cannot_use(small_catalog_dir: P
     assert "hr.payroll.approve" in author and "names-restricted-tool" in author  # the filter has work to do
     employee, err = report("--role", "employee")
     assert "hr.payroll.approve" not in employee and "approve_payroll" not in employee
-    assert "report as role 'employee': the 1 tools it may not use are left out of every section" in err
+    # searched as the employee, and nothing said about the tools it may not use (not even how many)
+    assert "report as role 'employee': every section is what that caller's own searches give" in err
+    assert "1 tools" not in err and "may not use" not in err
     payload = json.loads(employee)
     assert payload["retrievability"]["health"]["n_tools"] == 6  # 7 in use, one of them for HR managers only
     assert [q["query"] for q in payload["evaluation"]["per_query"]][-1] == "book a room for the payroll meeting"

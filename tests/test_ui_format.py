@@ -183,3 +183,9 @@ def test_catalog_lookalike_tables_and_roles(tmp_path: Path) -> None:
     pairs = fmt.lookalike_table([("weather.current", "weather.forecast", 0.95123)], catalog)
     assert pairs.values.tolist() == [["weather.current", "weather.forecast", 0.9512, "travel", "travel"]]
     assert fmt.role_choices(catalog) == [fmt.GUEST, "hr_manager"]
+    # a catalog role named guest that grants nothing is the picker's guest: listed once (one that grants codes stays)
+    guest = dataclasses.replace(catalog, roles={"guest": (), "Guest ": (), "hr_manager": ("hr.payroll.approve",)})
+    assert fmt.role_choices(guest) == [fmt.GUEST, "hr_manager"]
+    assert fmt.role_choices(guest, ["guest"]) == [fmt.GUEST]
+    granting = dataclasses.replace(catalog, roles={"guest": ("hr.payroll.approve",)})
+    assert fmt.role_choices(granting) == [fmt.GUEST, "guest"]

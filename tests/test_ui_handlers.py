@@ -171,6 +171,11 @@ def test_profile_handlers(h: Handlers) -> None:
     assert status.startswith("✓ Saved `comm.email.send`") and "→" in status and new_version != version
     with pytest.raises(gr.Error, match="changed in communication.yaml after you opened it"):
         h.save_profile("comm.email.send", text, "", last, version)  # based on the version before the save
+    for act in (lambda: h.save_profile("comm.email.sned", text, "", last, version),  # an id that never existed
+                lambda: h.delete_profile("comm.email.sned", "", last, version)):
+        with pytest.raises(gr.Error, match="no tool has id 'comm.email.sned'") as unknown:
+            act()
+        assert "deleted after you opened it" not in unknown.value.message
     assert "项目延期" in new_text and tool_update["value"] == "comm.email.send"
     assert len(catalog_df) == len(h.b.retriever.index.catalog)
     template, tool_value, _note, no_version = h.new_tool("travel")
@@ -198,3 +203,38 @@ def test_the_normalisation_control_reaches_the_retriever(h: Handlers) -> None:
     assert any(v < 0.0 or v > 1.0 for v in norms(shipped))
     with pytest.raises(gr.Error, match="normalization 'cosine' is not one of"):
         h.search(query, None, *controls(), [], "cosine")
+
+
+def test_refused_requests_log_one_line_and_show_no_temporary_path(caplog: pytest.LogCaptureFixture) -> None:
+    """The probe: the app's log held a full traceback for each of 103 refused calls, and messages showed where
+    the server keeps uploads."""
+    import logging
+    import tempfile
+
+    from toolrag.errors import QueryError
+    from toolrag.ui.handlers import _guard
+
+    upload = f"{tempfile.gettempdir()}/gradio/0a1b2c/receipt.png"
+
+    @_guard
+    def refuse(kind: str) -> None:
+        if kind == "toolrag":
+            raise QueryError(f"cannot read {upload}: not an image")
+        if kind == "toast":
+            raise gr.Error(f"the image {upload} is too large")
+        raise KeyError(upload)
+
+    caplog.set_level(logging.INFO, logger="toolrag.ui.handlers")
+    for kind in ("toolrag", "toast"):
+        caplog.clear()
+        with pytest.raises(gr.Error) as refused:
+            refuse(kind)
+        assert refused.value.print_exception is False  # Gradio prints no traceback for it
+        assert tempfile.gettempdir() not in refused.value.message and "receipt.png" in refused.value.message
+        assert [(r.levelname, r.exc_info) for r in caplog.records] == [("INFO", None)]
+        assert "refuse refused:" in caplog.records[0].getMessage()
+    caplog.clear()
+    with pytest.raises(gr.Error) as failed:  # a bug is still a server error, with its traceback in the log
+        refuse("bug")
+    assert tempfile.gettempdir() not in failed.value.message
+    assert caplog.records[0].levelname == "ERROR" and caplog.records[0].exc_info is not None

@@ -32,7 +32,7 @@ from typing import Any
 from toolrag.config import AUDIT_LOG_ENV, audit_hashes_requests, env
 from toolrag.errors import SettingsError
 
-__all__ = ["AuditLog", "AuditSummary", "read_audit", "summarize"]
+__all__ = ["AuditLog", "AuditSummary", "read_audit", "read_log", "summarize"]
 
 log = logging.getLogger(__name__)
 
@@ -228,34 +228,45 @@ class AuditSummary:
                 f"{latency}{span}{skipped}")
 
 
-def summarize(path: str | Path) -> AuditSummary:
-    """Summarise a log (and its rotated files); raises ``SettingsError`` when there is no log at ``path``."""
+def read_log(path: str | Path) -> tuple[list[dict[str, Any]], int]:
+    """The audit records (searches and calls) of a log and its rotated files, oldest first, and how many of its
+    lines are not audit records and were skipped (not JSON: a write cut short by a crash, NUL bytes; JSON of
+    another kind). The one reader of a log for ``toolrag audit`` and its ``--unmatched`` list: ``SettingsError``
+    when there is no log at ``path``, or when none of its lines is an audit record (another file was named)."""
     file = Path(path).expanduser()
     if not file.is_file() and not _rotated(file):
         raise SettingsError(f"no audit log at {file}; searches write one when TOOLRAG_AUDIT_LOG or --audit-log "
                             "names it")
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    for record in _lines(file):
+        if record is None or record.get("kind") not in ("search", "call"):
+            skipped += 1
+        else:
+            records.append(record)
+    if skipped and not records:
+        raise SettingsError(f"{file} is not a toolrag audit log: none of its {skipped} line(s) is a search or call "
+                            "record; pass the JSON Lines file that --audit-log or TOOLRAG_AUDIT_LOG names")
+    return records, skipped
+
+
+def summarize(path: str | Path) -> AuditSummary:
+    """Summarise a log (and its rotated files) read by :func:`read_log` (its errors)."""
+    records, skipped = read_log(path)
     decisions: Counter[str] = Counter()
     outcomes: Counter[str] = Counter()
     latencies: list[float] = []
     times: list[str] = []
-    skipped = 0
-    for record in _lines(file):
-        kind = record.get("kind") if record is not None else None
-        if record is None or kind not in ("search", "call"):
-            skipped += 1
-            continue
+    for record in records:
         if isinstance(record.get("time"), str):
             times.append(record["time"])
-        if kind == "call":
+        if record["kind"] == "call":
             outcomes[str(record.get("outcome"))] += 1
         else:
             refused = record.get("outcome") == "refused"  # a caller refused before searching (unknown token)
             decisions["refused" if refused else str(record.get("decision"))] += 1
             if isinstance(record.get("latency_ms"), int | float) and not refused:
                 latencies.append(float(record["latency_ms"]))
-    if skipped and not (decisions or outcomes):
-        raise SettingsError(f"{file} is not a toolrag audit log: none of its {skipped} line(s) is a search or call "
-                            "record; pass the JSON Lines file that --audit-log or TOOLRAG_AUDIT_LOG names")
     latencies.sort()
     return AuditSummary(sum(decisions.values()), dict(decisions), sum(outcomes.values()), dict(outcomes),
                         _percentile(latencies, 0.5), _percentile(latencies, 0.95),

@@ -44,6 +44,7 @@ __all__ = [
     "EDITORS_ENV",
     "ENGLISH_MODEL_ENV",
     "ENV_VARS",
+    "EXAMPLE_MODEL_ENV",
     "IMAGE_BACKEND_ENV",
     "INDEX_ENV",
     "INDEX_LEASE_ENV",
@@ -51,6 +52,7 @@ __all__ = [
     "LIBRARY_ENV",
     "LOG_LEVEL_ENV",
     "ONLINE_ENV",
+    "OPENAI_KEY_ENV",
     "OTEL_DISABLED_ENV",
     "OTEL_ENDPOINT_ENV",
     "OTEL_EXPORTER_ENV",
@@ -98,21 +100,12 @@ RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
-#: The catalog role whose tools a shared playground shows to every visitor (unset: only the tools that need no
-#: permission code); see :class:`toolrag.ui.backend.Access`.
 PUBLIC_ROLE_ENV = "TOOLRAG_PUBLIC_ROLE"
-#: The roles each signed-in user of a shared playground holds, ``user:role`` pairs separated by commas.
 USER_ROLES_ENV = "TOOLRAG_USER_ROLES"
-#: ``off`` reads a large catalog's files at every start instead of its validated copy in the data folder
-#: (:mod:`toolrag.catalog.cache`).
 CATALOG_CACHE_ENV = "TOOLRAG_CATALOG_CACHE"
-#: The name of an index published on the Chroma server (``--index``): replicas serve it and follow its versions.
 INDEX_ENV = "TOOLRAG_INDEX"
-#: Seconds between two reads of a published index's manifest (how fast a replica sees a push).
 INDEX_POLL_ENV = "TOOLRAG_INDEX_POLL"
-#: Seconds a build's lease lasts without renewal (how long a killed build holds back the next builder).
 INDEX_LEASE_ENV = "TOOLRAG_INDEX_LEASE"
-#: The standard OpenTelemetry variables toolrag reads to decide whether to export traces (toolrag.observe.tracing).
 OTEL_EXPORTER_ENV = "OTEL_TRACES_EXPORTER"
 OTEL_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_ENDPOINT"
 OTEL_TRACES_ENDPOINT_ENV = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"
@@ -129,12 +122,17 @@ BENCH_DIR_ENV = "TOOLRAG_BENCH_DIR"
 BENCH_THREADS_ENV = "TOOLRAG_BENCH_THREADS"
 BENCH_ENGINE_ENV = "TOOLRAG_BENCH_ENGINE"
 TRAINING_ENV = "TOOLRAG_TRAINING"
+EXAMPLE_MODEL_ENV = "TOOLRAG_EXAMPLE_MODEL"
+OPENAI_KEY_ENV = "OPENAI_API_KEY"
+
+
 
 
 @dataclass(frozen=True)
 class EnvVar:
     """One environment variable toolrag reads: its name, its default in words, what it does and who reads it
-    (``library``: every entry point; ``app``: the playground; ``bench``: the benchmark scripts)."""
+    (``library``: every entry point; ``app``: the playground; ``bench``: the benchmark scripts; ``examples``: the
+    agent examples of ``examples/``)."""
 
     name: str
     default: str
@@ -212,6 +210,10 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "a folder holding another `toolrag` package to measure (its indexes are kept apart)", "bench"),
     EnvVar(TRAINING_ENV, "`shared/training` beside the repository or a parent folder",
            "where the public training sets are read from by `python -m bench.train` (`--training` wins)", "bench"),
+    EnvVar(OPENAI_KEY_ENV, "unset: the agent examples run a scripted model, offline",
+           "set: the agent examples call a real OpenAI model (`TOOLRAG_EXAMPLE_MODEL`)", "examples"),
+    EnvVar(EXAMPLE_MODEL_ENV, "`gpt-4.1-mini`", "the real model the agent examples use when `OPENAI_API_KEY` is set",
+           "examples"),
 )
 _BY_NAME: dict[str, EnvVar] = {var.name: var for var in ENV_VARS}
 

@@ -33,10 +33,11 @@ log = logging.getLogger(__name__)
 _TEMP_FILE = re.compile(r"^\..+\.[a-z0-9_]{8}\.tmp$")
 
 
-def write_atomic(file: Path, data: str | bytes, *, error: type[ToolragError] = ToolragError) -> None:
-    """Write ``data`` (text as UTF-8, or bytes) via a temp file in the same folder + fsync + os.replace: readers
-    see the old or the new file, never half of one, and a failed write leaves the old file as it was. The one
-    atomic writer of toolrag (catalog edits, saved serving state, caches of vectors)."""
+def write_atomic(file: Path, data: str | bytes | memoryview, *, error: type[ToolragError] = ToolragError) -> None:
+    """Write ``data`` (text as UTF-8, or bytes: a ``memoryview`` of a large buffer is written without a copy) via a
+    temp file in the same folder + fsync + os.replace: readers see the old or the new file, never half of one, and
+    a failed write leaves the old file as it was. The one atomic writer of toolrag (catalog edits, the catalog
+    cache, saved serving state, caches of vectors)."""
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".tmp", dir=file.parent)
     except OSError as exc:

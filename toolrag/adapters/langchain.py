@@ -14,16 +14,17 @@ binds exactly the tools the decision selects: none on a NO_TOOL turn (and a syst
 directly), the look-alikes with the question to ask on a CLARIFY turn. A tool call to anything outside the
 turn's selection (a tool the model invented, or one this caller may not see) is answered with an error
 message and never run. Tools the agent holds that are not in the catalog are an error when the middleware
-first sees them, unless named in ``always_include``.
+first sees them, unless named in ``always_include``. The selection of each conversation's last model call is
+kept per conversation (its thread id): :meth:`ToolragMiddleware.turn_of`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Any
 
-from toolrag.adapters.lc_common import human_texts, instruction_message
-from toolrag.adapters.selection import ToolSelector, Turn, missing_extra
+from toolrag.adapters.lc_common import conversation_id, human_texts, instruction_message
+from toolrag.adapters.selection import Conversations, ToolSelector, Turn, missing_extra, refusal
 
 __all__ = ["ToolragMiddleware"]
 
@@ -44,8 +45,13 @@ class ToolragMiddleware(AgentMiddleware):
         super().__init__()
         self.selector = selector
         self.always_include = frozenset(always_include)
-        self.last_turn: Turn | None = None
-        """The selection of the last model call (what an example prints)."""
+        self.turns: Conversations[Turn | None] = Conversations(lambda: None)
+        """The selection of each conversation's last model call, by thread id (:meth:`turn_of`)."""
+
+    def turn_of(self, conversation: Hashable = None) -> Turn | None:
+        """The selection of the last model call of ``conversation`` (a thread id; ``None``: runs without one),
+        what an example prints."""
+        return self.turns.peek(conversation)
 
     # ------------------------------------------------------------------------------------------- model
 
@@ -62,7 +68,7 @@ class ToolragMiddleware(AgentMiddleware):
             overrides["system_message"] = SystemMessage(content=f"{base}\n\n{note.content}".strip())
         if not chosen and request.tool_choice not in (None, "auto", "none"):
             overrides["tool_choice"] = None  # a forced tool choice with no tool bound would fail the call
-        self.last_turn = turn
+        self.turns.put(conversation_id(), turn)
         return request.override(**overrides), turn
 
     def wrap_model_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
@@ -84,9 +90,7 @@ class ToolragMiddleware(AgentMiddleware):
         turn = self.selector.select_conversation(human_texts(state.get("messages", ())))
         if self.selector.allows(turn, call["name"]):
             return None
-        return ToolMessage(content=f"Error: {call['name']!r} was not selected for this request; call "
-                                             "only the tools you were given.", tool_call_id=call["id"],
-                                     name=call["name"], status="error")
+        return ToolMessage(content=refusal(call["name"]), tool_call_id=call["id"], name=call["name"], status="error")
 
     def wrap_tool_call(self, request: Any, handler: Callable[[Any], Any]) -> Any:
         """Run a tool call only when it names a tool of this turn's selection."""

@@ -7,7 +7,9 @@ turn, the look-alikes and the question to ask on a CLARIFY turn (a system messag
 only calls to tools of the turn's selection. Build your own graph from the same three pieces if you need more
 nodes. Or langgraph-bigtool: :class:`BigtoolRetrieval` gives ``create_agent(llm, registry,
 retrieve_tools_function=...)`` a ``retrieve_tools`` backed by toolrag and the registry it indexes by catalog
-id (bigtool keeps what earlier turns retrieved bound; its model writes the query itself)::
+id (bigtool keeps what earlier turns retrieved bound; its model writes the query itself). Its clarification
+tool answers the question of its own conversation (the run's thread id, :func:`toolrag.adapters.lc_common.
+conversation_id`)::
 
     selector = ToolSelector(retriever, role="employee")
     graph = create_agent(llm, tools, selector, checkpointer=InMemorySaver())
@@ -16,11 +18,22 @@ id (bigtool keeps what earlier turns retrieved bound; its model writes the query
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import Any
 
-from toolrag.adapters.lc_common import human_texts
-from toolrag.adapters.selection import ToolSelector, Turn, instruction_for, missing_extra
+from toolrag.adapters.lc_common import conversation_id, human_texts
+from toolrag.adapters.selection import (
+    CLARIFY_DESCRIPTION,
+    CLARIFY_TOOL,
+    FALLBACK_QUESTION,
+    Conversations,
+    ToolSelector,
+    Turn,
+    instruction_for,
+    missing_extra,
+    note,
+    refusal,
+)
 from toolrag.search.results import Decision
 
 __all__ = ["CLARIFY_TOOL", "BigtoolRetrieval", "ToolragState", "bind_selected", "create_agent", "model_messages",
@@ -33,9 +46,6 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise missing_extra("langgraph", exc) from exc
 
-
-#: The tool a bigtool agent gets on a CLARIFY turn: calling it returns the question to ask the user.
-CLARIFY_TOOL = "ask_user_to_clarify"
 
 
 class ToolragState(MessagesState):
@@ -80,8 +90,7 @@ def model_messages(state: Mapping[str, Any], system_prompt: str | None = None) -
 
 
 def _note(decision: Decision, clarification: str | None) -> str:
-    text = instruction_for(decision, clarification)
-    return f"[toolrag] {text}" if text else ""
+    return note(instruction_for(decision, clarification))
 
 
 def tools_node(selector: ToolSelector, registry: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
@@ -94,9 +103,8 @@ def tools_node(selector: ToolSelector, registry: Mapping[str, Any]) -> Callable[
         for call in getattr(state["messages"][-1], "tool_calls", None) or ():
             tool_id = selector.resolve(call["name"])
             if tool_id is None or tool_id not in ids or tool_id not in registry:
-                out.append(ToolMessage(
-                    content=f"Error: {call['name']!r} was not selected for this request; call only the tools you "
-                            "were given.", tool_call_id=call["id"], name=call["name"], status="error"))
+                out.append(ToolMessage(content=refusal(call["name"]), tool_call_id=call["id"], name=call["name"],
+                                       status="error"))
                 continue
             out.append(registry[tool_id].invoke(call))
         return {"messages": out}
@@ -133,30 +141,33 @@ class BigtoolRetrieval:
     """toolrag behind langgraph-bigtool: ``create_agent(llm, retrieval.registry(tools),
     retrieve_tools_function=retrieval.retrieve_tools)``. ``retrieve_tools`` returns the catalog ids the
     decision selects: none on NO_TOOL; on CLARIFY the look-alikes after :data:`CLARIFY_TOOL`, whose result is
-    the question to ask."""
+    the question to ask. The last turn is kept per conversation (the run's thread id), so the clarification
+    tool of one conversation never answers with another's question."""
 
     def __init__(self, selector: ToolSelector) -> None:
         self.selector = selector
-        self.last_turn: Turn | None = None
+        self.turns: Conversations[Turn | None] = Conversations(lambda: None)
+        """The last turn of each conversation, by thread id (:meth:`turn_of`)."""
+
+    def turn_of(self, conversation: Hashable = None) -> Turn | None:
+        """The last turn retrieved for ``conversation`` (a thread id; ``None``: runs without one)."""
+        return self.turns.peek(conversation)
 
     def registry(self, tools: Sequence[Any]) -> dict[str, Any]:
         """The tools keyed by catalog id (what bigtool binds by id), with the clarification tool."""
         registry: dict[str, Any] = self.selector.registry(tools, name_of=lambda t: t.name)
-        registry[CLARIFY_TOOL] = StructuredTool.from_function(
-            func=self._question, name=CLARIFY_TOOL,
-            description="toolrag found the request ambiguous: call this first; it returns the question to ask "
-                        "the user before calling any other tool.")
+        registry[CLARIFY_TOOL] = StructuredTool.from_function(func=self._question, name=CLARIFY_TOOL,
+                                                              description=CLARIFY_DESCRIPTION)
         return registry
 
     def _question(self) -> str:
-        turn = self.last_turn
-        return (turn.clarification if turn is not None and turn.clarification else
-                "Ask the user what exactly they want done.")
+        turn = self.turn_of(conversation_id())
+        return turn.question if turn is not None else FALLBACK_QUESTION
 
     def retrieve_tools(self, query: str) -> list[str]:
         """Find the tools for a request: pass what the user asked, in their words. No tool back: answer directly,
         without a tool. ask_user_to_clarify back: call it and ask the user its question first."""
         turn = self.selector.select(query)
-        self.last_turn = turn
+        self.turns.put(conversation_id(), turn)
         ids = list(turn.selected)
         return [CLARIFY_TOOL, *ids] if turn.decision is Decision.CLARIFY else ids

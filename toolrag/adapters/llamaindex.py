@@ -12,21 +12,34 @@
 ``FunctionAgent`` asks its tool retriever with the user message at every step; the retriever answers with
 exactly the tools the decision selects (none on a NO_TOOL turn; on a CLARIFY turn the look-alikes after a tool,
 :data:`CLARIFY_TOOL`, that carries the question to ask in its description and returns it when called). The
-agent gives the retriever only the latest user message, so the retriever keeps the user messages it was
-asked for as the history of the next search: make one per conversation (they share the retriever and its
-index; :meth:`ToolragObjectRetriever.new_conversation` starts over). When the agent runs a tool it asks the
-retriever again with the tool's name: that answers with the tool only when it is in the turn's selection, so
-a call to any other tool is refused ("Tool ... not found").
+agent gives the retriever only the latest user message, so the retriever keeps the user messages of each
+conversation as the history of its next search, and its last turn. A conversation is the agent's workflow
+``Context`` (``agent.run(..., ctx=ctx)``: the retriever marks it with an id in ``ctx.store``), or one named with
+``with tools.conversation("id"):`` around the run; one retriever serves any number of conversations (they share
+the selector, its retriever and its index). When the agent runs a tool it asks the retriever again with the
+tool's name: that answers with the tool only when it is in that conversation's turn, so a call to any other
+tool is refused ("Tool ... not found").
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
-from collections.abc import Sequence
+import uuid
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrag.adapters.selection import ToolSelector, Turn, instruction_for, missing_extra
+from toolrag.adapters.selection import (
+    CLARIFY_TOOL,
+    Conversations,
+    ToolSelector,
+    Turn,
+    catalog_specs,
+    instruction_for,
+    missing_extra,
+)
 from toolrag.search.results import Decision
 
 __all__ = ["CLARIFY_TOOL", "ToolragObjectRetriever", "catalog_tools"]
@@ -36,12 +49,25 @@ try:
     from llama_index.core.retrievers import BaseRetriever
     from llama_index.core.schema import NodeWithScore, TextNode
     from llama_index.core.tools import FunctionTool, ToolMetadata
+    from llama_index.core.workflow import Context
 except ImportError as exc:  # pragma: no cover - the extra is not installed
     raise missing_extra("llamaindex", exc) from exc
 
 
-#: The tool a CLARIFY turn adds: its description holds the question; calling it returns the question.
-CLARIFY_TOOL = "ask_user_to_clarify"
+#: The conversation named by :meth:`ToolragObjectRetriever.conversation` for the code running inside it.
+_NAMED: contextvars.ContextVar[Hashable | None] = contextvars.ContextVar("toolrag_llamaindex_conversation",
+                                                                         default=None)
+#: Where a workflow ``Context`` keeps the id of its conversation (text: the context stays serialisable).
+_STORE_KEY = "toolrag_conversation"
+
+
+@dataclass
+class _Conversation:
+    """One conversation as the retriever sees it: the user messages it was asked for, and its last turn."""
+
+    messages: list[str] = field(default_factory=list)
+    turn: Turn | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 class _Nodes(BaseRetriever):
@@ -53,11 +79,10 @@ class _Nodes(BaseRetriever):
 
     def _retrieve(self, query_bundle: Any) -> list[Any]:
         owner = self._owner
-        turn = owner.turn_for(query_bundle.query_str)
+        turn = owner.turn_for(query_bundle.query_str, conversation=_NAMED.get())
         scores = {c.id: c.score for c in turn.result.candidates}
         return [NodeWithScore(node=TextNode(id_=tool_id, text=owner.names[tool_id],
-                                                            metadata={"name": owner.names[tool_id]}),
-                                      score=scores.get(tool_id))
+                                            metadata={"name": owner.names[tool_id]}), score=scores.get(tool_id))
                 for tool_id in turn.selected if tool_id in owner.names]
 
 
@@ -69,33 +94,68 @@ class ToolragObjectRetriever(ObjectRetriever):
         registry = selector.registry(tools, name_of=lambda t: t.metadata.name)
         self.selector = selector
         self.names = {tool_id: tool.metadata.name for tool_id, tool in registry.items()}
+        self._by_id = dict(registry)
         self._by_name = {tool.metadata.name: tool for tool in registry.values()}
-        self._lock = threading.Lock()
-        self._messages: list[str] = []
-        self.last_turn: Turn | None = None
+        self.conversations: Conversations[_Conversation] = Conversations(_Conversation)
+        """Each conversation's user messages and last turn, by conversation id (``None``: runs outside any)."""
         super().__init__(retriever=_Nodes(self), object_node_mapping=SimpleToolNodeMapping(list(tools)))
 
-    def new_conversation(self) -> None:
-        """Forget the user messages seen so far (the next search has no history)."""
-        with self._lock:
-            self._messages.clear()
-            self.last_turn = None
+    @contextmanager
+    def conversation(self, conversation_id: Hashable) -> Iterator[None]:
+        """Searches made inside the block belong to conversation ``conversation_id`` (start the agent's run in
+        it: ``with tools.conversation("c1"): await agent.run(...)``), whatever workflow context runs them."""
+        token = _NAMED.set(conversation_id)
+        try:
+            yield
+        finally:
+            _NAMED.reset(token)
 
-    def turn_for(self, text: str) -> Turn:
-        """The selection for a user message (remembered as history for the next one); asked again with the same
-        message (each step of the agent's loop asks), the same turn."""
-        with self._lock:
-            if not self._messages or self._messages[-1] != text:
-                self._messages.append(text)
-            messages = list(self._messages)
+    def new_conversation(self, conversation: Hashable = None) -> None:
+        """Forget the user messages and the turn of ``conversation`` (the next search has no history)."""
+        self.conversations.forget(conversation)
+
+    def turn_of(self, conversation: Hashable = None) -> Turn | None:
+        """The last turn of ``conversation`` (an id given to :meth:`conversation`, or the id kept in a workflow
+        context's store under ``toolrag_conversation``); ``None`` before its first search."""
+        state = self.conversations.peek(conversation)
+        return state.turn if state is not None else None
+
+    async def conversation_of(self, ctx: Any) -> Hashable:
+        """The conversation id of a workflow ``Context`` (made and kept in its store on first use)."""
+        key = await ctx.store.get(_STORE_KEY, default=None)
+        if key is None:
+            key = uuid.uuid4().hex
+            await ctx.store.set(_STORE_KEY, key)
+        return key
+
+    def turn_for(self, text: str, *, conversation: Hashable = None) -> Turn:
+        """The selection for a user message of ``conversation`` (remembered as history for its next one); asked
+        again with the same message (each step of the agent's loop asks), the same turn."""
+        state = self.conversations.get(conversation)
+        with state.lock:
+            if not state.messages or state.messages[-1] != text:
+                state.messages.append(text)
+            messages = list(state.messages)
         turn = self.selector.select_conversation(messages)
-        self.last_turn = turn
+        state.turn = turn
         return turn
 
-    def _lookup(self, text: str) -> list[Any] | None:
-        """A tool name asked for by the agent before running it: that tool when the turn selected it, else
-        nothing (the agent then answers "not found"); ``None`` when ``text`` names no tool."""
-        turn = self.last_turn
+    async def _key(self) -> Hashable:
+        """The conversation of the running code: one named by :meth:`conversation`, else the workflow context of
+        the agent's step, else ``None``."""
+        named = _NAMED.get()
+        if named is not None:
+            return named
+        try:
+            ctx = Context.get_step_context()
+        except Exception:  # not inside a workflow step: a direct call
+            return None
+        return await self.conversation_of(ctx)
+
+    def _lookup(self, text: str, conversation: Hashable) -> list[Any] | None:
+        """A tool name asked for by the agent before running it: that tool when the conversation's turn selected
+        it, else nothing (the agent then answers "not found"); ``None`` when ``text`` names no tool."""
+        turn = self.turn_of(conversation)
         if turn is None:
             return None
         if text == CLARIFY_TOOL and turn.decision is Decision.CLARIFY:
@@ -104,29 +164,25 @@ class ToolragObjectRetriever(ObjectRetriever):
             return [self._by_name[text]] if self.selector.allows(turn, text) else []
         return None
 
-    def retrieve(self, str_or_query_bundle: Any) -> list[Any]:
-        text = str_or_query_bundle if isinstance(str_or_query_bundle, str) else str_or_query_bundle.query_str
-        found = self._lookup(text)
+    def _answer(self, text: str, conversation: Hashable) -> list[Any]:
+        found = self._lookup(text, conversation)
         if found is not None:
             return found
-        return self._with_clarify(super().retrieve(str_or_query_bundle))
+        turn = self.turn_for(text, conversation=conversation)
+        tools = [self._by_id[tool_id] for tool_id in turn.selected if tool_id in self._by_id]
+        return [self._clarify_tool(turn), *tools] if turn.decision is Decision.CLARIFY else tools
+
+    def retrieve(self, str_or_query_bundle: Any) -> list[Any]:
+        text = str_or_query_bundle if isinstance(str_or_query_bundle, str) else str_or_query_bundle.query_str
+        return self._answer(text, _NAMED.get())
 
     async def aretrieve(self, str_or_query_bundle: Any) -> list[Any]:
         text = str_or_query_bundle if isinstance(str_or_query_bundle, str) else str_or_query_bundle.query_str
-        found = self._lookup(text)
-        if found is not None:
-            return found
-        return self._with_clarify(await super().aretrieve(str_or_query_bundle))
-
-    def _with_clarify(self, tools: list[Any]) -> list[Any]:
-        turn = self.last_turn
-        if turn is not None and turn.decision is Decision.CLARIFY:
-            return [self._clarify_tool(turn), *tools]
-        return tools
+        return self._answer(text, await self._key())
 
     @staticmethod
     def _clarify_tool(turn: Turn) -> Any:
-        question = turn.clarification or "Ask the user what exactly they want done."
+        question = turn.question
 
         def ask_user_to_clarify() -> str:
             return question
@@ -138,19 +194,12 @@ class ToolragObjectRetriever(ObjectRetriever):
 
 
 def catalog_tools(selector: ToolSelector, call: Any) -> list[Any]:
-    """A LlamaIndex tool for every catalog tool the selector's caller may see, named by its function name with
-    its description and parameters (JSON schema); running one calls ``call(tool_id, arguments)``."""
-    catalog = selector.retriever.catalog
-    out = []
-    for tool_id in selector.visible_ids():
-        tool = catalog.get(tool_id)
-        if tool is None:
-            continue
-        schema = dict(tool.parameters) if tool.parameters else {"type": "object", "properties": {}}
-        metadata = _SchemaMetadata(name=catalog.function_name(tool_id), description=tool.description,
-                                   parameters=schema)
-        out.append(FunctionTool(fn=_Runner(call, tool_id), metadata=metadata))
-    return out
+    """A LlamaIndex tool for every catalog tool the selector's caller sees, named by its function name with
+    its description and parameters (JSON schema; :func:`toolrag.adapters.selection.catalog_specs`); running one
+    calls ``call(tool_id, arguments)``."""
+    return [FunctionTool(fn=_Runner(call, spec.id), metadata=_SchemaMetadata(
+        name=spec.name, description=spec.description, parameters=dict(spec.parameters)))
+        for spec in catalog_specs(selector)]
 
 
 @dataclass

@@ -23,17 +23,16 @@ from __future__ import annotations
 import ast
 import hashlib
 import logging
-import os
 import pickle
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
 from toolrag.config import CATALOG_CACHE_ENV, data_dir, env, is_off
-from toolrag.errors import SettingsError
+from toolrag.errors import SettingsError, ToolragError
+from toolrag.files import write_atomic
 from toolrag.gcpause import paused_gc
 
 __all__ = ["CACHE_MIN_TOOLS", "cached"]
@@ -160,17 +159,9 @@ def _read(where: Path, key: str) -> Catalog | None:
 
 
 def _write(where: Path, key: str, catalog: Catalog) -> None:
-    tmp: str | None = None
     try:
         where.parent.mkdir(parents=True, exist_ok=True)
         payload: Any = (key, _images(catalog), catalog)
-        fd, tmp = tempfile.mkstemp(prefix=where.name, suffix=".tmp", dir=where.parent)
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, where)
-        tmp = None
-    except (OSError, pickle.PicklingError, TypeError, AttributeError) as exc:
+        write_atomic(where, pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL))
+    except (OSError, ToolragError, pickle.PicklingError, TypeError, AttributeError) as exc:
         log.warning("catalog cache %s not written (%s); the next start loads the catalog again", where, exc)
-    finally:
-        if tmp is not None:
-            Path(tmp).unlink(missing_ok=True)

@@ -104,17 +104,19 @@ class Caller:
         """The tool ``name`` means for this caller: its id, else the function name a model called, else its
         original name. One rule for every surface: a name that more than one tool of the catalog answers to
         (as a function name or an original name) is refused for every caller, whatever each may see, so a call
-        never goes to another tool by role; the id still works. A tool the caller may not use is answered
+        never goes to another tool by role; the id still works, and the refusal names only the ids of those
+        tools this caller may use (none: answered as an unknown name). A tool the caller may not use is answered
         exactly as a name no tool has, so nothing hidden is revealed."""
         if not isinstance(name, str) or not name.strip():
             raise QueryError(f"a tool name must be non-empty text, got {name!r}", field="name")
         tool = catalog.get(name)
         if tool is None:
             matches = _named(catalog, name)
-            if len(matches) > 1:
-                raise QueryError(f"{name!r} names more than one tool of this catalog: call it by its id "
-                                 "(search_tools lists the ids you may use)", field="name")
-            tool = matches[0] if matches else None
+            usable = [t.id for t in matches if self.may_use(t)]
+            if len(matches) > 1 and usable:
+                raise QueryError(f"call {name!r} by its id: a name is not enough to tell the tool here; the ids you "
+                                 f"may use for it: {', '.join(usable)}", field="name")
+            tool = matches[0] if len(matches) == 1 else None
         if tool is None or not self.may_use(tool):
             raise ToolNotFound(f"no tool named {name!r} is available to this caller; search_tools lists the tools "
                                "you may use", tool=name)

@@ -5,8 +5,10 @@ Every change follows one path, under one lock that every process respects (a fil
 turns; a lock held longer than the timeout is an error saying so):
 
 0. if the catalog's files changed on disk since this process last read them (another process saved), reload
-   them first; a save *based on* an older version of the tool than the one on disk (``base_version``, from
-   :meth:`CatalogEditor.read_profile`) is refused: no silent last-writer-wins;
+   them first; a save *based on* an older version of the tool than the one on disk is refused: no silent
+   last-writer-wins. The version is ``base_version`` (from :meth:`CatalogEditor.read_profile`); without one,
+   the version this editor last read of the tool, else the tool as this process held it before the save (so
+   two processes saving without versions refuse each other's stale text instead of overwriting it);
 1. parse the new profile text (:func:`toolrag.catalog.loader.parse_profile_yaml`): a bad field names itself;
 2. build the new text of the one file concerned by replacing exactly that tool's list item (its span is
    found from the YAML node marks, so comments and formatting of every other tool survive);
@@ -94,6 +96,11 @@ class CatalogEditor:
         self._file_lock = FileLock(self.folder / LOCK_FILE, timeout=lock_timeout, what=f"catalog {self.folder}",
                                    error=CatalogError)
         self._disk = disk_state if disk_state is not None else catalog_state(self.path)
+        #: The version of each tool's text this editor last handed out (read_profile): a save without
+        #: ``base_version`` is checked against it.
+        self._read: dict[str, str] = {}
+        #: Every tool id this editor has seen in the catalog: an id never seen was never there (not "deleted").
+        self._seen: set[str] = {t.id for t in self.catalog.tools}
         self._clean_leftovers()
 
     @property
@@ -111,6 +118,7 @@ class CatalogEditor:
         with self._lock:
             self._refresh()
             text = self._text_of(self._tool(tool_id))
+            self._read[tool_id] = version(text)
             return ProfileText(tool_id, text, version(text))
 
     def new_tool_template(self, category: str) -> str:
@@ -141,16 +149,15 @@ class CatalogEditor:
         """Replace tool ``tool_id`` (``None``: add a new tool) with the profile in ``yaml_text``.
 
         ``base_version`` (from :meth:`read_profile`): refuse the save when the tool's text on disk is no longer
-        the one the edit started from; ``None`` skips that check (a script that just read the profile)."""
-        with self._editing():
-            self._check_version(tool_id, base_version)
+        the one the edit started from; ``None``: the version this editor last read of the tool, else the tool as
+        this process held it (another process's save in between is refused all the same)."""
+        with self._editing(tool_id, base_version):
             return self._save(tool_id, yaml_text, probe)
 
     def delete(self, tool_id: str, *, probe: RankProbe | None = None,
                base_version: str | None = None) -> SaveOutcome:
         """Remove a tool from its file (validated first: a tool named by another's ``replaced_by`` stays)."""
-        with self._editing():
-            self._check_version(tool_id, base_version)
+        with self._editing(tool_id, base_version):
             tool = self._tool(tool_id)
             file, span = self._file_of(tool), self._located(tool)
             new_text = replace_span(file.read_text(encoding="utf-8"), span, None)
@@ -178,8 +185,7 @@ class CatalogEditor:
                   probe: RankProbe | None = None, base_version: str | None = None) -> SaveOutcome:
         """Validate an image, copy it into the assets folder under a content-hash name and add it to the
         tool's ``images`` (replacing the entry whose path is ``replace``, if given), then save."""
-        with self._editing():
-            self._check_version(tool_id, base_version)
+        with self._editing(tool_id, base_version):
             tool = self._tool(tool_id)
             assets = self.catalog.assets_dir or self.folder
             image = check_example_image(image_path)
@@ -208,12 +214,28 @@ class CatalogEditor:
     # ------------------------------------------------------------------------------------------- internals
 
     @contextlib.contextmanager
-    def _editing(self) -> Iterator[None]:
+    def _editing(self, tool_id: str | None = None, base_version: str | None = None) -> Iterator[None]:
         """This process's lock, then the catalog's file lock (other processes), then files changed on disk
-        reloaded: every change starts from the files as they are."""
+        reloaded: every change starts from the files as they are. A change of ``tool_id`` is then checked
+        against the version it was based on (:meth:`save`)."""
         with self._lock, self._file_lock:
+            held = self.catalog.get(tool_id) if tool_id and base_version is None else None
             self._refresh()
-            yield
+            if tool_id:
+                if tool_id not in self._seen:
+                    self._tool(tool_id)  # an id that was never in the catalog says so
+                if base_version is not None:
+                    self._check_version(tool_id, base_version)
+                elif tool_id in self._read:
+                    self._check_version(tool_id, self._read[tool_id])
+                elif held is not None:
+                    self._check_unchanged(held)
+            try:
+                yield
+            finally:
+                if tool_id:
+                    self._read.pop(tool_id, None)  # the next save compares with what it reads or holds then
+                self._seen.update(t.id for t in self.catalog.tools)
 
     def _refresh(self) -> None:
         state = catalog_state(self.path)
@@ -221,18 +243,25 @@ class CatalogEditor:
             log.info("the files of catalog %s changed on disk (another process saved): reloading", self.folder)
             self.target.reload(load_catalog(self.path, cache=False))  # kept again at the next start
             self._disk = state
+            self._seen.update(t.id for t in self.catalog.tools)
 
-    def _check_version(self, tool_id: str | None, base_version: str | None) -> None:
-        if not tool_id or base_version is None:
-            return
+    def _check_version(self, tool_id: str, base_version: str) -> None:
         tool = self.catalog.get(tool_id)
         if tool is None:
             raise CatalogError(f"tool {tool_id!r} was deleted after you opened it (by another editor or "
                                "process); nothing was saved: copy your text, add it as a new tool if needed")
         if version(self._text_of(tool)) != base_version:
-            raise CatalogError(f"tool {tool_id!r} was changed in {self._file_of(tool).name} after you opened it "
-                               "(by another editor or process); nothing was saved: reload the tool, apply your "
-                               "change again and save")
+            raise _changed(tool, self._file_of(tool))
+
+    def _check_unchanged(self, held: ToolProfile) -> None:
+        """Refuse a change of ``held`` (the tool as this process held it before reloading the files) when the
+        files now hold another version of it: another process saved it meanwhile."""
+        now = self.catalog.get(held.id)
+        if now is None:
+            raise CatalogError(f"tool {held.id!r} was deleted after you opened it (by another editor or "
+                               "process); nothing was saved: copy your text, add it as a new tool if needed")
+        if now is not held and profile_data(now) != profile_data(held):
+            raise _changed(now, self._file_of(now))
 
     def _clean_leftovers(self) -> None:
         """Remove what killed saves left (skipped while another process edits: its files are in use)."""
@@ -356,6 +385,11 @@ class CatalogEditor:
                                        settings=probe.settings)
         except QueryError:
             return None
+
+
+def _changed(tool: ToolProfile, file: Path) -> CatalogError:
+    return CatalogError(f"tool {tool.id!r} was changed in {file.name} after you opened it (by another editor or "
+                        "process); nothing was saved: reload the tool, apply your change again and save")
 
 
 def _q(probe: RankProbe | None) -> str | None:

@@ -29,7 +29,7 @@ from toolrag.evaluation.loo import RetrievabilityChecker
 from toolrag.evaluation.queries import load_queries
 from toolrag.evaluation.report import ESTIMATE_FIGURES, CatalogReport, LabelFreeScope, build_report
 from toolrag.evaluation.retrievability import HEALTH_FIGURES
-from toolrag.evaluation.visibility import caller_codes
+from toolrag.evaluation.visibility import report_caller
 from toolrag.files import write_atomic
 from toolrag.search.request import unknown_codes
 
@@ -89,11 +89,10 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise SettingsError(f"--permissions: code {unknown[0]!r} is used by no tool or role of catalog "
                             f"{catalog.name!r}; fix the spelling (it would grant nothing)")
-    held = caller_codes(catalog, role=args.role, permissions=permissions)  # an unknown role fails here
-    if held is not None:
-        hidden = sum(1 for t in catalog.tools if not set(t.permissions) <= held)
-        print(f"report as {'role ' + repr(args.role) if args.role else 'the given permissions'}: the {hidden} "
-              "tools it may not use are left out of every section", file=sys.stderr)
+    caller = report_caller(catalog, role=args.role, permissions=permissions)  # an unknown role fails here
+    if caller is not None:
+        print(f"report as {'role ' + repr(args.role) if args.role else 'the given permissions'}: every section is "
+              "what that caller's own searches give", file=sys.stderr)
     retriever = open_retriever(args, settings, catalog)
     cache = Path(args.data_dir) if args.data_dir else default_data_dir()
     report = build_report(retriever, rows=rows, tune=args.tune, label_free=args.label_free, role=args.role,

@@ -27,15 +27,13 @@ def register(sub: Any, common: argparse.ArgumentParser, query: argparse.Argument
 def run(args: argparse.Namespace) -> int:
     catalog, settings = load_inputs(args)
     request = prepare_request(catalog, args.query, image=args.image, history=args.history,
-                              permissions=codes(args.permissions), role=args.role, categories=args.category)
+                              permissions=codes(args.permissions), role=args.role, categories=args.category,
+                              include_deprecated=args.include_deprecated)
     if args.image:
         load_image(args.image)  # a missing or broken image is refused before the models load
     warn(request.notes)
     retriever = open_retriever(args, settings, catalog)
-    result = retriever.search(
-        args.query, image=args.image, history=args.history, permissions=codes(args.permissions),
-        role=args.role, categories=args.category, include_deprecated=args.include_deprecated,
-    )
+    result = retriever.search(args.query, image=args.image, history=args.history, caller=request.caller)
     if retriever.reranker_fallback:  # the reranker loads on the first reranked search
         warn([retriever.reranker_fallback])
     print(result.to_json_str() if args.json else format_result(result))

@@ -8,11 +8,13 @@ import functools
 import sys
 from typing import Any
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.cli.common import (
     audit_from_args,
     catalog_options,
     cli_progress,
+    load_inputs,
     load_mode,
     open_catalog,
     open_retriever,
@@ -94,6 +96,11 @@ def run_serve(args: argparse.Namespace) -> int:
                             "call_tool for upstream MCP servers)")
     if args.transport == "http":
         _check_port(args.host, args.port)  # before any model loads or upstream starts
+    if args.catalog:
+        catalog, settings = load_inputs(args)
+        Caller.of(catalog, role=args.role)  # an unknown role is refused before any model loads or Chroma opens
+    else:
+        catalog, settings = None, settings_from_args(args)
     from toolrag.observe import tracing
     from toolrag.serve.app import build_app, run_gateway, serve
 
@@ -102,7 +109,7 @@ def run_serve(args: argparse.Namespace) -> int:
         if not args.gateway:
             from toolrag.serve.service import ToolService
 
-            retriever = _open_replica(args, name) if name else open_retriever(args, settings_from_args(args))
+            retriever = _open_replica(args, name) if name else open_retriever(args, settings, catalog)
             title = name or retriever.catalog.name
             app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {title}")
             anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))

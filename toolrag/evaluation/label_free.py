@@ -13,7 +13,10 @@ searches, for every tool, requests that were not written for it, with :meth:`Too
 :mod:`toolrag.evaluation.risk` turns the outcomes into a risk per tool (found first / top five / lost to which
 tool), the words it shares with that rival, its missing or generic fields; for the tools at risk, requests of
 the bundled bank (:mod:`toolrag.evaluation.request_bank`) that the real search sends to the tool are suggested
-as examples. The caller holds every permission code; deprecated tools are neither checked nor counted.
+as examples. The caller is the catalog's author (every tool) unless one is given (``check(..., caller=...)``:
+the estimate as a role sees it, as if the tools it cannot see were not in the catalog); deprecated tools are
+neither checked nor counted. Where the caller sees one tool, that tool is found first by any request; where it
+sees at most five, every tool is in the top five: the estimate says so (1.0) instead of reading the probes.
 
 Cost: one search per tool and one more per description sentence (at most ``sentences``, 2 by default), each
 left-out document encoded once per text model (cached by content in ``cache_dir``); for the ``suggest_for``
@@ -33,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import ToolProfile
 from toolrag.decision.nulls import standing
@@ -115,9 +119,10 @@ class LabelFreeChecker:
 
     def check(self, retriever: ToolRetriever, *, settings: Settings | None = None,
               tools: Collection[str] | None = None, suggest: bool = True,
-              progress: Progress | None = None) -> LabelFreeReport:
+              progress: Progress | None = None, caller: Caller | None = None) -> LabelFreeReport:
         """The label-free report of ``tools`` (default: every tool users may be shown); ``suggest``: look for
-        example requests in the bank for the tools at risk."""
+        example requests in the bank for the tools at risk; ``caller``: as this caller sees the catalog
+        (default: its author, who sees every tool)."""
         if not isinstance(retriever, ToolRetriever):
             raise TypeError(f"LabelFreeChecker needs a ToolRetriever, got {type(retriever).__name__}")
         say = progress or (lambda f, m: None)
@@ -125,18 +130,21 @@ class LabelFreeChecker:
         with self._lock:
             start = time.perf_counter()
             base = retriever.snapshot
-            visible = [t for t in base.catalog.tools if not t.deprecated and (tools is None or t.id in tools)]
+            who = caller if caller is not None else Caller.author(base.catalog)
+            seen = [t for t in base.catalog.tools if who.sees(t)]
+            visible = [t for t in seen if tools is None or t.id in tools]
             own = {t.id: own_text(t) for t in visible}
             self._prime(retriever, list(own.values()))
             probes: dict[str, list[Probe]] = {}
             for n, tool in enumerate(visible):
-                result = self._search(retriever, base, cfg, own[tool.id])
+                result = self._search(retriever, base, cfg, own[tool.id], who)
                 probes[tool.id] = [_probe(tool.id, OWN_TEXT, own[tool.id], result)]
                 if n % 16 == 15:
                     say(0.3 * (n + 1) / len(visible), f"label-free: own texts {n + 1}/{len(visible)}")
-            encoded = self._sentence_probes(retriever, base, cfg, visible, probes, say)
+            encoded = self._sentence_probes(retriever, base, cfg, visible, probes, say, who)
             feats = features(probes)
-            risks = [self._risk(base, tool, probes[tool.id], feats[tool.id]) for tool in visible]
+            mask = base.allowed(who)[0]
+            risks = [self._risk(base, tool, probes[tool.id], feats[tool.id], mask, len(seen)) for tool in visible]
             searched = sum(len(p) for p in probes.values())
             if suggest and self.n_suggestions:
                 position = {r.tool_id: i for i, r in enumerate(risks)}
@@ -144,7 +152,7 @@ class LabelFreeChecker:
                 for n, risk in enumerate(at_risk):
                     say(0.8 + 0.2 * n / max(len(at_risk), 1), f"label-free: suggestions {n + 1}/{len(at_risk)}")
                     found, tried = self._suggest(retriever, base, cfg, base.catalog.get(risk.tool_id),
-                                                 own[risk.tool_id])
+                                                 own[risk.tool_id], who)
                     risks[position[risk.tool_id]] = replace(risk, suggestions=found)
                     searched += tried
             self._cache.save()
@@ -161,7 +169,8 @@ class LabelFreeChecker:
         if tool is None or tool.deprecated:
             raise QueryError(f"no tool {tool_id!r} to suggest examples for: pick one of the catalog's tools")
         with self._lock:
-            found, _ = self._suggest(retriever, base, settings or retriever.settings, tool, own_text(tool))
+            found, _ = self._suggest(retriever, base, settings or retriever.settings, tool, own_text(tool),
+                                     Caller.author(base.catalog))
             self._cache.save()
             return found
 
@@ -196,12 +205,13 @@ class LabelFreeChecker:
         return np.stack([vectors[q] for q in sample]) if sample else np.zeros((0, 1), dtype=np.float32)
 
     @staticmethod
-    def _search(retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, query: str) -> SearchResult:
-        return retriever.search(query, permissions=base.catalog.permission_codes, top_k=_DEPTH, settings=cfg,
-                                snapshot=base, audited=False)
+    def _search(retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, query: str, caller: Caller
+                ) -> SearchResult:
+        return retriever.search(query, caller=caller, top_k=_DEPTH, settings=cfg, snapshot=base, audited=False)
 
     def _sentence_probes(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings,
-                         visible: Sequence[ToolProfile], probes: dict[str, list[Probe]], say: Progress) -> int:
+                         visible: Sequence[ToolProfile], probes: dict[str, list[Probe]], say: Progress,
+                         caller: Caller) -> int:
         """Search each tool's first description sentences, each left out of its document; the number of
         documents encoded."""
         items: list[tuple[ToolProfile, str, str, str]] = []  # tool, sentence, document and BM25 text without it
@@ -233,15 +243,22 @@ class LabelFreeChecker:
         for n, (tool, sentence, doc, lexical) in enumerate(items):
             view = document_view(base, tool.id, doc=doc, lexical=lexical,
                                  vectors={kind: docs[kind][doc] for kind, _ in kinds if doc in docs[kind]})
-            result = retriever.search(sentence, permissions=base.catalog.permission_codes, top_k=_DEPTH, settings=cfg,
-                                      snapshot=view, audited=False)
+            result = retriever.search(sentence, caller=caller, top_k=_DEPTH, settings=cfg, snapshot=view,
+                                      audited=False)
             probes[tool.id].append(_probe(tool.id, SENTENCE, sentence, result))
             if n % 16 == 15:
                 say(0.3 + 0.5 * (n + 1) / len(items), f"label-free: description sentences {n + 1}/{len(items)}")
         return encoded
 
-    def _risk(self, base: IndexSnapshot, tool: ToolProfile, rows: list[Probe], feats: dict[str, float]) -> ToolRisk:
+    def _risk(self, base: IndexSnapshot, tool: ToolProfile, rows: list[Probe], feats: dict[str, float],
+              mask: np.ndarray, shown: int) -> ToolRisk:
+        """``mask``: the rows the caller sees; ``shown``: how many tools its searches rank (the one tool it sees is
+        found first whatever the request; with at most five, each is in the top five)."""
         p_first, p_top5 = estimate(feats, self.model)
+        if shown <= 5:
+            p_top5 = 1.0
+        if shown <= 1:
+            p_first = 1.0
         rival = likely_rival(rows)
         cosine = words = None
         if rival is not None and rival in base.row_of:
@@ -249,13 +266,13 @@ class LabelFreeChecker:
             if dense is not None:
                 a, b = dense[base.row_of[tool.id]], dense[base.row_of[rival]]
                 cosine = float(a @ b) / max(float(np.linalg.norm(a) * np.linalg.norm(b)), 1e-12)
-            scores = base.bm25.term_scores(own_text(tool), rival)
+            scores = _term_scores(base, own_text(tool), rival, mask)
             words = tuple(w for w, _ in sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:6])
         fields = tuple(w.code for w in lint_profile(tool) if w.code in FIELD_CODES)
         return ToolRisk(tool.id, tool.name, p_first, p_top5, rival, cosine, words or (), fields, tuple(rows))
 
     def _suggest(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, tool: ToolProfile | None,
-                 text: str) -> tuple[tuple[Suggestion, ...], int]:
+                 text: str, caller: Caller) -> tuple[tuple[Suggestion, ...], int]:
         """Bank requests the real search would call ``tool`` for (first, decision EXECUTE): among the BM25
         candidates, those that stand out most for the tool are searched; and how many were searched."""
         if tool is None:
@@ -282,7 +299,7 @@ class LabelFreeChecker:
         self._prime(retriever, [r.query for r in tried])
         found: list[Suggestion] = []
         for request in tried:
-            result = self._search(retriever, base, cfg, request.query)
+            result = self._search(retriever, base, cfg, request.query, caller)
             probe = _probe(tool.id, "bank", request.query, result)
             # kept only when the search would call this tool for it: first, and decided EXECUTE
             if probe.rank == 1 and probe.margin is not None and result.decision is Decision.EXECUTE \
@@ -290,6 +307,23 @@ class LabelFreeChecker:
                 found.append(Suggestion(request.query, request.source, probe.margin))
         found.sort(key=lambda s: -s.margin)
         return tuple(found[:self.n_suggestions]), len(tried)
+
+
+def _term_scores(base: IndexSnapshot, text: str, doc_id: str, mask: np.ndarray) -> dict[str, float]:
+    """Per term of ``text``, its BM25 contribution to ``doc_id``'s score, with the statistics of the tools the
+    caller sees (``mask``): as an index of those tools alone would give them."""
+    bm25 = base.bm25
+    if mask.all():
+        return bm25.term_scores(text, doc_id)
+    row = base.row_of[doc_id]
+    document = bm25.term_set(doc_id)
+    out = {}
+    for term in dict.fromkeys(bm25.terms(text)):
+        if term in document:
+            score = float(bm25.scores(term, mask)[row])
+            if score > 0:
+                out[term] = score
+    return out
 
 
 def _model(retriever: ToolRetriever, kind: str) -> TextModel | None:

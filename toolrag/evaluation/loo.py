@@ -5,9 +5,11 @@ trivially. :class:`RetrievabilityChecker` searches each example against a view o
 (:class:`toolrag.index.snapshot.IndexSnapshot`) in which only that tool's document lacks that example: its
 text vectors (one per text model) and its BM25 text are replaced, the BM25 statistics follow exactly, and the
 search, normalisation, fusion and decision are the retriever's own (``search(..., snapshot=view)``). The
-caller holds every permission code (a tool author sees every tool); deprecated tools are neither searched
-for nor shown, as for users. Examples are matched by their text: example images are often the tools' own
-example pictures, so sending them would find the tool by its own image.
+caller is the catalog's author (every tool) unless one is given (``check(..., caller=...)``: the report as a
+role sees it, computed as if the tools it cannot see were not in the catalog: searched as that caller, counted,
+linted and compared among its tools only); deprecated tools are neither searched for nor shown, as for users.
+Examples are matched by their text: example images are often the tools' own example pictures, so sending them
+would find the tool by its own image.
 
 Cost: one leave-one-out document per example and text model, encoded in batches and cached by
 (model fingerprint, text hash), in memory and, with ``cache_dir``, on disk; the requests are encoded in
@@ -42,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.lint import lint_catalog
-from toolrag.catalog.profile import ToolProfile
+from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.evaluation import projection
 from toolrag.evaluation.retrievability import ExampleOutcome, RetrievabilityReport, summarize
 from toolrag.evaluation.vector_cache import VectorCache, prime_queries
@@ -95,16 +98,17 @@ class RetrievabilityChecker:
         self.threshold = float(lookalike_threshold)
         self._cache = VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
         self._lock = threading.Lock()
-        self._last: tuple[IndexSnapshot, Settings, dict[tuple[str, int], ExampleOutcome]] | None = None
+        self._last: tuple[IndexSnapshot, Settings, Any, dict[tuple[str, int], ExampleOutcome]] | None = None
         self.last_report: RetrievabilityReport | None = None
 
     def check(self, retriever: ToolRetriever, *, settings: Settings | None = None,
               snapshot: IndexSnapshot | None = None, tools: Collection[str] | None = None, full: bool = False,
-              progress: Progress | None = None) -> RetrievabilityReport:
+              progress: Progress | None = None, caller: Caller | None = None) -> RetrievabilityReport:
         """The retrievability report of ``retriever``'s catalog (or of ``snapshot``, a view of its index).
 
         ``tools``: check only these tool ids (a partial report, not remembered); ``full``: search every
         example again even when the last report could be updated. ``settings`` default to the retriever's.
+        ``caller``: the report as this caller sees it (default: the catalog's author, who sees every tool).
         """
         if not isinstance(retriever, ToolRetriever):
             raise TypeError(f"RetrievabilityChecker needs a ToolRetriever, got {type(retriever).__name__}")
@@ -113,19 +117,21 @@ class RetrievabilityChecker:
         with self._lock:
             start = time.perf_counter()
             base = snapshot if snapshot is not None else retriever.snapshot
-            visible = [t for t in base.catalog.tools if not t.deprecated and (tools is None or t.id in tools)]
+            who = caller if caller is not None else Caller.author(base.catalog)
+            visible = [t for t in base.catalog.tools if who.sees(t) and (tools is None or t.id in tools)]
             items = _items(base, visible)
             kept: dict[tuple[str, int], ExampleOutcome] = {}
-            if tools is None and not full and self._last is not None and self._last[1] == cfg:
+            if tools is None and not full and self._last is not None and self._last[1] == cfg \
+                    and self._last[2] == who.key:
                 kept = self._reusable(retriever, base, cfg)
                 items = [i for i in items if (i.tool_id, i.position) not in kept]
-            outcomes, encoded = self._search(retriever, base, cfg, items, say)
+            outcomes, encoded = self._search(retriever, base, cfg, items, say, who)
             self._cache.save()
             merged = {**kept, **{(o.tool_id, o.position): o for o in outcomes}}
             report = self._summarize(base, merged, searched=len(items), encoded=encoded,
-                                     seconds=time.perf_counter() - start, only=tools)
+                                     seconds=time.perf_counter() - start, only=tools, caller=who)
             if tools is None:
-                self._last = (base, cfg, merged)
+                self._last = (base, cfg, who.key, merged)
                 self.last_report = report
             say(1.0, f"retrievability: {len(items)} example(s) searched")
             return report
@@ -138,11 +144,16 @@ class RetrievabilityChecker:
     # ------------------------------------------------------------------------------------------- internals
 
     def _summarize(self, base: IndexSnapshot, outcomes: dict[tuple[str, int], ExampleOutcome], *, searched: int,
-                   encoded: int, seconds: float, only: Collection[str] | None) -> RetrievabilityReport:
+                   encoded: int, seconds: float, only: Collection[str] | None, caller: Caller
+                   ) -> RetrievabilityReport:
         catalog = base.catalog
+        usable = tuple(t for t in catalog.tools if caller.may_use(t))
+        if len(usable) < len(catalog.tools):  # as if the tools the caller may not use were not in the catalog
+            catalog = Catalog(usable, catalog.name, catalog.root, catalog.assets_dir, catalog.roles, catalog.report)
         dense = base.vectors.get("dense")
         wanted = set(only) if only is not None else None
-        lookalikes = (projection.lookalike_pairs(dense, list(base.ids), threshold=self.threshold)
+        ids = [t.id for t in catalog.tools]
+        lookalikes = (projection.lookalike_pairs(dense[[base.row_of[i] for i in ids]], ids, threshold=self.threshold)
                       if dense is not None else [])
         cosine: dict[tuple[str, str], float] = {}
         for o in outcomes.values():
@@ -163,8 +174,7 @@ class RetrievabilityChecker:
         return prime_queries(retriever, self._cache, queries)
 
     def _search(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings, items: Sequence[_Item],
-                say: Progress) -> tuple[list[ExampleOutcome], int]:
-        codes = base.catalog.permission_codes
+                say: Progress, caller: Caller) -> tuple[list[ExampleOutcome], int]:
         kinds = [(spec.kind, getattr(retriever.models, spec.model.value)) for spec in COLLECTIONS
                  if spec.kind in _TEXT_KINDS and spec.kind in base.vectors]
         out: list[ExampleOutcome] = []
@@ -189,7 +199,7 @@ class RetrievabilityChecker:
             for n, item in enumerate(chunk):
                 loo = {kind: docs[kind][item.doc] for kind, _ in kinds if item.doc in docs[kind]}
                 view = _leave_one_out(base, item, loo)
-                result = retriever.search(item.query, permissions=codes, top_k=self.depth, settings=cfg,
+                result = retriever.search(item.query, caller=caller, top_k=self.depth, settings=cfg,
                                           snapshot=view, audited=False)
                 ids = list(result.ids)
                 rank = ids.index(item.tool_id) + 1 if item.tool_id in ids else None
@@ -204,7 +214,7 @@ class RetrievabilityChecker:
     def _reusable(self, retriever: ToolRetriever, base: IndexSnapshot, cfg: Settings
                   ) -> dict[tuple[str, int], ExampleOutcome]:
         """The outcomes of the last report that the changes since then cannot move."""
-        old, _, outcomes = self._last  # type: ignore[misc]
+        old, _, _, outcomes = self._last  # type: ignore[misc]
         now, before = base.catalog, old.catalog
         changed = {t.id for t in now.tools if before.get(t.id) is not t and before.get(t.id) != t}
         changed |= {t.id for t in before.tools if now.get(t.id) is None}

@@ -31,6 +31,7 @@ import numpy as np
 
 from toolrag.config import set_default
 from toolrag.decision.view import LOOKALIKE
+from toolrag.errors import ModelUnavailable
 
 __all__ = [
     "UMAP_MIN_POINTS",
@@ -116,8 +117,9 @@ def _pca(vectors: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]
 def _umap(vectors: np.ndarray) -> tuple[np.ndarray, Any]:
     try:
         import umap
-    except ImportError as exc:  # pragma: no cover - umap-learn is a pinned dependency
-        raise RuntimeError("umap-learn is not installed: pip install umap-learn") from exc
+    except ImportError as exc:  # pragma: no cover - umap-learn is a pinned dependency of the app extra
+        raise ModelUnavailable("the tool map's UMAP needs umap-learn, which is not installed here: pip install "
+                               "'toolrag[app]' (or umap-learn); the map is drawn with PCA meanwhile") from exc
     n = len(vectors)
     model = umap.UMAP(n_neighbors=min(15, n - 1), n_components=2, metric="cosine", random_state=_SEED,
                       init="spectral" if n > 30 else "random", min_dist=0.1)

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.changes import failing, gold_rank
@@ -37,7 +38,7 @@ from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport
 from toolrag.evaluation.risk import LabelFreeReport
 from toolrag.evaluation.tune import ThresholdResult, TuneResult, calibrate_target, tune_weights
-from toolrag.evaluation.visibility import caller_codes, estimate_for, evaluation_for, retrievability_for, visible_rows
+from toolrag.evaluation.visibility import estimate_for, evaluation_for, report_caller, retrievability_for, visible_rows
 from toolrag.progress import Progress
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
@@ -156,29 +157,26 @@ def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = 
     ``checker`` and ``label_free_checker`` keep their caches between reports (new ones otherwise);
     ``settings`` default to the retriever's. Tuning tries every weighting of the grid on every labelled row:
     ``rows x 66`` searches at step 0.1 (no encoding). ``role`` / ``permissions``: the report as that caller
-    sees it, every section naming only the tools it may use (:mod:`toolrag.evaluation.visibility`)."""
+    sees it, every section computed as if the tools it may not use were not in the catalog (searched as that
+    caller: :mod:`toolrag.evaluation.visibility`)."""
     say = progress or (lambda f, m: None)
     cfg = settings or retriever.settings
     scope = LabelFreeScope(label_free)
-    codes = caller_codes(retriever.catalog, role=role, permissions=permissions)
-    if codes is not None and rows:
-        rows = visible_rows(rows, retriever.catalog, codes, role=role, permissions=permissions)
+    caller = report_caller(retriever.catalog, role=role, permissions=permissions)
+    if caller is not None and rows:
+        rows = visible_rows(rows, retriever.catalog, caller, role=role, permissions=permissions)
     if tune and not rows:
         raise QueryError("tuning needs labelled requests: give queries (YAML, JSON Lines or CSV)")
     share = 0.6 if rows else 1.0
     checker = checker or RetrievabilityChecker()
-    retrievability = checker.check(retriever, settings=cfg, progress=lambda f, m: say(0.5 * share * f, m))
-    if codes is not None:
-        retrievability = retrievability_for(retrievability, retriever.catalog, codes,
-                                            vectors=retriever.tool_vectors(), threshold=checker.threshold)
+    retrievability = checker.check(retriever, settings=cfg, caller=caller,
+                                   progress=lambda f, m: say(0.5 * share * f, m))
     estimate = None
     wanted = (set(retrievability.health.no_examples) if scope is LabelFreeScope.AUTO
               else {t.tool_id for t in retrievability.tools} if scope is LabelFreeScope.ALL else set())
     if wanted:
         estimate = (label_free_checker or LabelFreeChecker()).check(
-            retriever, settings=cfg, tools=wanted, progress=lambda f, m: say(share * (0.5 + 0.5 * f), m))
-        if codes is not None:
-            estimate = estimate_for(estimate, retriever.catalog, codes)
+            retriever, settings=cfg, tools=wanted, caller=caller, progress=lambda f, m: say(share * (0.5 + 0.5 * f), m))
     evaluation = tuning = threshold = None
     if rows:
         later = 0.2 if tune else 0.4
@@ -191,10 +189,11 @@ def build_report(retriever: ToolRetriever, *, rows: Sequence[QueryRow] | None = 
                          _dt.datetime.now().isoformat(timespec="seconds"), estimate)
 
 
-def report_for(report: CatalogReport, catalog: Catalog, codes: Collection[str], *,
+def report_for(report: CatalogReport, catalog: Catalog, codes: Caller | Collection[str], *,
                vectors: tuple[Sequence[str], np.ndarray] | None = None, threshold: float) -> CatalogReport:
-    """``report`` as a caller holding ``codes`` sees it: its retrievability (:func:`retrievability_for`), its
-    label-free estimate (:func:`estimate_for`) and its labelled requests (:func:`evaluation_for`)."""
+    """``report`` (the author's) as a caller (or one holding ``codes``) sees it: its retrievability
+    (:func:`retrievability_for`), its label-free estimate (:func:`estimate_for`) and its labelled requests
+    (:func:`evaluation_for`). :func:`build_report` with a role searches as the caller instead."""
     evaluation = None if report.evaluation is None else evaluation_for(report.evaluation, catalog, codes)
     estimate = None if report.label_free is None else estimate_for(report.label_free, catalog, codes)
     return replace(report, evaluation=evaluation, label_free=estimate, retrievability=retrievability_for(

@@ -27,8 +27,8 @@ from toolrag.catalog.lint import LintWarning
 from toolrag.catalog.profile import Catalog
 from toolrag.search.results import Decision
 
-__all__ = ["HEALTH_FIGURES", "NO_EXAMPLES_REASON", "ConfusionPair", "ExampleOutcome", "Health", "RetrievabilityReport",
-           "ToolSummary", "summarize"]
+__all__ = ["HEALTH_FIGURES", "NO_EXAMPLES_REASON", "NO_TOOLS_REASON", "ConfusionPair", "ExampleOutcome", "Health",
+           "RetrievabilityReport", "ToolSummary", "summarize"]
 
 #: The health figures a gate can name (each a share in [0, 1]; higher is better).
 HEALTH_FIGURES = ("found_first", "found_top5", "mrr", "tools_found")
@@ -36,6 +36,8 @@ _TOP = 5
 #: Why the health figures of a catalog without example requests are not measured.
 NO_EXAMPLES_REASON = ("not measured: no tool has example requests to search (see the label-free estimate, "
                       "made from the descriptions alone)")
+#: Why they are not measured where there is no tool at all (a report as a caller who sees none).
+NO_TOOLS_REASON = "not measured: there is no tool to search for"
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,8 @@ class Health:
 
     def unmeasured(self) -> dict[str, str]:
         """The figures that could not be measured, with the reason (empty when every one was)."""
-        return {name: NO_EXAMPLES_REASON for name, value in self.figures().items() if value is None}
+        why = NO_EXAMPLES_REASON if self.n_tools else NO_TOOLS_REASON
+        return {name: why for name, value in self.figures().items() if value is None}
 
     def to_json(self) -> dict[str, Any]:
         return {"n_tools": self.n_tools, "n_examples": self.n_examples,

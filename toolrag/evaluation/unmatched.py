@@ -19,13 +19,13 @@ import io
 import json
 import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from toolrag.audit import read_audit
+from toolrag.audit import read_log
 from toolrag.catalog.editor import LOCK_FILE, CatalogEditor, SaveOutcome
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.queries import load_queries
@@ -84,6 +84,8 @@ class UnmatchedReport:
     redacted: int
     """Searches whose request the log keeps only as a hash."""
     below: float | None
+    skipped: int = 0
+    """Lines of the log that are not audit records (skipped, not counted as searches)."""
 
     @property
     def listed(self) -> int:
@@ -96,6 +98,8 @@ class UnmatchedReport:
         if self.redacted:
             text += (f"; {self.redacted} searches keep only a hash of the request (TOOLRAG_AUDIT_REQUESTS=hash): "
                      "grouped and counted, not readable")
+        if self.skipped:
+            text += f"; {self.skipped} line(s) that are not audit records skipped"
         return text
 
     def lines(self) -> list[str]:
@@ -110,6 +114,7 @@ class UnmatchedReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"searches": self.searches, "listed": self.listed, "redacted": self.redacted, "below": self.below,
+                "skipped": self.skipped,
                 "groups": [{"tool": g.tool_id, "count": g.count, "requests": [
                     {"request": r.text, "sha256": r.sha256, "decision": r.decision, "p_right": r.p_right,
                      "role": r.role, "count": r.count, "last_seen": r.last_seen} for r in g.requests]}
@@ -117,13 +122,14 @@ class UnmatchedReport:
 
 
 def find_unmatched(records: Iterable[Mapping[str, Any]], *, below: float | None = None) -> UnmatchedReport:
-    """The unmatched requests among audit ``records`` (search records; others are skipped)."""
+    """The unmatched requests among audit ``records``: search records (``kind: search``) only; calls, searches
+    refused before they ran (an unknown bearer token) and anything else are not counted as searches."""
     if below is not None and not 0.0 <= below <= 1.0:
         raise SettingsError(f"P(right) threshold {below!r}: use a probability between 0 and 1")
     merged: dict[tuple[str, str | None], dict[str, Any]] = {}
     searches = redacted = 0
     for record in records:
-        if record.get("kind", "search") != "search":
+        if record.get("kind") != "search" or record.get("outcome") == "refused":
             continue
         searches += 1
         text = record.get("request") if isinstance(record.get("request"), str) else None
@@ -151,12 +157,11 @@ def find_unmatched(records: Iterable[Mapping[str, Any]], *, below: float | None 
 
 
 def read_unmatched(path: str | Path, *, below: float | None = None) -> UnmatchedReport:
-    """:func:`find_unmatched` over a log and its rotated files; SettingsError when there is no log at ``path``."""
-    file = Path(path).expanduser()
-    if not file.is_file() and not any(file.parent.glob(f"{file.name}.*")):
-        raise SettingsError(f"no audit log at {file}; searches write one when TOOLRAG_AUDIT_LOG or --audit-log "
-                            "names it")
-    return find_unmatched(read_audit(file), below=below)
+    """:func:`find_unmatched` over a log and its rotated files, read by :func:`toolrag.audit.read_log` (a file
+    that is not an audit log is refused as ``toolrag audit`` refuses it; its lines that are not audit records are
+    counted in ``skipped``)."""
+    records, skipped = read_log(path)
+    return replace(find_unmatched(records, below=below), skipped=skipped)
 
 
 def _p_right(record: Mapping[str, Any]) -> float | None:

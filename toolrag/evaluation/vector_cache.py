@@ -8,9 +8,8 @@ model fingerprint, written atomically; an unreadable file only makes a slower ru
 from __future__ import annotations
 
 import hashlib
+import io
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from toolrag.errors import ToolragError
+from toolrag.files import write_atomic
 from toolrag.search.query import TEXT_READING
 
 __all__ = ["VectorCache"]
@@ -101,14 +102,10 @@ class VectorCache:
                     continue
                 try:
                     self.folder.mkdir(parents=True, exist_ok=True)
-                    fd, tmp = tempfile.mkstemp(prefix=".vectors.", suffix=".npz", dir=self.folder)
-                    try:
-                        with os.fdopen(fd, "wb") as handle:
-                            np.savez(handle, keys=np.array(keys), vectors=np.stack([table[k] for k in keys]))
-                        os.replace(tmp, file)
-                    finally:
-                        Path(tmp).unlink(missing_ok=True)
-                except OSError as exc:
+                    buffer = io.BytesIO()
+                    np.savez(buffer, keys=np.array(keys), vectors=np.stack([table[k] for k in keys]))
+                    write_atomic(file, buffer.getvalue())
+                except (OSError, ToolragError) as exc:
                     log.warning("could not save the vector cache in %s: %s", self.folder, exc)
 
 

@@ -1,14 +1,18 @@
 """The catalog report as one caller sees it: only the tools a role (or a set of permission codes) may use.
 
-``toolrag report --role employee``, the app's Evaluate tab (its "as role" choice, and every visitor of a
-shared app) and library users filter a report with these functions, where it is assembled: a tool the caller
-may not use is named nowhere (retrievability, confusions, look-alikes, lint, labelled requests).
+Every question of what a caller may see goes through its :class:`toolrag.catalog.caller.Caller`
+(:func:`report_caller` makes it from a role and codes; the functions below take a caller, or the codes it holds).
+``toolrag report --role employee`` and :func:`toolrag.evaluation.report.build_report` search as the caller from
+the start (the retrievability and label-free checkers take ``caller=``), so every figure is what a catalog
+without the hidden tools gives. The app's Evaluate tab (its "as role" choice, and every visitor of a shared app)
+filters the author's report with the functions below instead, where it is shown: a tool the caller may not use
+is named nowhere (retrievability, confusions, look-alikes, lint, labelled requests).
 
 - Retrievability: the examples of the visible tools, each ranked among the visible tools only (the tools
   ranked above it that the caller may not see are taken out; an example not in the first results stays
   unranked), confusions and look-alikes between visible tools, lint warnings of visible tools that name no
-  hidden one. The searches themselves are the author's (every tool), so normalisation is over the whole
-  catalog: ranks can differ from a search by that caller by a near-tie.
+  hidden one. These searches are the author's (every tool), so normalisation is over the whole catalog: ranks
+  can differ from a search by that caller by a near-tie.
 - Labelled requests: the rows whose expected tools the caller may see and whose own role or codes grant
   nothing beyond the caller's; rows that name neither are searched as the caller.
 """
@@ -22,42 +26,48 @@ from collections.abc import Collection, Sequence
 
 import numpy as np
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.evaluation.evaluator import EvalReport, QueryOutcome, evaluate
 from toolrag.evaluation.queries import QueryRow
 from toolrag.evaluation.retrievability import RetrievabilityReport, summarize
 from toolrag.evaluation.risk import LabelFreeReport
 
-__all__ = ["caller_codes", "estimate_for", "evaluation_for", "retrievability_for", "visible_rows"]
+__all__ = ["estimate_for", "evaluation_for", "report_caller", "retrievability_for", "visible_rows"]
 
 
-def caller_codes(catalog: Catalog, *, role: str | None = None, permissions: Collection[str] | None = None
-                 ) -> frozenset[str] | None:
-    """The codes of a caller with ``role`` and ``permissions``; ``None`` when neither is given (the author,
-    who sees every tool). An unknown role is a ``CatalogError`` naming the roles."""
+def report_caller(catalog: Catalog, *, role: str | None = None, permissions: Collection[str] | None = None
+                  ) -> Caller | None:
+    """The caller with ``role`` and ``permissions``; ``None`` when neither is given (the author, who sees every
+    tool). An unknown role is a ``CatalogError`` naming the roles."""
     if role is None and permissions is None:
         return None
-    return frozenset((*(catalog.role_codes(role) if role else ()), *(permissions or ())))
+    return Caller.of(catalog, role=role, permissions=permissions)
 
 
-def _visible_ids(catalog: Catalog, codes: Collection[str]) -> set[str]:
-    held = set(codes)
-    return {t.id for t in catalog.tools if set(t.permissions) <= held}
+def _caller(who: Caller | Collection[str]) -> Caller:
+    """A caller, or the caller holding the codes ``who`` (how the app keeps a visitor's view)."""
+    return who if isinstance(who, Caller) else Caller(frozenset(who))
 
 
-def _row_visible(row: QueryRow, catalog: Catalog, codes: frozenset[str], visible: set[str]) -> bool:
+def _visible_ids(catalog: Catalog, who: Caller) -> set[str]:
+    return {t.id for t in catalog.tools if who.may_use(t)}
+
+
+def _row_visible(row: QueryRow, catalog: Catalog, who: Caller, visible: set[str]) -> bool:
     own = {*(row.permissions or ()), *(catalog.roles.get(row.role, ()) if row.role else ())}
-    return own <= codes and set(row.gold) <= visible
+    return who.permits(own) and set(row.gold) <= visible
 
 
-def visible_rows(rows: Sequence[QueryRow], catalog: Catalog, codes: Collection[str], *, role: str | None = None,
-                 permissions: Collection[str] | None = None) -> list[QueryRow]:
-    """The labelled rows a caller holding ``codes`` may see; a row that names no role and no codes is searched
-    as that caller (``role``, ``permissions``)."""
-    held, visible = frozenset(codes), _visible_ids(catalog, codes)
+def visible_rows(rows: Sequence[QueryRow], catalog: Catalog, who: Caller | Collection[str], *,
+                 role: str | None = None, permissions: Collection[str] | None = None) -> list[QueryRow]:
+    """The labelled rows ``who`` (a caller, or the codes it holds) may see; a row that names no role and no codes
+    is searched as that caller (``role``, ``permissions``)."""
+    caller = _caller(who)
+    visible = _visible_ids(catalog, caller)
     out = []
     for row in rows:
-        if not _row_visible(row, catalog, held, visible):
+        if not _row_visible(row, catalog, caller, visible):
             continue
         if row.permissions is None and not row.role and (role or permissions):
             row = dataclasses.replace(row, role=role, permissions=tuple(permissions) if permissions else None)
@@ -65,11 +75,13 @@ def visible_rows(rows: Sequence[QueryRow], catalog: Catalog, codes: Collection[s
     return out
 
 
-def evaluation_for(report: EvalReport, catalog: Catalog, codes: Collection[str]) -> EvalReport:
-    """``report`` with only the rows a caller holding ``codes`` may see, its metrics computed again."""
-    held, visible = frozenset(codes), _visible_ids(catalog, codes)
+def evaluation_for(report: EvalReport, catalog: Catalog, who: Caller | Collection[str]) -> EvalReport:
+    """``report`` with only the rows ``who`` (a caller, or the codes it holds) may see, its metrics computed
+    again."""
+    caller = _caller(who)
+    visible = _visible_ids(catalog, caller)
     kept = {id(o.row): dataclasses.replace(o, returned=tuple(t for t in o.returned if t in visible))
-            for o in report.per_query if _row_visible(o.row, catalog, held, visible)}
+            for o in report.per_query if _row_visible(o.row, catalog, caller, visible)}
     rows = [o.row for o in report.per_query if id(o.row) in kept]
 
     def outcome(row: QueryRow) -> QueryOutcome:
@@ -84,13 +96,13 @@ def _cutoffs(metrics: Collection[str]) -> tuple[int, ...]:
     return tuple(ks) or (1, 5, 10)
 
 
-def retrievability_for(report: RetrievabilityReport, catalog: Catalog, codes: Collection[str], *,
+def retrievability_for(report: RetrievabilityReport, catalog: Catalog, who: Caller | Collection[str], *,
                        vectors: tuple[Sequence[str], np.ndarray] | None = None, threshold: float
                        ) -> RetrievabilityReport:
-    """``report`` with only the tools a caller holding ``codes`` may see (see the module docstring).
+    """``report`` with only the tools ``who`` (a caller, or the codes it holds) may see (see the module docstring).
     ``vectors`` (ids and text vectors, :meth:`ToolRetriever.tool_vectors`) give the cosine of a confusion pair
     that only appears once hidden tools are taken out; ``threshold`` flags look-alikes, as the checker does."""
-    visible = _visible_ids(catalog, codes)
+    visible = _visible_ids(catalog, _caller(who))
     hidden = {t.id for t in catalog.tools} - visible
     outcomes = []
     for o in report.outcomes:
@@ -121,10 +133,10 @@ def _cosine(vectors: tuple[Sequence[str], np.ndarray] | None, rows: dict[str, in
     return float(x @ y) / max(float(np.linalg.norm(x) * np.linalg.norm(y)), 1e-12)
 
 
-def estimate_for(report: LabelFreeReport, catalog: Catalog, codes: Collection[str]) -> LabelFreeReport:
-    """The label-free estimate as a caller holding ``codes`` sees it: only the tools it may use, and no rival,
-    shared word or winner that names a tool it may not use."""
-    visible = _visible_ids(catalog, codes)
+def estimate_for(report: LabelFreeReport, catalog: Catalog, who: Caller | Collection[str]) -> LabelFreeReport:
+    """The label-free estimate as ``who`` (a caller, or the codes it holds) sees it: only the tools it may use,
+    and no rival, shared word or winner that names a tool it may not use."""
+    visible = _visible_ids(catalog, _caller(who))
 
     def seen(tool_id: str | None) -> str | None:
         return tool_id if tool_id in visible else None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import json
 import logging
 import os
@@ -212,8 +213,10 @@ class ServingStore:
         try:
             arrays, meta = state_parts(state)
             for file, value in arrays.items():
-                np.save(tmp / f"{file}.npy", value, allow_pickle=False)
-            (tmp / "state.json").write_text(json.dumps(meta, ensure_ascii=False), encoding="utf-8")
+                buffer = io.BytesIO()
+                np.save(buffer, np.ascontiguousarray(value), allow_pickle=False)
+                write_atomic(tmp / f"{file}.npy", buffer.getbuffer(), error=StoreError)
+            write_atomic(tmp / "state.json", json.dumps(meta, ensure_ascii=False), error=StoreError)
             os.replace(tmp, self.folder / name)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -15,7 +15,7 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search import adaptive, fusion
 from toolrag.search.query import QueryFeatures
 from toolrag.search.results import SignalScore
-from toolrag.search.scoring import RawScores, score_signals
+from toolrag.search.scoring import RawScores, row_dot, score_signals
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
@@ -74,7 +74,7 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
         # one cosine replaces the text, OCR and concept signals (their weights are added to it).
         parts = {s: q.vectors[s] for s in ("dense", *_EARLY_MERGED) if s in q.vectors}
         combined = fusion.early_fusion(parts, {s: weights[s] for s in parts})
-        raw["dense"] = np.asarray(snap.vectors["dense"][rows] @ combined, dtype=np.float32)
+        raw["dense"] = np.asarray(row_dot(snap.vectors["dense"][rows], combined), dtype=np.float32)
         for s in _EARLY_MERGED:
             if s in raw:
                 weights["dense"] += weights[s]
@@ -103,7 +103,7 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
                                 visible=None if mask.all() else mask)
             ref_raw, ref_present = dict(ref.raw), dict(ref.present)
             if combined is not None and "dense" in ref_raw:
-                ref_raw["dense"] = np.asarray(ref_vectors["dense"] @ combined, dtype=np.float32)
+                ref_raw["dense"] = np.asarray(row_dot(ref_vectors["dense"], combined), dtype=np.float32)
         norm = {s: adaptive.standardize(raw[s], present[s], reference=ref_raw[s],
                                         reference_present=ref_present[s])
                 if s in ref_raw else fusion.normalize(raw[s], present[s], cfg.normalization) for s in raw}

@@ -66,7 +66,7 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
     if caller is None:
         caller = Caller.of(catalog, role=role, permissions=permissions, categories=categories,
                            include_deprecated=include_deprecated)
-    for code in unknown_codes(catalog, permissions) if permissions else ():
+    for code in unknown_codes(catalog, caller.codes):  # given as codes or held by a caller made elsewhere
         notes.append(f"permission code {code!r} is used by no tool or role of this catalog"
                      f"{closest(code, _all_codes(catalog))}; it grants nothing")
     return Request(cleaned.text, tuple(turns), caller, tuple(notes))

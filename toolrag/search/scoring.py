@@ -26,9 +26,16 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search.query import QueryFeatures
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS, ModelRole
 
-__all__ = ["RawScores", "score_signals"]
+__all__ = ["RawScores", "row_dot", "score_signals"]
 
 _TOOL_KINDS = {c.kind for c in COLLECTIONS if c.rows == "tool"}
+
+
+def row_dot(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """``matrix @ vector``, each row's product summed in the same order whatever the matrix holds beside it: a
+    BLAS product's last bits depend on the matrix's row count and the row's place in it (its blocked kernels),
+    so a hidden tool's row would move a visible tool's score (and its z-score, to the sixth digit)."""
+    return np.einsum("ij,j->i", matrix, vector)
 #: (signal, query-vector key, collection, English tools only) for the signals scored against one vector per tool.
 _TOOL_PROBES = tuple((s.name, key, kind, s.model is ModelRole.ENGLISH) for s in SIGNAL_SPECS
                      if len(s.probes) == 1 for key, kind in s.probes if kind in _TOOL_KINDS)
@@ -60,15 +67,15 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
         if key in q.vectors and space in snap.vectors:
             matrix = snap.vectors[space]
             if row_vectors is not None and space in row_vectors:
-                raw[name] = row_vectors[space] @ q.vectors[key]
+                raw[name] = row_dot(row_vectors[space], q.vectors[key])
             else:
-                raw[name] = (matrix @ q.vectors[key])[rows] if whole else matrix[rows] @ q.vectors[key]
+                raw[name] = row_dot(matrix, q.vectors[key])[rows] if whole else row_dot(matrix[rows], q.vectors[key])
             present[name] = snap.english[rows].copy() if english_only else everyone
     if "ocr" in raw and len(snap.image_text_owner):
         # Text read in the query image also matches text read in the tools' example images (a receipt
         # looks like a receipt): the best of the two similarities counts.
         best = np.full(len(snap.ids), -np.inf, dtype=np.float32)
-        np.maximum.at(best, snap.image_text_owner, (snap.image_text @ q.vectors["ocr"]).astype(np.float32))
+        np.maximum.at(best, snap.image_text_owner, row_dot(snap.image_text, q.vectors["ocr"]).astype(np.float32))
         raw["ocr"] = np.maximum(raw["ocr"], best[rows])
     lexical = q.lexical
     if lexical or q.history:
@@ -85,9 +92,10 @@ def score_signals(snap: IndexSnapshot, rows: np.ndarray, q: QueryFeatures, *,
     if "clip_image" in q.vectors and "clip_text" in snap.vectors:
         clip_text = snap.vectors["clip_text"]
         if row_vectors is not None and "clip_text" in row_vectors:
-            sims = row_vectors["clip_text"] @ q.vectors["clip_image"]
+            sims = row_dot(row_vectors["clip_text"], q.vectors["clip_image"])
         else:
-            sims = (clip_text @ q.vectors["clip_image"])[rows] if whole else clip_text[rows] @ q.vectors["clip_image"]
+            sims = (row_dot(clip_text, q.vectors["clip_image"])[rows] if whole
+                    else row_dot(clip_text[rows], q.vectors["clip_image"]))
         parts.append((sims, everyone))
     if parts:
         total = np.sum([np.where(p, s, 0.0) for s, p in parts], axis=0)
@@ -103,7 +111,7 @@ def _per_tool_max(snap: IndexSnapshot, rows: np.ndarray, kind: str, vector: np.n
     n_tools = len(snap.ids)
     best = np.full(n_tools, -np.inf, dtype=np.float32)
     if len(snap.image_owner):
-        sims = snap.image_vectors[kind] @ vector
+        sims = row_dot(snap.image_vectors[kind], vector)
         np.maximum.at(best, snap.image_owner, sims.astype(np.float32))
     picked = best[rows]
     has = np.isfinite(picked)

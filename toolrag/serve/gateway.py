@@ -23,13 +23,18 @@ from toolrag.catalog.report import LoadMode
 from toolrag.errors import CatalogError
 from toolrag.observe import metrics, tracing
 from toolrag.serve.config import GatewayConfig
-from toolrag.serve.upstream import ServerSpec, UpstreamError, connect, describe_error, list_all_tools
+from toolrag.serve.upstream import (
+    ServerSpec,
+    UpstreamError,
+    connect,
+    describe_error,
+    list_all_tools,
+    upstream_errors,
+)
 
 __all__ = ["Gateway", "Route", "Upstream", "public_reason"]
 
 log = logging.getLogger(__name__)
-
-_CONNECTION_CLOSED = -32000  # mcp_types.jsonrpc.CONNECTION_CLOSED
 
 
 @dataclass(frozen=True)
@@ -94,8 +99,8 @@ class Upstream:
                 finally:
                     if self._stop is stop:
                         self.session = None
-        except Exception as exc:  # whatever the transport raised: the gateway reports it and goes on
-            self.error = describe_error(exc)
+        except Exception as exc:  # mapped by upstream_errors: the gateway reports it and goes on
+            self.error = str(exc) if isinstance(exc, UpstreamError) else describe_error(exc)
             log.warning("upstream MCP server %r unavailable: %s", self.name, self.error)
         finally:
             ready.set()
@@ -136,22 +141,16 @@ class Upstream:
 
     async def _forward(self, name: str, arguments: Mapping[str, Any]) -> Any:
         import anyio
-        from mcp import MCPError
 
         session = await self._session()
         try:
-            with anyio.fail_after(self.spec.timeout):
+            with upstream_errors(f"upstream server {self.name!r}", repr(name), timeout=self.spec.timeout), \
+                    anyio.fail_after(self.spec.timeout):
                 return await session.call_tool(name, dict(arguments))
-        except TimeoutError:
-            raise UpstreamError(f"upstream server {self.name!r} did not answer {name!r} within "
-                                f"{self.spec.timeout:g} s", kind="timeout") from None
-        except MCPError as exc:
-            if exc.code != _CONNECTION_CLOSED:
-                raise UpstreamError(f"upstream server {self.name!r} answered {name!r} with an error: "
-                                    f"{exc.error.message}", kind="error") from None
-            self._lost(f"connection closed ({exc.error.message})")
-        except Exception as exc:  # the transport broke (the process died, the connection dropped)
-            self._lost(describe_error(exc))
+        except UpstreamError as exc:
+            if not exc.lost:  # a timeout, or an error the server answered
+                raise
+            self._lost(exc.cause)  # the transport broke (the process died, the connection dropped)
         raise UpstreamError(f"upstream server {self.name!r} is unavailable: {self.error}")
 
     async def _session(self) -> Any:

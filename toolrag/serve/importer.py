@@ -21,7 +21,7 @@ from toolrag.catalog.profile import Catalog
 from toolrag.catalog.report import LoadMode
 from toolrag.errors import CatalogError
 from toolrag.files import write_atomic
-from toolrag.serve.upstream import Listing, ServerSpec, UpstreamError, connect, describe_error, list_all_tools
+from toolrag.serve.upstream import Listing, ServerSpec, UpstreamError, connect, list_all_tools, upstream_errors
 
 __all__ = ["TOOLS_FILE", "ImportResult", "fetch_listing", "import_listing", "import_server"]
 
@@ -64,12 +64,12 @@ def fetch_listing(spec: ServerSpec) -> Listing:
             return Listing(info.name, info.version, tools, pages, warnings)
 
     try:
-        return anyio.run(read)
-    except UpstreamError:
-        raise
-    except Exception as exc:  # any transport failure (process exits, connection refused, protocol error)
-        raise UpstreamError(f"cannot read MCP server {spec.name!r} ({_where(spec)}): {describe_error(exc)}"
-                            ) from None
+        with upstream_errors(f"MCP server {spec.name!r}", "tools/list", timeout=spec.timeout):
+            return anyio.run(read)
+    except UpstreamError as exc:  # the operator reads where the server runs too
+        reason = str(exc).removeprefix(f"MCP server {spec.name!r} ")
+        raise UpstreamError(f"cannot read MCP server {spec.name!r} ({_where(spec)}): {reason}", lost=exc.lost,
+                            cause=exc.cause) from None
 
 
 def import_listing(listing: Listing, spec: ServerSpec, folder: str | Path, *,

@@ -2,8 +2,11 @@
 check that a caller only calls what it can see, forwarding, and the audit record of each call.
 
 Kept free of the MCP SDK so the logic is tested directly; :mod:`toolrag.serve.app` wraps it in an MCP
-server. A caller never learns of a tool its role hides: ``search_tools`` cannot return it and ``call_tool``
-answers exactly as for a tool that does not exist.
+server. Each request makes one :class:`toolrag.catalog.caller.Caller` (:meth:`ToolService.caller`) and every
+question of visibility goes through it: the search, the servers a caller is told are down, and the tool a name
+means (:meth:`Caller.resolve`: a bare name that more than one tool of the catalog answers to is refused for
+every caller, so a call never goes to another server by role). A caller never learns of a tool its role
+hides: ``search_tools`` cannot return it and ``call_tool`` answers exactly as for a tool that does not exist.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import ToolProfile
 from toolrag.catalog.schema import argument_problems
 from toolrag.errors import ImageError, QueryError, ToolragError
@@ -64,6 +68,10 @@ class ToolService:
                     return role
         raise CallRefused("the Authorization bearer token is not one this server knows; ask its operator for one")
 
+    def caller(self, role: str | None) -> Caller:
+        """The caller of one request: the codes of ``role`` (none without a role: only unrestricted tools)."""
+        return Caller.of(self.retriever.catalog, role=role)
+
     def search(self, query: str, *, image: str | None = None, k: int = 5, role: str | None = None) -> dict[str, Any]:
         """The answer of ``search_tools``: decision, its reason (when the result has one), clarification,
         confidence and the selected tools with their original names, function names and input schemas;
@@ -73,14 +81,17 @@ class ToolService:
             raise QueryError(f"query is {_kind(query)}; expected a string (the user's request)")
         if image is not None and not isinstance(image, str):
             raise QueryError(f"image is {_kind(image)}; expected a string (the image's bytes as base64) or null")
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
-            raise QueryError(f"k is {_kind(k)}; expected an integer: ask for 1 to {MAX_K} tools")
+        if isinstance(k, bool) or not isinstance(k, int):
+            raise QueryError(f"k is {_kind(k)}; expected an integer from 1 to {MAX_K} (how many tools to return)")
+        if not 1 <= k <= MAX_K:
+            raise QueryError(f"k is {k}; expected an integer from 1 to {MAX_K} (how many tools to return)")
         notes = []
         if image is not None and not image.strip():
             notes.append("image is an empty string: searched without an image (send the image's bytes as base64, "
                          "or leave image out)")
         snapshot = self.retriever.snapshot  # the answer's tools come from the version searched, whatever swaps
-        result = self.retriever.search(query, image=_image_bytes(image), role=role, top_k=k, snapshot=snapshot)
+        who = self.caller(role)
+        result = self.retriever.search(query, image=_image_bytes(image), caller=who, top_k=k, snapshot=snapshot)
         catalog = snapshot.catalog
         selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
         tools = []
@@ -105,7 +116,7 @@ class ToolService:
         if notes:
             answer["notes"] = notes
         if self.gateway is not None:
-            down = self._unavailable(role)
+            down = self._unavailable(who)
             if down:
                 answer["unavailable_servers"] = down
             answer["how_to_call"] = "call_tool with tool = a tool's id and arguments matching its input_schema"
@@ -121,36 +132,23 @@ class ToolService:
             entry["server"] = self.gateway.routes[profile.id].server
         return entry
 
-    def _codes(self, role: str | None) -> set[str]:
-        return set(self.retriever.catalog.role_codes(role)) if role else set()
-
-    def _unavailable(self, role: str | None) -> dict[str, str]:
-        """Upstream servers that are down, among those whose tools this role could see."""
+    def _unavailable(self, caller: Caller) -> dict[str, str]:
+        """Upstream servers that are down, among those whose tools ``caller`` could use (the codes a server
+        requires of every caller of its tools)."""
         if self.gateway is None:
             return {}
-        codes = self._codes(role)
         specs = {u.name: u.spec for u in self.gateway.upstreams.values()}
         return {name: why for name, why in self.gateway.unavailable_to_callers().items()
-                if set(specs[name].permissions) <= codes}
+                if caller.permits(specs[name].permissions)}
 
-    def resolve(self, tool: str, role: str | None) -> ToolProfile:
-        """The tool a caller names (its id, else its original name, else its function name) among the tools
-        its role can see; :class:`CallRefused` otherwise, with the same words for hidden and unknown tools."""
-        catalog = self.retriever.catalog
-        codes = self._codes(role)
-        visible = [t for t in catalog if set(t.permissions) <= codes]
-        for key in ("id", "name"):
-            found = [t for t in visible if getattr(t, key) == tool]
-            if len(found) == 1:
-                return found[0]
-            if len(found) > 1:
-                raise CallRefused(f"{len(found)} tools are named {tool!r}; call one by its id: "
-                                  + ", ".join(t.id for t in found))
-        by_function = catalog.by_function_name(tool)
-        if by_function is not None and by_function in visible:
-            return by_function
-        raise CallRefused(f"no tool {tool!r} is available to you; search_tools lists the tools you can call "
-                          "(call them by id)")
+    def resolve(self, tool: str, caller: Caller) -> ToolProfile:
+        """The tool ``caller`` names (:meth:`toolrag.catalog.caller.Caller.resolve`: its id, else its function
+        name or original name when only one tool of the catalog has it); :class:`CallRefused` otherwise, with
+        the same words for a hidden tool and an unknown one, and for an ambiguous name whoever asks."""
+        try:
+            return caller.resolve(self.retriever.catalog, tool)
+        except QueryError as exc:
+            raise CallRefused(str(exc), tool=tool, field="tool") from None
 
     async def call(self, tool: str, arguments: Mapping[str, Any] | None, *, role: str | None) -> Any:
         """Forward a call to the upstream server owning ``tool``, after checking the caller can see it; every
@@ -183,7 +181,7 @@ class ToolService:
             if arguments is not None and not isinstance(arguments, Mapping):
                 raise QueryError(f"arguments is {_kind(arguments)}; expected an object of argument values "
                                  "matching the tool's input_schema")
-            profile = self.resolve(tool, role)
+            profile = self.resolve(tool, self.caller(role))
             route = gateway.routes[profile.id]
             record.update(tool=profile.id, server=route.server)
             problems = argument_problems(profile.parameters, arguments or {})

@@ -3,7 +3,9 @@ through ``tools/list`` tolerating what real servers send, call a tool.
 
 Used by ``toolrag import mcp`` (read a server's tools once) and by the gateway (keep a session per upstream
 server and forward calls). Every wait has a timeout; a server that fails, hangs or sends malformed pages is
-reported with its name, never a crash of the caller.
+reported with its name, never a crash of the caller. What the SDK and its transports raise is turned into an
+:class:`UpstreamError` in one place, :func:`upstream_errors` (in the manner of httpx's ``map_exceptions``),
+wrapped around every exchange with a server: connecting, listing, calling.
 """
 
 from __future__ import annotations
@@ -12,27 +14,80 @@ import contextlib
 import contextvars
 import logging
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolrag.errors import ToolragError
 
-__all__ = ["Listing", "ServerSpec", "UpstreamError", "connect", "describe_error", "list_all_tools", "require_mcp"]
+__all__ = ["Listing", "ServerSpec", "UpstreamError", "connect", "describe_error", "list_all_tools", "require_mcp",
+           "upstream_errors"]
 
 #: Pages of ``tools/list`` read at most (a server whose cursors never end is cut off there, with a warning).
 MAX_PAGES = 1000
 DEFAULT_TIMEOUT = 30.0
 
 
-class UpstreamError(ToolragError):
-    """An MCP server cannot be reached, does not answer in time or answers something unusable. ``kind``:
-    ``unavailable`` (default), ``timeout`` or ``error`` (the server answered a protocol error), for metrics."""
+#: The JSON-RPC code the MCP SDK gives a request whose connection closed (``mcp_types.jsonrpc.CONNECTION_CLOSED``).
+CONNECTION_CLOSED = -32000
 
-    def __init__(self, message: str, *, kind: str = "unavailable") -> None:
-        super().__init__(message)
-        self.kind = kind
+
+class UpstreamError(ToolragError):
+    """An MCP server cannot be reached, does not answer in time or answers something unusable. ``lost``: the
+    connection itself failed (the process died, the connection dropped or was refused), so a new session may
+    help; ``cause``: what failed, in one line; ``kind``: ``unavailable`` (default), ``timeout`` or ``error`` (the
+    server answered a protocol error), for metrics."""
+
+    def __init__(self, message: str, *, lost: bool = False, cause: str = "", kind: str = "unavailable",
+                 **fields: str | int | None) -> None:
+        super().__init__(message, **fields)  # type: ignore[arg-type]
+        self.lost, self.cause, self.kind = lost, cause or message, kind
+
+
+@contextlib.contextmanager
+def upstream_errors(who: str, doing: str | Callable[[], str], *, timeout: float | None = None,
+                    detail: Callable[[], str] = lambda: "") -> Iterator[None]:
+    """Run an exchange with an MCP server, turning whatever the SDK or its transport raises into one
+    :class:`UpstreamError` that names the server (``who``, e.g. ``MCP server 'files'``) and what it was doing
+    (``doing``, or a function saying it at the time of the error): a timeout says how long it waited, an error
+    the server answered says its message, anything else is a lost connection (``lost``). Exception groups are
+    read by their first cause; an :class:`UpstreamError` passes as it is. ``detail()`` is added to the message
+    (what a stdio server wrote that is not JSON-RPC)."""
+    try:
+        yield
+    except UpstreamError:
+        raise
+    except Exception as exc:  # every error of the SDK and its transports: mapped here, and only here
+        leaf = _first_cause(exc)
+        if isinstance(leaf, UpstreamError):
+            raise leaf from None
+        what = doing() if callable(doing) else doing
+        if isinstance(leaf, TimeoutError):
+            within = f" within {timeout:g} s" if timeout is not None else ""
+            raise UpstreamError(f"{who} did not answer {what}{within}{detail()}", kind="timeout") from None
+        answered = _answered(leaf)
+        if answered is not None and answered[0] != CONNECTION_CLOSED:
+            raise UpstreamError(f"{who} answered {what} with an error: {answered[1]}", kind="error") from None
+        cause = f"connection closed ({answered[1]})" if answered is not None else describe_error(leaf)
+        raise UpstreamError(f"{who} failed during {what}: {cause}{detail()}", lost=True, cause=cause) from None
+
+
+def _first_cause(exc: BaseException) -> BaseException:
+    while getattr(exc, "exceptions", None):  # an exception group: its first cause says what happened
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+def _answered(exc: BaseException) -> tuple[int, str] | None:
+    """The JSON-RPC error code and message of an error the server answered (the SDK's ``MCPError``)."""
+    try:
+        from mcp import MCPError
+    except ImportError:  # pragma: no cover - mcp is a declared dependency of every caller here
+        return None
+    if not isinstance(exc, MCPError):
+        return None
+    return int(exc.error.code), str(exc.error.message)
 
 
 def require_mcp() -> Any:
@@ -157,23 +212,16 @@ async def connect(spec: ServerSpec, *, on_message: Any = None) -> AsyncIterator[
         logger.addFilter(_QUIET)
     garbage: list[str] = []
     token = _NOT_JSON_RPC.set(garbage)
+    phase = "initialize"
     try:
-        async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout,
-                                                                     message_handler=on_message) as session:
-            try:
+        with upstream_errors(f"MCP server {spec.name!r}", lambda: phase, timeout=spec.timeout,
+                             detail=lambda: _wrote(garbage)):
+            async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout,
+                                                                         message_handler=on_message) as session:
                 with anyio.fail_after(spec.timeout):
                     init = await session.initialize()
-            except TimeoutError:
-                raise UpstreamError(f"MCP server {spec.name!r} did not answer initialize within {spec.timeout:g} s"
-                                    + _wrote(garbage)) from None
-            yield session, init.server_info
-    except UpstreamError:
-        raise
-    except Exception as exc:
-        if not garbage:
-            raise
-        raise UpstreamError(f"MCP server {spec.name!r} ended the connection ({describe_error(exc)})"
-                            + _wrote(garbage)) from None
+                phase = "the session"
+                yield session, init.server_info
     finally:
         with contextlib.suppress(ValueError):  # ValueError: closed from another context (a cancelled task)
             _NOT_JSON_RPC.reset(token)
@@ -224,17 +272,15 @@ async def list_all_tools(session: Any, *, where: str, timeout: float = DEFAULT_T
     while True:
         pages += 1
         label = f"{where}: tools/list page {pages}" + (f" (cursor {cursor!r})" if cursor else "")
-        try:
-            with anyio.fail_after(timeout):
-                try:
-                    page = await _page(session, cursor)
-                except ValidationError as exc:
-                    first = exc.errors()[0]
-                    where_bad = ".".join(str(p) for p in first.get("loc", ()))
-                    warnings.append(f"{label} is malformed ({where_bad}: {first.get('msg')}); read it as raw JSON")
-                    page = await _raw_page(session, cursor)
-        except TimeoutError:
-            raise UpstreamError(f"{label}: no answer within {timeout:g} s") from None
+        with upstream_errors(where, f"tools/list page {pages}" + (f" (cursor {cursor!r})" if cursor else ""),
+                             timeout=timeout), anyio.fail_after(timeout):
+            try:
+                page = await _page(session, cursor)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where_bad = ".".join(str(p) for p in first.get("loc", ()))
+                warnings.append(f"{label} is malformed ({where_bad}: {first.get('msg')}); read it as raw JSON")
+                page = await _raw_page(session, cursor)
         items = page.get("tools")
         if not isinstance(items, list):
             warnings.append(f"{label}: 'tools' is {type(items).__name__}, not a list; page skipped")
@@ -280,7 +326,6 @@ async def _raw_page(session: Any, cursor: str | None) -> dict[str, Any]:
 
 def describe_error(exc: BaseException) -> str:
     """One line for an exception from a transport (exception groups unwrapped to their first cause)."""
-    while getattr(exc, "exceptions", None):  # an exception group: its first cause says what happened
-        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    exc = _first_cause(exc)
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.editor import CatalogEditor
 from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
@@ -142,7 +143,7 @@ class View:
         return self.codes is None
 
     def sees(self, tool: ToolProfile) -> bool:
-        return self.codes is None or set(tool.permissions) <= self.codes
+        return self.codes is None or Caller(self.codes).permits(tool.permissions)
 
     def catalog(self, catalog: Catalog) -> Catalog:
         """``catalog`` with only the tools this caller may see."""
@@ -153,7 +154,7 @@ class View:
 
     def roles(self, catalog: Catalog) -> list[str]:
         """The catalog's roles this caller may act as: those granting no code beyond the caller's."""
-        return [r for r, codes in catalog.roles.items() if self.codes is None or set(codes) <= self.codes]
+        return [r for r, codes in catalog.roles.items() if self.codes is None or Caller(self.codes).permits(codes)]
 
     def check_role(self, catalog: Catalog, role: str | None) -> None:
         """Refuse a role that grants more than this caller holds (the role picker offers only the others)."""

@@ -12,7 +12,7 @@ import html
 import json
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -76,9 +76,11 @@ def signal_column(name: str) -> str:
     return name
 
 
-def role_choices(catalog: Catalog) -> list[str]:
-    """The role selector's choices: the catalog's roles plus :data:`GUEST`."""
-    return [GUEST, *catalog.roles]
+def role_choices(catalog: Catalog, roles: Iterable[str] | None = None) -> list[str]:
+    """The role selector's choices: :data:`GUEST` and the catalog's roles (``roles``: those of them the caller
+    holds), without a role named ``guest`` that grants no code (it is :data:`GUEST` itself: listed once)."""
+    names = catalog.roles if roles is None else roles
+    return [GUEST, *(r for r in names if not (r.strip().lower() == "guest" and not catalog.roles.get(r)))]
 
 
 def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, precision_target: float | None,

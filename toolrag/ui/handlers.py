@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
+import re
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -38,21 +40,34 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _guard(fn: F) -> F:
-    """Turn toolrag errors into a toast with their message; unexpected ones are logged and shown briefly."""
+    """Turn toolrag errors into a toast with their message; unexpected ones are logged and shown briefly. What
+    a caller got wrong (a refused request, a bad value) is logged in one line, not with a traceback; no message
+    shows where the server keeps temporary files (an upload's path is shown as its file name)."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except gr.Error:
+        except gr.Error as exc:
+            exc.message = _public(exc.message)
+            exc.print_exception = False
+            log.info("%s refused: %s", fn.__name__, exc.message)
             raise
         except ToolragError as exc:
-            raise gr.Error(str(exc)) from None
+            log.info("%s refused: %s", fn.__name__, _public(str(exc)))
+            raise gr.Error(_public(str(exc)), print_exception=False) from None
         except Exception as exc:
             log.exception("handler %s failed", fn.__name__)
-            raise gr.Error(f"{fn.__name__} failed: {type(exc).__name__}: {exc}") from None
+            raise gr.Error(_public(f"{fn.__name__} failed: {type(exc).__name__}: {exc}")) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _public(message: str) -> str:
+    """``message`` with every path under the server's temporary folder (uploads, validation copies) cut to its
+    file name."""
+    temp = re.escape(tempfile.gettempdir().rstrip("/\\"))
+    return re.sub(temp + r"[/\\][^\s'\"]*", lambda m: Path(m.group(0)).name, message)
 
 
 def _skip_before_first_query(fn: F) -> F:
@@ -206,7 +221,8 @@ class Handlers:
 
     def role_choices(self, view: View) -> list[str]:
         """The role picker's choices for ``view``: :data:`fmt.GUEST` and the roles the caller holds."""
-        return [fmt.GUEST, *view.roles(self.b.catalog if not self.b.ready else self.b.require().catalog)]
+        return fmt.role_choices(catalog := self.b.catalog if not self.b.ready else self.b.require().catalog,
+                                view.roles(catalog))
 
     def role_picker(self, role: str | None, request: gr.Request | None = None,
                     oauth: gr.OAuthProfile | None = None) -> Any:

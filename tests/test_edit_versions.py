@@ -1,0 +1,105 @@
+"""Saves without a version, in the quick tier: two editors of one catalog (two processes as far as the editor
+knows: each holds its own view of the files) that save without ``base_version`` refuse each other's stale text
+instead of overwriting it (the probe lost 40 of 80 such edits), and an id that never existed is called unknown,
+not "deleted". The editors' target holds the catalog only (no index, no model); test_edit_processes.py runs the
+same with real processes and the real retriever."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolrag.catalog.editor import CatalogEditor
+from toolrag.catalog.loader import load_catalog
+from toolrag.catalog.profile import Catalog
+from toolrag.errors import CatalogError
+
+TOOLS = """\
+- id: shared.tool
+  name: shared_tool
+  description: A tool two editors change at the same time; no edit of either may be lost.
+  examples:
+    - query: the first example
+- id: other.tool
+  name: other_tool
+  description: A tool in the same file that only the second editor changes.
+  examples:
+    - query: another example
+"""
+
+
+class Holder:
+    """An edit target holding the catalog only (what a script's editor needs)."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def reload(self, catalog: Catalog) -> int:
+        self.catalog = catalog
+        return 0
+
+    def rank_of(self, tool_id: str, query: str, **kwargs: Any) -> int | None:
+        return None
+
+
+@pytest.fixture()
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "cat").mkdir()
+    (tmp_path / "cat" / "tools.yaml").write_text(TOOLS, encoding="utf-8")
+    return tmp_path / "cat"
+
+
+def editor(folder: Path) -> CatalogEditor:
+    return CatalogEditor(Holder(load_catalog(folder, cache=False)))
+
+
+def queries(folder: Path, tool_id: str) -> list[str]:
+    return [e.query for e in load_catalog(folder, cache=False).get(tool_id).examples]  # type: ignore[union-attr]
+
+
+def add(text: str, query: str) -> str:
+    return text.replace("examples:\n", f"examples:\n  - query: {query}\n", 1)
+
+
+def test_a_save_without_a_version_is_compared_with_what_was_read(folder: Path) -> None:
+    a, b = editor(folder), editor(folder)
+    mine, theirs = a.read_profile("shared.tool"), b.read_profile("shared.tool")
+    b.save("shared.tool", add(theirs.text, "their edit"))
+    with pytest.raises(CatalogError, match="was changed in tools.yaml after you opened it.*nothing was saved"):
+        a.save("shared.tool", add(mine.text, "my edit"))  # no version: the one a read is compared
+    again = a.read_profile("shared.tool")
+    a.save("shared.tool", add(again.text, "my edit"))
+    assert queries(folder, "shared.tool")[:2] == ["my edit", "their edit"]
+
+
+def test_a_save_without_any_read_is_compared_with_the_tool_as_held(folder: Path) -> None:
+    a, b = editor(folder), editor(folder)
+    held = a.catalog.get("shared.tool")
+    b.save("shared.tool", add(b.read_profile("shared.tool").text, "their edit"))
+    blind = TOOLS.split("- id: other.tool")[0].removeprefix("- ").replace("\n  ", "\n")
+    assert held is not None and "shared.tool" in blind
+    with pytest.raises(CatalogError, match="after you opened it"):
+        a.save("shared.tool", add(blind, "blind edit"))  # built from what this process held: stale now
+    assert queries(folder, "shared.tool")[0] == "their edit"
+    # a tool above another one changed meanwhile (the other's lines moved, its text did not): a save of the
+    # other one without a version goes through
+    b.save("shared.tool", add(b.read_profile("shared.tool").text, "more"))
+    other = "id: other.tool" + TOOLS.split("- id: other.tool")[1].replace("\n  ", "\n")
+    a.save("other.tool", add(other, "blind other edit"))
+    assert queries(folder, "other.tool") == ["blind other edit", "another example"]
+    assert queries(folder, "shared.tool")[:2] == ["more", "their edit"]
+
+
+def test_an_id_that_never_existed_is_unknown_not_deleted(folder: Path) -> None:
+    a, b = editor(folder), editor(folder)
+    text = a.read_profile("other.tool").text
+    for call in (lambda: a.save("no.such.tool", text, base_version="0123456789abcdef"),
+                 lambda: a.delete("no.such.tool", base_version="0123456789abcdef"),
+                 lambda: a.save("no.such.tool", text)):
+        with pytest.raises(CatalogError, match="no tool has id 'no.such.tool'"):
+            call()
+    b.delete("other.tool", base_version=b.read_profile("other.tool").version)
+    with pytest.raises(CatalogError, match="'other.tool' was deleted after you opened it"):
+        a.save("other.tool", text)
