@@ -197,13 +197,15 @@ def test_onnx_vectors_match_sentence_transformers(name: str) -> None:
 
 
 @pytest.mark.slow
-def test_onnx_query_vectors_do_not_depend_on_their_batch() -> None:
-    """int8 quantises activations per run, so queries are run one by one: a query encoded among others gets
-    exactly the vector it gets alone (batched evaluation equals one-at-a-time search)."""
+def test_onnx_vectors_do_not_depend_on_their_batch() -> None:
+    """int8 quantises activations per run, so every text is run on its own: a query or a tool text encoded among
+    others gets exactly the vector it gets alone (batched evaluation equals one-at-a-time search, and a tool's
+    vector does not depend on the tools indexed beside it)."""
     minilm = enc_models.get_text_encoder("minilm")
-    together = minilm.encode_queries(PROBES)
-    for i, text in enumerate(PROBES):
-        np.testing.assert_array_equal(minilm.encode_queries([text])[0], together[i])
+    for encode in (minilm.encode_queries, minilm.encode_passages):
+        together = encode(PROBES)
+        for i, text in enumerate(PROBES):
+            np.testing.assert_array_equal(encode([text])[0], together[i])
 
 
 @pytest.mark.slow
