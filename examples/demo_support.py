@@ -22,7 +22,7 @@ TURNS = (
     "book a meeting room for 3pm tomorrow",
     "make it 4pm instead",
     "tell me a joke",
-    "处理一下这张发票",
+    "check the status",
     "approve this month's payroll",
 )
 

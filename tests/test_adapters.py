@@ -99,7 +99,7 @@ def test_langchain_no_tool_clarify_history_and_refused_calls(sample_retriever: A
     assert middleware.turn_of().decision is Decision.NO_TOOL
     assert model.calls[-1] == [] and state["messages"][-1].content == "(answered without a tool)"
 
-    state = agent.invoke({"messages": [HumanMessage("处理一下这张发票")]})
+    state = agent.invoke({"messages": [HumanMessage("check the status")]})
     turn = middleware.turn_of()
     assert turn.decision is Decision.CLARIFY and turn.clarification
     assert model.calls[-1] == function_names(selector, turn.selected)
@@ -156,7 +156,7 @@ def test_langgraph_graph_binds_each_turns_selection_with_history(sample_retrieve
     config = {"configurable": {"thread_id": "t"}}
     seen = []
     for request in ("book a meeting room for 3pm tomorrow", "make it 4pm instead", "tell me a joke",
-                    "处理一下这张发票", "approve this month's payroll"):
+                    "check the status", "approve this month's payroll"):
         before = len(model.calls)
         state = graph.invoke({"messages": [HumanMessage(request)]}, config)
         seen.append((state["decision"], state["selected_tool_ids"], model.calls[before:],
@@ -208,12 +208,12 @@ def test_bigtool_retrieve_tools_returns_the_selection(sample_retriever: Any) -> 
     agent = create_agent(model, retrieval.registry(catalog_tools(selector, record)),
                          retrieve_tools_function=retrieval.retrieve_tools).compile()
     state = agent.invoke({"messages": [HumanMessage("book a meeting room for 3pm tomorrow")]})
-    assert state["selected_tool_ids"] == list(retrieval.turn_of().selected) == ["office.meeting_room.book",
-                                                                               "office.calendar.create_event"]
-    assert model.calls[-1] == ["retrieve_tools", "book_meeting_room", "create_calendar_event"]
+    selected = list(retrieval.turn_of().selected)
+    assert state["selected_tool_ids"] == selected and selected[0] == "office.meeting_room.book"
+    assert model.calls[-1] == ["retrieve_tools", *function_names(selector, selected)]
     state = agent.invoke({"messages": [HumanMessage("tell me a joke")]})
     assert state["selected_tool_ids"] == [] and model.calls[-1] == ["retrieve_tools"]
-    assert retrieval.retrieve_tools("处理一下这张发票")[0] == CLARIFY_TOOL
+    assert retrieval.retrieve_tools("check the status")[0] == CLARIFY_TOOL
     registry = retrieval.registry(catalog_tools(selector, record))
     assert registry[CLARIFY_TOOL].invoke({}) == retrieval.turn_of().clarification
     tool_message = state["messages"][2]
@@ -243,7 +243,7 @@ def test_llamaindex_function_agent_gets_only_the_selection(sample_retriever: Any
         return out
 
     CALLS.clear()
-    requests = ["book a meeting room for 3pm tomorrow", "make it 4pm instead", "tell me a joke", "处理一下这张发票",
+    requests = ["book a meeting room for 3pm tomorrow", "make it 4pm instead", "tell me a joke", "check the status",
                 "approve this month's payroll"]
     turns = asyncio.run(conversation("employee", requests))
     selector = ToolSelector(sample_retriever, role="employee")
@@ -313,7 +313,7 @@ def test_openai_agents_mcp_tool_filter_over_a_real_stdio_server(sample_retriever
         return out
 
     turns = asyncio.run(conversation("employee", ["book a meeting room for 3pm tomorrow", "make it 4pm instead",
-                                                  "tell me a joke", "处理一下这张发票"]))
+                                                  "tell me a joke", "check the status"]))
     (t1, c1, _), (t2, c2, _), (t3, c3, (i3, a3)), (t4, c4, (i4, a4)) = turns
     assert all(names == sorted(t1.names.values()) for names in c1) and len(c1) == 2  # called, then answered
     assert all(names == sorted(t2.names.values()) for names in c2)

@@ -107,7 +107,7 @@ def test_e5_encoder_properties_and_prompts(e5: enc_text.TextEncoder) -> None:
     assert e5.dim == 384 and e5.name == "e5" and e5.resolved.source == "packaged"
     assert e5.model_id.startswith("intfloat/multilingual-e5-small@")
     assert e5.backend is enc_text.TextBackend.ONNX_INT8 and not e5.backend_note  # the default backend
-    assert e5.fingerprint.startswith(f"{e5.model_id}|dim=384|w=") and e5.fingerprint.endswith("|v=onnx-int8")
+    assert e5.fingerprint.startswith(f"{e5.model_id}|dim=384|w=") and e5.fingerprint.endswith("|v=onnx-int8-each")
     text = ["报销一张出租车发票 taxi receipt"]
     query, passage = e5.encode_queries(text), e5.encode_passages(text)
     _unit_rows(query, 384)
@@ -179,10 +179,12 @@ PROBES = ["book a meeting room", "北京现在天气怎么样", "submit this tax
 @pytest.mark.parametrize("name", ["minilm", "e5"])
 def test_onnx_vectors_match_sentence_transformers(name: str) -> None:
     """fp32 ONNX (MiniLM; e5's fp32 build is checked the same way when it is built) reaches cosine 0.999 to
-    sentence-transformers; the default int8 build 0.98; each backend has its own fingerprint."""
+    sentence-transformers; the default int8 build 0.975 (its activations are quantised per text, so a short
+    text's range is its own: MiniLM's lowest probe measured 0.979 on onnxruntime 1.32; the ranking effect is in
+    docs/benchmarks.md); each backend has its own fingerprint."""
     torch_enc = enc_models.get_text_encoder(name, "torch")
     int8 = enc_models.get_text_encoder(name)
-    builds = [(int8, 0.98)]
+    builds = [(int8, 0.975)]
     if name == "minilm":
         builds.append((enc_models.get_text_encoder(name, "onnx"), 0.999))
     for passages in (False, True):

@@ -87,7 +87,7 @@ def test_a_glossed_request_is_decided_by_the_model(published: ToolRetriever) -> 
     result = published.search("列出 src 目录下的文件")
     assert result.ids[0] == "list_directory" and result.decision.value != "NO_TOOL", result.decision_reason
     assert result.decided_by is DecisionSource.MODEL and result.scores is not None
-    assert result.decision_features["cjk"] == 1.0 and result.decision_features["catalog_zh"] == 0.0
+    assert result.decision_features["cjk"] == 1.0 and result.decision_features["lang_match"] == 0.0  # an English tool
 
 
 @pytest.mark.slow

