@@ -100,7 +100,9 @@ def test_an_edit_shows_improved_requests_and_the_tools_retrievability(evaluated:
         effect, changes, cards, _summary, failing_now, state = sh.after_edit(gr.Progress(), state,
                                                                             "hr.leave.balance", *controls())
         assert "1 improved" in effect and "Retrievability of `hr.leave.balance`" in effect, effect
-        assert changes.values.tolist()[0][:3] == ["improved", query, "hr.leave.balance"]
+        # the edited tool's request is listed as improved (another row may move too: the edit changes BM25's
+        # statistics, and earlier tests of the session share this index)
+        assert ["improved", query, "hr.leave.balance"] in [row[:3] for row in changes.values.tolist()]
         # found first now: listed at most for its decision, never for its rank
         assert failing_now[failing_now["request"] == query]["rank of expected"].tolist() in ([], ["#1"])
         assert "+" in cards  # recall@1 moved up since the previous run
