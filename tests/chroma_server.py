@@ -7,7 +7,6 @@ bound to 127.0.0.1 on a free port, with its data under ``tmp_path``; it is stopp
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -16,6 +15,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from net_support import free_port
 
 READY_TIMEOUT_S = 60.0
 _ATTEMPTS = 3  # a free port can be taken between choosing it and the server binding it
@@ -30,13 +31,6 @@ def chroma_executable() -> str:
     if found is None:
         raise RuntimeError("`chroma` executable not found next to Python or on PATH: pip install chromadb")
     return found
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 with nothing listening on it (at the time of the call)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _heartbeat_ok(url: str) -> bool:

@@ -7,13 +7,12 @@ same with real processes and the real retriever."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from edit_worker import CatalogOnly
 
 from toolrag.catalog.editor import CatalogEditor
 from toolrag.catalog.loader import load_catalog
-from toolrag.catalog.profile import Catalog
 from toolrag.errors import CatalogError
 
 TOOLS = """\
@@ -30,20 +29,6 @@ TOOLS = """\
 """
 
 
-class Holder:
-    """An edit target holding the catalog only (what a script's editor needs)."""
-
-    def __init__(self, catalog: Catalog) -> None:
-        self.catalog = catalog
-
-    def reload(self, catalog: Catalog) -> int:
-        self.catalog = catalog
-        return 0
-
-    def rank_of(self, tool_id: str, query: str, **kwargs: Any) -> int | None:
-        return None
-
-
 @pytest.fixture()
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "cat").mkdir()
@@ -52,7 +37,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def editor(folder: Path) -> CatalogEditor:
-    return CatalogEditor(Holder(load_catalog(folder, cache=False)))
+    return CatalogEditor(CatalogOnly(load_catalog(folder, cache=False)))
 
 
 def queries(folder: Path, tool_id: str) -> list[str]:

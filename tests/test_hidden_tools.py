@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +18,7 @@ import anyio
 import pytest
 import yaml
 from conftest import ASSETS, SAMPLE
+from net_support import free_port, listening
 
 from toolrag.adapters import ToolSelector
 from toolrag.cli import main
@@ -111,12 +111,6 @@ def test_cli_search_json(with_hidden: Path, data_dir: Path, capsys: pytest.Captu
         assert same(*printed), request
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_mcp_search_tools(sample_retriever: Any, hidden_retriever: Any) -> None:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -128,16 +122,10 @@ def test_mcp_search_tools(sample_retriever: Any, hidden_retriever: Any) -> None:
 
     async def ask(name: str, retriever: Any) -> None:
         app = build_app(ToolService(retriever, role="employee", warm=False), name=f"toolrag {name}")
-        port = _free_port()
+        port = free_port()
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve(app, transport="http", port=port))
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        await anyio.connect_tcp("127.0.0.1", port)
-                        break
-                    except OSError:
-                        await anyio.sleep(0.2)
+            await listening(port)
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_), \
                     ClientSession(read, write) as session:
                 await session.initialize()

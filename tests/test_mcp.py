@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import ASSETS, ROOT
+from net_support import free_port, listening
 
 from toolrag.catalog.loader import PROVENANCE_FILE, load_catalog
 from toolrag.catalog.names import FUNCTION_NAME
@@ -39,12 +40,6 @@ RAW = [sys.executable, str(SERVERS / "raw_server.py")]
 sys.path.insert(0, str(SERVERS))
 from demo_server import LONG_NAME  # noqa: E402
 from raw_server import LONG as RAW_LONG  # noqa: E402
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
@@ -304,13 +299,7 @@ def test_gateway_over_http_roles_from_tokens_and_duplicate_names(tmp_path: Path,
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: run_gateway(config, build_retriever=build, transport="http", port=port))
             url = f"http://127.0.0.1:{port}/mcp"
-            with anyio.fail_after(300):
-                while True:
-                    try:
-                        await anyio.connect_tcp("127.0.0.1", port)
-                        break
-                    except OSError:
-                        await anyio.sleep(0.3)
+            await listening(port, timeout=300, every=0.3)
             query = {"query": "current weather in a city", "k": 10}
             seen["reader"] = (await call(url, None, "search_tools", query)).structured_content
             seen["admin"] = (await call(url, "admin-token", "search_tools", query)).structured_content
@@ -398,13 +387,7 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
     async def scenario() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: serve(app, transport="http", port=port))
-            with anyio.fail_after(60):
-                while True:
-                    try:
-                        await anyio.connect_tcp("127.0.0.1", port)
-                        break
-                    except OSError:
-                        await anyio.sleep(0.2)
+            await listening(port)
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_), \
                     ClientSession(read, write) as session:
                 await session.initialize()

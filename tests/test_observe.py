@@ -66,9 +66,10 @@ def test_metrics_traces_and_live_upstream_changes(tmp_path: Path, models: Any, s
     import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from net_support import free_port, listening
     from opentelemetry import trace
     from prometheus_client.parser import text_string_to_metric_families
-    from test_mcp import free_port, texts
+    from test_mcp import texts
 
     from toolrag.audit import AuditLog
     from toolrag.search.retriever import ToolRetriever
@@ -102,13 +103,7 @@ def test_metrics_traces_and_live_upstream_changes(tmp_path: Path, models: Any, s
     async def scenario() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: run_gateway(config, build_retriever=build, transport="http", port=port))
-            with anyio.fail_after(300):
-                while True:
-                    try:
-                        await anyio.connect_tcp("127.0.0.1", port)
-                        break
-                    except OSError:
-                        await anyio.sleep(0.3)
+            await listening(port, timeout=300, every=0.3)
             async with httpx2.AsyncClient() as http:  # the registry is the process's: count what this test adds
                 seen["metrics_before"] = (await http.get(f"{url}/metrics")).text
             seen["search"] = await session_call("search_tools", {"query": "weather in Paris right now"}, header=True)

@@ -29,6 +29,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="toolrag-gradio-"))
 
 from conftest import ASSETS, ROOT, SAMPLE
+from net_support import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 #: The docs' screenshots (the README shows search.png): written only by ``python -m scripts.screenshots``
@@ -129,12 +130,6 @@ def ui_backend(ui_catalog: Path, data_dir: Path, models: Any, network_guard: _Gu
     backend.build()
     assert backend.ready, backend.error
     return backend
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
