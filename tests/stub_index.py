@@ -131,8 +131,9 @@ class StubIndex:
 def stub_retriever(catalog: Catalog, **kwargs: Any) -> Any:
     """A real :class:`ToolRetriever` over a :class:`StubIndex` of ``catalog``, its real decision reading the
     no-tool requests with the stub encoders (in memory)."""
+    from toolrag.search.no_tool_bank import bank_decider
     from toolrag.search.query import QueryAnalyzer
-    from toolrag.search.retriever import ToolRetriever, bank_decider
+    from toolrag.search.retriever import ToolRetriever
 
     index = StubIndex(catalog)
     return ToolRetriever(index, decider=bank_decider(QueryAnalyzer(index.models), folder=None),  # type: ignore[arg-type]

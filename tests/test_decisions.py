@@ -141,7 +141,7 @@ def test_a_lone_tool_is_called_only_for_requests_about_it(one_tool: Any, query: 
 
 def test_a_damaged_model_file_falls_back_and_says_so(one_tool: Any, tmp_path: Path) -> None:
     from toolrag.decision.model import MODEL_FILE
-    from toolrag.search.retriever import bank_decider
+    from toolrag.search.no_tool_bank import bank_decider
 
     damaged = tmp_path / "model.json"
     shutil.copy(MODEL_FILE, damaged)

@@ -26,8 +26,9 @@ from toolrag.index.published import check_index_name
 from toolrag.index.push import open_pusher
 from toolrag.index.replica import ReplicaIndex
 from toolrag.progress import Progress
+from toolrag.search.no_tool_bank import bank_decider, bank_folder
 from toolrag.search.query import QueryAnalyzer
-from toolrag.search.retriever import ToolRetriever, bank_decider, bank_folder
+from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 
 __all__ = ["open_replica"]

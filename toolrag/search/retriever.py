@@ -23,7 +23,6 @@ from toolrag.catalog.profile import Catalog
 from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
 from toolrag.decision.decider import Decider
-from toolrag.decision.model import MODEL_FILE
 from toolrag.decision.outcome import DecisionOutcome
 from toolrag.decision.policy import Facts, name_lookup, named_tools
 from toolrag.decision.view import DecisionView, build_view
@@ -31,7 +30,7 @@ from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
-from toolrag.errors import ModelUnavailable, SettingsError
+from toolrag.errors import ModelUnavailable
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.replica import ReplicaIndex
 from toolrag.index.snapshot import IndexSnapshot
@@ -41,7 +40,7 @@ from toolrag.progress import Progress
 from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
 from toolrag.search.auditing import search_record
 from toolrag.search.fuse_step import fuse_signals, top_positions
-from toolrag.search.gloss import english_reading, gloss_key
+from toolrag.search.no_tool_bank import bank_decider, bank_folder
 from toolrag.search.prompting import schema_tokens
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request, visible_successor
@@ -395,34 +394,3 @@ class ToolRetriever:
             counts = np.array([schema_tokens([t.openai_tool()]) for t in snap.catalog.tools], dtype=np.int64)
             cached = self._tokens_cache = (snap.catalog, counts)
         return cached[1]
-
-
-def bank_decider(analyzer: QueryAnalyzer, *, folder: Path | None, path: Path = MODEL_FILE) -> Decider:
-    """The decision of a retriever whose requests ``analyzer`` reads, with the model in ``path``: the no-tool
-    requests are read the same way (a Chinese one by the English model through its gloss), so their vectors mean
-    what a request's mean."""
-    models = analyzer.models
-
-    def encode(signal: str, texts: Sequence[str]) -> np.ndarray:
-        model = models.text if signal == "dense" else models.english
-        read = list(texts) if signal == "dense" else [english_reading(t) for t in texts]
-        keep = [i for i, t in enumerate(read) if t]
-        vectors = np.asarray(model.encode_queries([read[i] for i in keep]), dtype=np.float32)  # type: ignore[union-attr]
-        matrix = np.full((len(read), vectors.shape[1] if len(keep) else model.dim), np.nan,  # type: ignore[union-attr]
-                         dtype=np.float32)
-        matrix[keep] = vectors
-        return matrix
-
-    signals = {"dense": models.text.fingerprint}
-    if models.english is not None:
-        signals["dense_en"] = f"{models.english.fingerprint}|{gloss_key()}"
-    return Decider(encode, signals, folder=folder, path=path)
-
-
-def bank_folder(data: Path) -> Path:
-    """Where the no-tool requests' vectors are cached: beside the built models (they depend on the models only),
-    else in the index's data folder."""
-    try:
-        return default_data_dir() / "models" / "no-tool-requests"
-    except SettingsError:
-        return data / "no-tool-requests"
