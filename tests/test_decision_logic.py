@@ -13,7 +13,7 @@ import pytest
 from toolrag.catalog.profile import ToolProfile
 from toolrag.decision.actions import action_match
 from toolrag.decision.addresses import has_web_address, stand_in_addresses, takes_web_address
-from toolrag.decision.model import DecisionModel, Ensemble, load_model
+from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble, load_model
 from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import RULES, Facts, decide, name_lookup, named_tools
@@ -156,6 +156,26 @@ def test_a_question_names_what_the_request_leaves_open() -> None:
     assert chinese.clarification == "要使用 plan_auction，还需要您提供：date。"
 
 
+def test_a_question_about_one_tools_parameters_injects_that_tool_alone() -> None:
+    """With two candidates that are not look-alikes, the question is about the top tool's missing parameters:
+    the selection is that tool, not the two."""
+    features = _view(lookalike=0.5).features
+    view = DecisionView(features, np.zeros((1, len(SELECTION_FEATURES))), open_parameters=("date",))
+    asked = decide(Facts(["plan_auction", "list_events"], ["Plan an auction.", ""], query="plan an auction"), view,
+                   _model(0.2, 0.5, 0.1))
+    assert asked.decision is Decision.CLARIFY and asked.selected == 1
+    assert asked.clarification == "To use plan_auction I need: date. Could you give it?"
+
+
+def test_a_target_beyond_the_measured_points_says_which_point_it_used() -> None:
+    called = decide(FACTS, _view(), _model(0.8, 0.1, 0.1), target=0.97)  # measured: 80% and 90% only
+    assert called.decision is Decision.EXECUTE
+    assert "0.80 >= 0.70 (the operating point for 90% EXECUTE precision, the measured point nearest 97%)" \
+        in called.reason
+    exact = decide(FACTS, _view(), _model(0.8, 0.1, 0.1), target=0.9)
+    assert "(the operating point for 90% EXECUTE precision)" in exact.reason
+
+
 def test_the_invariants_come_first() -> None:
     model = _model(0.9, 0.05, 0.01)
     assert [source for source, _, _ in RULES] == [DecisionSource.NO_PERMITTED_TOOL, DecisionSource.NO_MEANINGFUL_TEXT,
@@ -180,6 +200,26 @@ def test_without_a_model_the_top_tools_standing_decides(tmp_path: Path) -> None:
     assert "damaged" in called.reason
     refused = decide(FACTS, _view(en_null=0.4, sem_null=5.0), None, note=why)  # the English model's z first
     assert refused.decision is Decision.NO_TOOL and refused.source is DecisionSource.FALLBACK
+
+
+@pytest.mark.parametrize("damage", ["no depth", "feature out of range", "child out of range", "no points"])
+def test_a_model_file_damaged_inside_is_refused_when_loaded(tmp_path: Path, damage: str) -> None:
+    """A file that is still JSON but whose trees cannot be evaluated is refused by load_model (the decision
+    falls back with a note), never loaded to fail in every search."""
+    data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
+    arrays = data["heads"]["right"]["arrays"]
+    inner = arrays["leaf"].index(False)
+    if damage == "no depth":
+        del arrays["depth"]
+    elif damage == "feature out of range":
+        arrays["feature"][inner] = len(FEATURES) + 3
+    elif damage == "child out of range":
+        arrays["left"][inner] = len(arrays["leaf"]) + 10
+    else:
+        data["operating_points"] = []
+    (tmp_path / "model.json").write_text(json.dumps(data), encoding="utf-8")
+    model, note = load_model(tmp_path / "model.json")
+    assert model is None and "damaged" in note and "reinstall" in note
 
 
 def test_the_model_file_round_trips() -> None:

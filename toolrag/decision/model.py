@@ -17,7 +17,6 @@ time. A missing or damaged file is reported by :func:`load_model` and the decisi
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -29,7 +28,7 @@ import numpy as np
 
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES
 
-__all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "model_fingerprint", "shipped_model"]
+__all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "shipped_model"]
 
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
 #: The heads of the model: P(right), P(ask), P(no tool).
@@ -48,13 +47,36 @@ class Ensemble:
     arrays: Mapping[str, np.ndarray]
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Ensemble:
+    def from_json(cls, data: Mapping[str, Any], *, inputs: int | None = None) -> Ensemble:
+        """The ensemble written by :meth:`to_json`, checked (:meth:`check`) against ``inputs`` features."""
         kind = str(data["kind"])
         if kind not in ("trees", "logistic"):
             raise ValueError(f"unknown model kind {kind!r}")
         arrays = {k: np.asarray(v, dtype=np.int64 if k in _INTS else bool if k in _BOOLS else np.float64)
                   for k, v in data["arrays"].items()}
-        return cls(kind, int(data["outputs"]), np.asarray(data["baseline"], dtype=np.float64), arrays)
+        ensemble = cls(kind, int(data["outputs"]), np.asarray(data["baseline"], dtype=np.float64), arrays)
+        ensemble.check(inputs)
+        return ensemble
+
+    def check(self, inputs: int | None) -> None:
+        """Raise ``ValueError`` when the arrays cannot be evaluated (a field missing, an index out of range), so
+        a damaged file is refused when loaded rather than failing every search."""
+        need = ("mean", "scale", "coef") if self.kind == "logistic" else (
+            "roots", "depth", "feature", "threshold", "missing_left", "leaf", "left", "right", "output", "value")
+        missing = [k for k in need if k not in self.arrays]
+        if missing:
+            raise ValueError(f"a {self.kind} model lacks {', '.join(missing)}")
+        if self.kind == "trees":
+            a, nodes = self.arrays, len(self.arrays["leaf"])
+            inner = ~a["leaf"]
+            for k in ("roots", "left", "right"):
+                rows = a[k] if k == "roots" else a[k][inner]
+                if len(rows) and (rows.min() < 0 or rows.max() >= nodes):
+                    raise ValueError(f"its trees point outside their {nodes} nodes ({k})")
+            if len(a["output"]) and (a["output"].min() < 0 or a["output"].max() >= len(self.baseline)):
+                raise ValueError("its trees write outside their outputs")
+            if inputs is not None and inner.any() and a["feature"][inner].max() >= inputs:
+                raise ValueError(f"its trees read a feature beyond the {inputs} it has")
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "outputs": self.outputs, "baseline": self.baseline.tolist(),
@@ -104,13 +126,17 @@ class DecisionModel:
     trained: Mapping[str, Any]
     """Provenance: sources, episode counts, held-out results (shown in the app's decision accordion)."""
 
-    def execute_threshold(self, target: float) -> float:
-        """The P(right) threshold for an EXECUTE precision ``target`` (0-1): that of the smallest measured
-        target at or above it (the highest for a target beyond all)."""
+    def operating_point(self, target: float) -> tuple[float, float]:
+        """(measured target, its P(right) threshold) serving an EXECUTE precision ``target`` (0-1): the smallest
+        measured target at or above it, the highest for a target beyond all (the reason quotes which)."""
         for measured, threshold in self.points:
             if measured >= target - 1e-9:
-                return threshold
-        return self.points[-1][1] if self.points else 0.5
+                return measured, threshold
+        return self.points[-1]
+
+    def execute_threshold(self, target: float) -> float:
+        """The P(right) threshold of :meth:`operating_point` for ``target``."""
+        return self.operating_point(target)[1]
 
     def probabilities(self, features: np.ndarray) -> dict[str, float]:
         """P of each of :data:`HEADS` for one :data:`FEATURES` vector."""
@@ -126,12 +152,21 @@ class DecisionModel:
         if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
             raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
         points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
-        heads = {name: Ensemble.from_json(data["heads"][name]) for name in HEADS}
+        heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
         if any(head.outputs != 1 for head in heads.values()):
             raise ValueError("each head must give one probability")
-        return cls(heads, Ensemble.from_json(data["selection"]), points,
-                   float(data["default_target"]), float(data["ask_threshold"]), float(data["select_threshold"]),
-                   str(data["version"]), dict(data.get("trained", {})))
+        if not points:
+            raise ValueError("it has no operating points")
+        model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
+                    float(data["default_target"]), float(data["ask_threshold"]), float(data["select_threshold"]),
+                    str(data["version"]), dict(data.get("trained", {})))
+        # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
+        # here, where the decision can fall back, not in every search
+        probabilities = model.probabilities(np.zeros(len(FEATURES)))
+        needed = model.also_needed(np.zeros((1, len(SELECTION_FEATURES))))
+        if not all(0.0 <= p <= 1.0 for p in (*probabilities.values(), *needed)):
+            raise ValueError("its probabilities fall outside 0-1")
+        return model
 
     def to_json(self) -> str:
         return json.dumps({"version": self.version, "features": list(FEATURES),
@@ -161,11 +196,3 @@ def load_model(path: Path = MODEL_FILE) -> tuple[DecisionModel | None, str]:
 def shipped_model() -> tuple[DecisionModel | None, str]:
     """:func:`load_model` of the packaged file, read once per process (every retriever and the app share it)."""
     return load_model(MODEL_FILE)
-
-
-def model_fingerprint(path: Path = MODEL_FILE) -> str:
-    """A short hash of the model file (empty when unreadable): what an index records of the decision it serves."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()[:12]
-    except OSError:
-        return ""

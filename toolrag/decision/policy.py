@@ -78,7 +78,9 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
     p = model.probabilities(view.features)
     scores = DecisionScores(p["right"], p["ask"], p["none"])
     goal = model.default_target if target is None else target
-    execute_at = model.execute_threshold(goal)
+    measured, execute_at = model.operating_point(goal)
+    point = f"{100 * measured:.0f}% EXECUTE precision" + (
+        "" if abs(measured - goal) < 1e-9 else f", the measured point nearest {100 * goal:.0f}%")
     names = facts.names
     notes = _notes(view, names[0])
     if p["right"] >= execute_at:
@@ -90,7 +92,7 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
         more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
         return DecisionOutcome(Decision.EXECUTE, None,
                                f"calls {names[0]}: P(right) {p['right']:.2f} >= {execute_at:.2f} (the operating point "
-                               f"for {100 * goal:.0f}% EXECUTE precision); P(ambiguous) {p['ask']:.2f}, P(no tool) "
+                               f"for {point}); P(ambiguous) {p['ask']:.2f}, P(no tool) "
                                f"{p['none']:.2f}{more}{notes}", scores, selected)
     if p["ask"] >= model.ask_threshold or p["none"] < FITS:
         question, about = _question(facts, view)
@@ -98,7 +100,7 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
                else f"a tool likely fits (P(no tool) {p['none']:.2f} < {FITS:.2f})")
         return DecisionOutcome(Decision.CLARIFY, question,
                                f"asks: {why} and P(right) {p['right']:.2f} < {execute_at:.2f}; {about}{notes}", scores,
-                               1 if view.open_parameters and len(names) < 2 else min(2, len(names)))
+                               1 if _asks_for_parameters(facts, view) else min(2, len(names)))
     reads = f'; the request asks for a change ("{view.change_verb}") and {names[0]} only reads' \
         if view.change_verb else ""
     return DecisionOutcome(Decision.NO_TOOL, None,
@@ -124,10 +126,17 @@ def _notes(view: DecisionView, top: str) -> str:
     return out
 
 
+def _asks_for_parameters(facts: Facts, view: DecisionView) -> bool:
+    """Whether a CLARIFY asks for the top tool's missing parameters (then it injects that tool alone) rather than
+    which of two look-alikes is meant."""
+    return bool(view.open_parameters) and (
+        len(facts.names) < 2 or not view.features[FEATURES.index("lookalike")] >= LOOKALIKE)
+
+
 def _question(facts: Facts, view: DecisionView) -> tuple[str, str]:
     """The clarification question and, for the reason, what it is about."""
     names, summaries, chinese = facts.names, facts.summaries, has_cjk(facts.query)
-    if view.open_parameters and (len(names) < 2 or not view.features[FEATURES.index("lookalike")] >= LOOKALIKE):
+    if _asks_for_parameters(facts, view):
         missing = ", ".join(view.open_parameters)
         if chinese:
             return f"要使用 {names[0]}，还需要您提供：{missing}。", f"the request leaves open {missing} of {names[0]}"
