@@ -326,14 +326,25 @@ def test_derived_texts_are_computed_once_and_ignored_by_equality() -> None:
     assert changed.document_text() == "get weather Forecast: Rain." and changed.text_hash() != tool.text_hash()
 
 
-def test_chinese_share_counts_tools_with_chinese_text() -> None:
+def test_chinese_tools_marks_tools_with_chinese_text() -> None:
     from toolrag.catalog.profile import Catalog
 
     english = ToolProfile(id="a.weather", name="get_weather", description="Current weather for a city.")
     chinese = dataclasses.replace(english, id="b.weather", description="查询城市的当前天气。")
     mixed = dataclasses.replace(english, id="c.weather", description="Current weather (当前天气).")
-    assert Catalog(tools=(english, chinese, mixed)).chinese_share == pytest.approx(2 / 3)
-    assert Catalog(tools=(english,)).chinese_share == 0.0
+    assert Catalog(tools=(english, chinese, mixed)).chinese_tools == (False, True, True)
+
+
+def test_tools_named_answers_original_and_function_names() -> None:
+    from toolrag.catalog.profile import Catalog
+
+    one = ToolProfile(id="a.weather", name="get weather", description="Current weather for a city.")
+    two = dataclasses.replace(one, id="b.weather", name="get_weather")
+    catalog = Catalog(tools=(one, two))
+    assert [t.id for t in catalog.tools_named("get weather")] == ["a.weather"]
+    assert [t.id for t in catalog.tools_named("get_weather")] == ["b.weather"]
+    assert [t.id for t in catalog.tools_named(catalog.function_name("a.weather"))] == ["a.weather"]
+    assert catalog.tools_named("nothing") == ()
 
 
 def test_a_profile_from_checked_values_equals_the_dataclass_one() -> None:

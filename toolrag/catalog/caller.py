@@ -111,7 +111,7 @@ class Caller:
             raise QueryError(f"a tool name must be non-empty text, got {name!r}", field="name")
         tool = catalog.get(name)
         if tool is None:
-            matches = _named(catalog, name)
+            matches = catalog.tools_named(name)
             usable = [t.id for t in matches if self.may_use(t)]
             if len(matches) > 1 and usable:
                 raise QueryError(f"call {name!r} by its id: a name is not enough to tell the tool here; the ids you "
@@ -121,15 +121,6 @@ class Caller:
             raise ToolNotFound(f"no tool named {name!r} is available to this caller; search_tools lists the tools "
                                "you may use", tool=name)
         return tool
-
-
-def _named(catalog: Catalog, name: str) -> list[ToolProfile]:
-    """The tools whose function name or original name is ``name`` (each once, catalog order)."""
-    by_function = catalog.by_function_name(name)
-    found = {t.id: t for t in catalog.tools if t.name == name}
-    if by_function is not None:
-        found.setdefault(by_function.id, by_function)
-    return list(found.values())
 
 
 def _texts(values: Iterable[object] | None, what: str) -> list[str]:

@@ -254,14 +254,27 @@ class Catalog:
         return self._cached("_ids", lambda: tuple(t.id for t in self.tools))
 
     @property
-    def chinese_share(self) -> float:
-        """Share of the tools with any Chinese in their embedded text (computed once): a catalog with almost
-        none gives its decision model no Chinese request that needs a tool (toolrag.search.decision_step)."""
-        cached: float | None = self.__dict__.get("_chinese_share")
+    def chinese_tools(self) -> tuple[bool, ...]:
+        """Per tool (catalog order), whether its embedded text holds any Chinese (computed once per catalog): the
+        decision's language match reads it for the top tool."""
+        cached: tuple[bool, ...] | None = self.__dict__.get("_chinese_tools")
         if cached is None:
-            cached = sum(has_cjk(t.document_text()) for t in self.tools) / max(len(self.tools), 1)
-            object.__setattr__(self, "_chinese_share", cached)
+            cached = tuple(has_cjk(t.document_text()) for t in self.tools)
+            object.__setattr__(self, "_chinese_tools", cached)
         return cached
+
+    def tools_named(self, name: str) -> tuple[ToolProfile, ...]:
+        """The tools whose original name or function name is ``name``, each once, in catalog order (the name
+        index is built once per catalog, so resolving a model's call does not scan the catalog)."""
+        index: dict[str, tuple[ToolProfile, ...]] | None = self.__dict__.get("_by_name")
+        if index is None:
+            found: dict[str, dict[str, ToolProfile]] = {}
+            for tool in self.tools:
+                for key in (tool.name, self.function_name(tool.id)):
+                    found.setdefault(key, {}).setdefault(tool.id, tool)
+            index = {key: tuple(tools.values()) for key, tools in found.items()}  # tools came in catalog order
+            object.__setattr__(self, "_by_name", index)
+        return index.get(name, ())
 
     @property
     def image_rows(self) -> tuple[tuple[int, Path], ...]:

@@ -39,7 +39,6 @@ from toolrag.decision.addresses import has_web_address, takes_web_address
 from toolrag.decision.nulls import NullBank
 from toolrag.decision.slots import open_share, required_parameters
 from toolrag.index.snapshot import IndexSnapshot
-from toolrag.text import has_cjk
 
 __all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
 
@@ -214,9 +213,7 @@ def _reads_language(snap: IndexSnapshot, row: int, cjk: bool) -> bool:
     catalog: a catalog of English descriptions with Chinese tags serves English requests as well as any."""
     if not cjk:
         return bool(snap.english[row])
-    chinese: np.ndarray = snap.memo(("chinese-tools",), lambda: np.fromiter(
-        (has_cjk(t.document_text()) for t in snap.catalog.tools), bool, len(snap.catalog.tools)))
-    return bool(chinese[row])
+    return snap.catalog.chinese_tools[row]
 
 
 def _open(tool: ToolProfile, name: str, query: str) -> bool:
