@@ -46,5 +46,5 @@ def test_app_backend_warms_models_after_building(models: Any, small_catalog_dir:
 def test_a_library_caller_warms_its_retriever(small_retriever: Any) -> None:
     # ToolRetriever.warm_up is the library's door to the same warm-up: every model of the retriever runs once.
     warmed = small_retriever.warm_up()
-    assert {"text", "tokenizer"} <= set(warmed)
+    assert {"text", "tokenizer", "decision"} <= set(warmed)
     assert ("ocr" in warmed) == (small_retriever.models.get_ocr() is not None)

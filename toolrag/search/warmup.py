@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -32,9 +33,9 @@ def _sample_image() -> Image.Image:
     return img
 
 
-def warm_up(models: ModelSet) -> list[str]:
-    """Run OCR, the image model, the text models and the keyword tokenizer once; returns the names of what was
-    warmed.
+def warm_up(models: ModelSet, *, decision: Callable[[], object] | None = None) -> list[str]:
+    """Run OCR, the image model, the text models and the keyword tokenizer once, then ``decision`` (a retriever's
+    no-tool bank: encoded on first need, else read from its cache); returns the names of what was warmed.
 
     Never raises for a model that cannot run: that model is simply left cold (its signal reports why)."""
     warmed: list[str] = []
@@ -59,14 +60,17 @@ def warm_up(models: ModelSet) -> list[str]:
         # The Chinese-English dictionary of the gloss (toolrag.search.gloss): read on the first Chinese request.
         if load_dictionary():
             warmed.append("dictionary")
+        if decision is not None:
+            decision()
+            warmed.append("decision")
     except (ToolragError, OSError, RuntimeError, ValueError) as exc:
         log.warning("model warm-up stopped early (%s); the first request pays the rest", exc)
     return warmed
 
 
-def warm_up_in_background(models: ModelSet) -> threading.Thread:
+def warm_up_in_background(models: ModelSet, *, decision: Callable[[], object] | None = None) -> threading.Thread:
     """:func:`warm_up` in a background thread (started); join it to wait. Not a daemon thread: a process that
     ends during the warm-up waits for it rather than being torn down inside a model's native code."""
-    thread = threading.Thread(target=warm_up, args=(models,), name="toolrag-warm-up")
+    thread = threading.Thread(target=warm_up, args=(models,), kwargs={"decision": decision}, name="toolrag-warm-up")
     thread.start()
     return thread

@@ -260,7 +260,7 @@ class Backend:
             self._ready.set()
         if self.retriever is not None:
             # OCR and the image model load on first use: warm them now, so the first image search is fast.
-            self.warm_up = warm_up_in_background(self.retriever.models)
+            self.warm_up = warm_up_in_background(self.retriever.models, decision=self.retriever.decider.bank)
             threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
                              name="toolrag-map", daemon=True).start()
 
