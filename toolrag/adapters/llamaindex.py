@@ -135,6 +135,7 @@ class ToolragObjectRetriever(ObjectRetriever):
         with state.lock:
             if not state.messages or state.messages[-1] != text:
                 state.messages.append(text)
+                del state.messages[: -(self.selector.max_history + 1)]  # only these are ever read
             messages = list(state.messages)
         turn = self.selector.select_conversation(messages)
         state.turn = turn

@@ -275,14 +275,16 @@ class ToolSelector:
         """The catalog id of the tool ``name`` means for this caller (:meth:`Caller.resolve`: a tool id, else a
         function or original name only one tool of the catalog has), or ``None`` when it means none the caller
         may use."""
+        snap, caller, _ = self._view()  # the caller and the catalog of one version
         try:
-            return self.caller.resolve(self.retriever.catalog, name).id
+            return caller.resolve(snap.catalog, name).id
         except QueryError:
             return None
 
     def visible_ids(self) -> list[str]:
         """Ids of the catalog tools this caller sees (its permissions and categories), catalog order."""
-        return [t.id for t in self.caller.visible(self.retriever.catalog)]
+        snap, caller, _ = self._view()
+        return [t.id for t in caller.visible(snap.catalog)]
 
     def registry(self, tools: Iterable[T], name_of: Callable[[T], str]) -> dict[str, T]:
         """The framework's tools keyed by catalog id, whoever may use them (an agent may hold every tool; the

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolrag.catalog.caller import Caller
-from toolrag.catalog.profile import ToolProfile
+from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.schema import argument_problems
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.index.replica import ReplicaIndex
@@ -53,7 +53,8 @@ class ToolService:
         self.gateway = gateway
         if role is not None and _loaded(retriever):
             retriever.catalog.role_codes(role)  # an unknown role is an error now, not at the first search
-        self.warm_up: threading.Thread | None = warm_up_in_background(retriever.models) if warm else None
+        self.warm_up: threading.Thread | None = warm_up_in_background(
+            retriever.models, decision=retriever.decider.bank) if warm else None
 
     def role_for(self, headers: Mapping[str, str] | None) -> str | None:
         """The caller's role: the one its ``Authorization: Bearer`` token maps to, else the configured one. A
@@ -68,9 +69,10 @@ class ToolService:
                     return role
         raise CallRefused("the Authorization bearer token is not one this server knows; ask its operator for one")
 
-    def caller(self, role: str | None) -> Caller:
-        """The caller of one request: the codes of ``role`` (none without a role: only unrestricted tools)."""
-        return Caller.of(self.retriever.catalog, role=role)
+    def caller(self, role: str | None, catalog: Catalog | None = None) -> Caller:
+        """The caller of one request: the codes of ``role`` (none without a role: only unrestricted tools) in
+        ``catalog`` (the version the request searches; default the live one)."""
+        return Caller.of(catalog if catalog is not None else self.retriever.catalog, role=role)
 
     def search(self, query: str, *, image: str | None = None, k: int = 5, role: str | None = None) -> dict[str, Any]:
         """The answer of ``search_tools``: decision, its reason (when the result has one), clarification,
@@ -90,7 +92,7 @@ class ToolService:
             notes.append("image is an empty string: searched without an image (send the image's bytes as base64, "
                          "or leave image out)")
         snapshot = self.retriever.snapshot  # the answer's tools come from the version searched, whatever swaps
-        who = self.caller(role)
+        who = self.caller(role, snapshot.catalog)
         result = self.retriever.search(query, image=_image_bytes(image), caller=who, top_k=k, snapshot=snapshot)
         catalog = snapshot.catalog
         selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
@@ -141,12 +143,13 @@ class ToolService:
         return {name: why for name, why in self.gateway.unavailable_to_callers().items()
                 if caller.permits(specs[name].permissions)}
 
-    def resolve(self, tool: str, caller: Caller) -> ToolProfile:
+    def resolve(self, tool: str, caller: Caller, catalog: Catalog | None = None) -> ToolProfile:
         """The tool ``caller`` names (:meth:`toolrag.catalog.caller.Caller.resolve`: its id, else its function
         name or original name when only one tool of the catalog has it); :class:`CallRefused` otherwise, with
-        the same words for a hidden tool and an unknown one, and for an ambiguous name whoever asks."""
+        the same words for a hidden tool and an unknown one, and for an ambiguous name whoever asks. ``catalog``:
+        the one the caller was made on (default the live one)."""
         try:
-            return caller.resolve(self.retriever.catalog, tool)
+            return caller.resolve(catalog if catalog is not None else self.retriever.catalog, tool)
         except QueryError as exc:
             raise CallRefused(str(exc), tool=tool, field="tool") from None
 
@@ -181,7 +184,8 @@ class ToolService:
             if arguments is not None and not isinstance(arguments, Mapping):
                 raise QueryError(f"arguments is {_kind(arguments)}; expected an object of argument values "
                                  "matching the tool's input_schema")
-            profile = self.resolve(tool, self.caller(role))
+            catalog = self.retriever.catalog  # one version for the caller and the name it resolves
+            profile = self.resolve(tool, self.caller(role, catalog), catalog)
             route = gateway.routes[profile.id]
             record.update(tool=profile.id, server=route.server)
             problems = argument_problems(profile.parameters, arguments or {})
