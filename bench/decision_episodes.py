@@ -46,7 +46,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.datasets import write_jsonl
 from bench.train_data import FOLDERS, training_dir
 
 __all__ = ["DECISION_SETS", "GROUPS", "Episode", "Space", "build_episodes", "pool_decision_sets", "size_draw"]
@@ -254,8 +253,3 @@ def _nearest(gold: Sequence[str], space: Space, position: Mapping[str, int], k: 
     sims[rows] = -np.inf
     order = [int(i) for i in np.argsort(-sims)[: 3 * k] if np.isfinite(sims[i])]
     return tuple(space.ids[i] for i in rng.sample(order, min(k, len(order))))
-
-
-def write_decision_folder(root: Path, name: str, rows: list[dict[str, Any]]) -> None:
-    """Keep a pooled decision set's episodes beside its catalog (for inspection)."""
-    write_jsonl(root / name / "episodes.jsonl", rows)

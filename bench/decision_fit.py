@@ -137,7 +137,8 @@ def _selection_data(records: Sequence[Mapping[str, Any]], y: np.ndarray) -> tupl
 
 
 def decide(p: np.ndarray, execute_at: float, ask_at: float) -> np.ndarray:
-    """The policy of toolrag.decision.policy over rows of probabilities: 0 EXECUTE, 1 CLARIFY, 2 NO_TOOL."""
+    """The model's part of toolrag.decision.policy over rows of probabilities (its two thresholds, without the
+    ``FITS`` ask, which bench.decisions measures through the real retriever): 0 EXECUTE, 1 CLARIFY, 2 NO_TOOL."""
     return np.where(p[:, 0] >= execute_at, 0, np.where(p[:, 1] >= ask_at, 1, 2))
 
 

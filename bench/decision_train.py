@@ -40,12 +40,14 @@ _NOT_FEATURES = ("decision/policy.py", "decision/model.py", "decision/decider.py
 
 
 def episode_key(seed: int, limit: int | None) -> str:
-    """The cache key of the searched episodes: toolrag's code (but the policy and the model), the episode
-    builder and its arguments."""
+    """The cache key of the searched episodes: toolrag's code (but the policy and the model) and data files, the
+    episode builder and its arguments."""
     digest = hashlib.sha256(f"{EPISODES_VERSION}|{seed}|{limit}".encode())
     for file in sorted((REPO / "toolrag").rglob("*.py")):
         if not any(str(file).endswith(part) for part in _NOT_FEATURES):
             digest.update(file.read_bytes())
+    for data in sorted((REPO / "toolrag" / "data").rglob("*.yaml")):  # the no-tool requests the features read
+        digest.update(data.read_bytes())
     digest.update((REPO / "bench" / "decision_episodes.py").read_bytes())
     return digest.hexdigest()[:16]
 

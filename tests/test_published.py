@@ -59,9 +59,9 @@ def test_a_catalog_travels_as_json_without_paths_of_this_machine(tmp_path: Path)
 def test_a_version_is_packed_checked_and_named_by_its_sources() -> None:
     state = _state()
     blob = pack(name="tools", version="v1", catalog_json={"format": 1}, state=state,
-                collections={"dense": "toolrag-dense-x"}, extras={"decision": {"v": 2}})
+                collections={"dense": "toolrag-dense-x"})
     meta, back = unpack(blob)
-    assert meta["extras"] == {"decision": {"v": 2}} and meta["collections"] == {"dense": "toolrag-dense-x"}
+    assert meta["collections"] == {"dense": "toolrag-dense-x"} and meta["catalog"] == {"format": 1}
     assert back.ids == state.ids and np.array_equal(back.vectors["dense"], state.vectors["dense"])
     assert back.bm25["vocab"] == ["a", "b", "c"] and np.array_equal(back.bm25["keys"], state.bm25["keys"])
     with pytest.raises(ValueError, match="cannot be read"):

@@ -1,6 +1,6 @@
-"""A retriever's decision: the shipped model (read once) and the no-tool requests (encoded once), shared by
-every search of the process; nothing in it depends on the catalog, so nothing is fitted when a catalog is
-indexed or edited."""
+"""A retriever's decision: the shipped model (read once) and the no-tool requests (encoded once per retriever,
+their vectors cached in a folder), shared by every search of that retriever (one ``Decider`` per retriever);
+nothing in it depends on the catalog, so nothing is fitted when a catalog is indexed or edited."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from toolrag.decision.model import MODEL_FILE, DecisionModel, load_model, shipped_model
+from toolrag.decision.model import MODEL_FILE, load_model, shipped_model
 from toolrag.decision.nulls import Encode, NullBank
 from toolrag.decision.outcome import DecisionOutcome
 from toolrag.decision.policy import Facts, decide
@@ -44,11 +44,3 @@ class Decider:
     def decide(self, facts: Facts, view: DecisionView | None, *, target: float | None) -> DecisionOutcome:
         """The decision of one result (:func:`toolrag.decision.policy.decide`)."""
         return decide(facts, view, self.model, target=target, note=self.note)
-
-    @property
-    def version(self) -> str:
-        """The model's version (``fallback`` without one): recorded with every index and audit line."""
-        return self.model.version if self.model is not None else "fallback"
-
-    def describe(self) -> DecisionModel | None:
-        return self.model

@@ -3,9 +3,9 @@ the lease of the process that builds a version.
 
 Several replicas serve one index from one Chroma server; the server is the truth. A *version* is everything a
 search needs, frozen: the profiles (:mod:`toolrag.catalog.wire`), the serving state (vectors in catalog order,
-BM25 arrays, English flags, nearest-neighbour lists: :mod:`toolrag.index.serving`) and a small ``extras`` JSON
-object for whoever publishes. Its id is a digest of what it is built from (the catalog, its example images, the
-models' collections, the formats), so two processes building from the same folder build the same version.
+BM25 arrays, English flags, nearest-neighbour lists: :mod:`toolrag.index.serving`). Its id is a digest of what
+it is built from (the catalog, its example images, the models' collections, the formats), so two processes
+building from the same folder build the same version.
 
 Chroma objects of index ``NAME`` (every write is one Chroma call; readers check what they read):
 
@@ -82,11 +82,11 @@ def version_of(catalog_json: Mapping[str, Any], image_ids: Sequence[str], collec
 
 
 def pack(*, name: str, version: str, catalog_json: Mapping[str, Any], state: SavedState,
-         collections: Mapping[str, str], extras: Mapping[str, Any] | None = None) -> bytes:
+         collections: Mapping[str, str]) -> bytes:
     """A version's data as bytes: an ``.npz`` of the state's arrays and of its JSON (zlib-compressed)."""
     arrays, state_meta = state_parts(state)
     meta = {"format": FORMAT, "name": name, "version": version, "catalog": catalog_json, "state": state_meta,
-            "collections": dict(collections), "extras": dict(extras or {}), "created_at": time.time()}
+            "collections": dict(collections), "created_at": time.time()}
     packed = zlib.compress(json.dumps(meta, ensure_ascii=False).encode("utf-8", "surrogatepass"), 6)
     buffer = io.BytesIO()
     arrays = {"__meta__": np.frombuffer(packed, dtype=np.uint8), **arrays}
@@ -95,7 +95,7 @@ def pack(*, name: str, version: str, catalog_json: Mapping[str, Any], state: Sav
 
 
 def unpack(blob: bytes) -> tuple[dict[str, Any], SavedState]:
-    """The JSON (catalog, collections, extras, ...) and the state :func:`pack` wrote; ValueError when the bytes are
+    """The JSON (catalog, collections, ...) and the state :func:`pack` wrote; ValueError when the bytes are
     not such data (of this format)."""
     try:
         with np.load(io.BytesIO(blob), allow_pickle=False) as npz:

@@ -15,7 +15,7 @@ import dataclasses
 import hashlib
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
@@ -43,8 +43,7 @@ def catalog_key(index: str) -> str:
 class PushResult:
     """What a push did: the ``version`` the folder makes, whether this process ``built`` it (encoded, wrote the
     data) and whether it ``flipped`` the manifest to it; ``snapshot``: the built index (``None`` when another
-    process built it: read it from the store); ``encoded``: texts and images encoded here; ``extras``: the JSON
-    object this process pushed with the version (read a version's own with ``ReplicaIndex.extras``)."""
+    process built it: read it from the store); ``encoded``: texts and images encoded here."""
 
     version: str
     built: bool
@@ -52,7 +51,6 @@ class PushResult:
     manifest: Manifest
     snapshot: IndexSnapshot | None = None
     encoded: int = 0
-    extras: dict[str, Any] = field(default_factory=dict)
 
 
 class Pusher:
@@ -84,8 +82,7 @@ class Pusher:
             self._hashes[key] = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
         return self._hashes[key]
 
-    def push(self, catalog: Catalog, *, extras: dict[str, Any] | None = None, wait: float | None = None
-             ) -> PushResult:
+    def push(self, catalog: Catalog, *, wait: float | None = None) -> PushResult:
         """Make the manifest name the version ``catalog`` makes: nothing when it does already, else build and
         flip (or wait for the process building it). ``wait``: seconds to wait for another builder (default: ten
         leases) before a StoreError."""
@@ -105,7 +102,7 @@ class Pusher:
                     if published.complete(version):  # written by a build that stopped before its flip
                         return PushResult(version, built=False, flipped=True,
                                           manifest=published.flip(version, tools=len(catalog)))
-                    return self._build(catalog, version, catalog_json, specs, lease, extras)
+                    return self._build(catalog, version, catalog_json, specs, lease)
             holder = published.lease_holder(version)
             if not waited and holder is not None:
                 log.info("index %s: version %s is being built by %s; waiting for it", published.name, version,
@@ -117,7 +114,7 @@ class Pusher:
             time.sleep(self.poll)
 
     def _build(self, catalog: Catalog, version: str, catalog_json: dict[str, Any], specs: dict[str, str],
-               lease: Any, extras: dict[str, Any] | None) -> PushResult:
+               lease: Any) -> PushResult:
         published = self.published
         self.progress(0.0, f"building version {version} of index {published.name}")
         if self._index is None:
@@ -128,7 +125,7 @@ class Pusher:
             encoded = self._index.update(catalog, self.progress)
         lease.check()
         blob = pack(name=published.name, version=version, catalog_json=catalog_json, state=self._index.state(),
-                    collections=specs, extras=extras)
+                    collections=specs)
         lease.check()
         published.write(version, blob)
         lease.check()
@@ -137,7 +134,7 @@ class Pusher:
                  version, len(catalog), encoded, len(blob) / 1e6)
         snapshot = dataclasses.replace(self._index.snapshot, version=version)
         return PushResult(version, built=True, flipped=True, manifest=manifest, snapshot=snapshot, encoded=encoded,
-                          extras=dict(extras or {}))
+)
 
 
 def open_pusher(url: str, index: str, models: ModelSet, *, progress: Progress | None = None) -> Pusher:

@@ -82,7 +82,6 @@ class ReplicaIndex:
         self._manifest = Manifest(name)
         self._problem: str | None = "not loaded yet"
         self._refused: tuple[str, str] | None = None  # a version this replica cannot serve, and why
-        self._extras: dict[str, dict[str, Any]] = {}  # version -> the extras JSON it was pushed with
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -117,7 +116,6 @@ class ReplicaIndex:
         """Serve the version a push made (the built snapshot, else the version read from the store)."""
         self.encoded_last_sync = result.encoded
         self.last_push = result
-        self._extras.setdefault(result.version, dict(result.extras))
         self._manifest = result.manifest
         current = self._snapshot
         if current is not None and current.version == result.version:
@@ -168,13 +166,7 @@ class ReplicaIndex:
                                   tool_arrays=lambda english: tool_columns(catalog.tools, english), version=version)
         if snapshot is None:
             raise StoreError(f"index {self.name!r} version {version}: its data does not match its tools")
-        self._extras[version] = dict(meta.get("extras") or {})
         return snapshot
-
-    def extras(self, snapshot: IndexSnapshot | None = None) -> dict[str, Any]:
-        """The ``extras`` JSON a version was pushed with (default: the version served now; ``{}`` when none)."""
-        version = (snapshot or self.snapshot).version
-        return dict(self._extras.get(version or "", {}))
 
     def _swap(self, snapshot: IndexSnapshot) -> None:
         if self.on_swap is not None:
