@@ -19,14 +19,12 @@ Two small lexical tests, both explainable in the decision's reason:
   changes things; a tool whose name and first word say nothing (a plugin named after a brand) is not called a
   reader, so the feature stays 0 for it.
 
-The decision model reads the conjunction as one feature (``change_reader`` in
-:data:`toolrag.search.features.FEATURES`), fitted on the catalog's simulated requests like the others: a tool's
-example request with its tool removed lands on a sibling, and for a request of change that sibling is often a
-reader.
+The decision's view (:mod:`toolrag.decision.view`) holds the conjunction as one feature (``change_reader`` in
+:data:`toolrag.decision.view.FEATURES`), read by the shipped decision model like the others.
 
 A third test, :func:`vague_word`, finds a placeholder for what a request leaves unsaid ("schedule something",
-"处理一下这张发票"): whichever tool fits, such a call cannot be filled in, so the decision asks (rule 4 of
-:mod:`toolrag.search.decide`).
+"处理一下这张发票"): whichever tool fits, such a call cannot be filled in. The view holds it as the feature
+``vague``, which the shipped model reads.
 """
 
 from __future__ import annotations
@@ -161,8 +159,8 @@ def reads_only(tool: ToolProfile) -> bool:
 def vague_word(text: str) -> str | None:
     """The word of ``text`` that stands for what it leaves unsaid (see :data:`_VAGUE`), or None.
 
-    The decision asks the user instead of calling the top tool (:func:`toolrag.search.decide.decide`, rule 4): a
-    request that names no object or no action leaves the choice between the best matches open.
+    A request that names no object or no action leaves the choice between the best matches open: the decision's
+    view (:mod:`toolrag.decision.view`) holds this as the feature ``vague``, which the shipped model reads.
 
     >>> vague_word("schedule something")
     'something'

@@ -2,9 +2,9 @@
 
 A language model cannot open a web address by itself, so a request that holds one ("what does
 https://example.com/pricing say") needs a tool that takes it, even when its words read like chit-chat and no
-tool description shares them: small text models barely link a bare URL to "Fetch a URL", and the catalog's own
-simulated requests (built from descriptions and examples, :mod:`toolrag.search.simulate`) rarely hold one, so
-the decision model cannot learn it. :func:`toolrag.search.decide.decide` reads these two facts.
+tool description shares them: small text models barely link a bare URL to "Fetch a URL". The decision's view
+(:mod:`toolrag.decision.view`) holds these two facts as the features ``url`` and ``takes_url``, read by the
+shipped decision model.
 
 The text models read the request with each address replaced by words that say what it is
 (:func:`stand_in_addresses`): "summarize www.python.org/downloads" is read as "summarize the web page URL". The

@@ -5,9 +5,9 @@ models run side by side, one per thread, leave a core idle once the faster model
 about 40% of e5's time). Here each model's work is cut into independent jobs (its batches, see
 :meth:`toolrag.encode.text.TextEncoder.passage_jobs`) and two worker threads take jobs from one queue until
 it is empty (ONNX Runtime releases the GIL). Each job is the very batch the model would run on its own, so
-the vectors are exactly the model's own (tested). The decision model's fit runs its query encoders through
-the same queue, one job per model (:func:`toolrag.search.simulate.side_by_side`). When the pool refuses work
-(at interpreter exit) the jobs run in the calling thread.
+the vectors are exactly the model's own (tested). Indexing spreads both text models' passage batches this way
+(:mod:`toolrag.index.text_sync`). When the pool refuses work (at interpreter exit) the jobs run in the calling
+thread.
 """
 
 from __future__ import annotations
