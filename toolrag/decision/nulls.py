@@ -19,7 +19,7 @@ import io
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +52,12 @@ class NullBank:
     texts: tuple[str, ...]
     cjk: np.ndarray
     vectors: Mapping[str, np.ndarray]
+    by_language: Mapping[tuple[str, bool], np.ndarray] = field(init=False, repr=False, compare=False)
+    """Each signal's rows of Chinese (True) and of other requests, split once (a search reads them several times)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_language", {(s, cjk): m[self.cjk == cjk] for s, m in self.vectors.items()
+                                                 for cjk in (False, True)})
 
     @classmethod
     def load(cls, encode: Encode, signals: Mapping[str, str], *, folder: Path | None) -> NullBank:
@@ -66,8 +72,8 @@ class NullBank:
         in the request's language: (cos(request, tool) - their mean cosine) / their standard deviation (NaN
         rows skipped, population std); NaN when the signal has no bank or no spread. Example: bank cosines
         0.1, 0.2, 0.3 (mean 0.2, std 0.0816) and a request at 0.4: z = 2.45."""
-        matrix = self.vectors.get(signal)
-        return math.nan if matrix is None else standing(tool, request, matrix[self.cjk == cjk])
+        matrix = self.by_language.get((signal, cjk))
+        return math.nan if matrix is None else standing(tool, request, matrix)
 
     def closest(self, signal: str, request: np.ndarray) -> float:
         """The request's best cosine to the bank's requests under ``signal`` (NaN without a bank)."""
