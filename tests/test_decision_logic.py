@@ -17,7 +17,7 @@ from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble, load_mod
 from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import RULES, Facts, decide, name_lookup, named_tools
-from toolrag.decision.slots import open_share
+from toolrag.decision.slots import open_parameters, open_share
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES, DecisionView
 
 
@@ -43,6 +43,8 @@ def test_required_parameters_left_open() -> None:
     schema = {"type": "object", "properties": {"date": {"type": "string", "description": "the day"},
                                                "city": {"type": "string"}}, "required": ["date", "city"]}
     assert open_share(schema, "weather in Paris please") == 0.5  # the date is open
+    assert open_parameters(schema, "weather in Paris please") == (("date",), 2)
+    assert open_parameters({"type": "object", "properties": {}}, "anything") == ((), 0)
     assert open_share(schema, "weather in Paris tomorrow") == 0.0
     assert open_share(schema, "weather") == 1.0  # nothing beyond the verb: the city is open too
     assert math.isnan(open_share({"type": "object", "properties": {}}, "anything"))

@@ -33,11 +33,10 @@ from typing import Protocol
 
 import numpy as np
 
-from toolrag.catalog.profile import ToolProfile
 from toolrag.decision.actions import action_match, change_verb, reads_only, vague_word
 from toolrag.decision.addresses import has_web_address, takes_web_address
 from toolrag.decision.nulls import NullBank
-from toolrag.decision.slots import open_share, required_parameters
+from toolrag.decision.slots import open_parameters
 from toolrag.index.snapshot import IndexSnapshot
 
 __all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
@@ -143,15 +142,14 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["url"], f["takes_url"] = float(has_web_address(query)), float(takes_web_address(top.parameters))
     vague = vague_word(request.text) or ""
     f["vague"] = float(bool(vague))
-    required = required_parameters(top.parameters)
-    f["open"] = open_share(top.parameters, query)
+    open_names, required = open_parameters(top.parameters, query)
+    f["open"] = len(open_names) / required if required else math.nan
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
     f["cjk"] = float(request.cjk)
     f["lang_match"] = float(_reads_language(snap, head[0], request.cjk))
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
-    open_names = tuple(name for name, _ in required if _open(top, name, query))
     return DecisionView(np.array([f[k] for k in FEATURES], dtype=np.float64),
                         _selection(snap, raw, present, pos, head, request, bank, novel, sem),
                         verb if f["change_reader"] else "", vague, open_names)
@@ -214,11 +212,3 @@ def _reads_language(snap: IndexSnapshot, row: int, cjk: bool) -> bool:
     if not cjk:
         return bool(snap.english[row])
     return snap.catalog.chinese_tools[row]
-
-
-def _open(tool: ToolProfile, name: str, query: str) -> bool:
-    """Whether the request leaves the required parameter ``name`` of ``tool`` open (for the question)."""
-    schema = tool.parameters.get("properties", {}).get(name) if isinstance(tool.parameters, Mapping) else None
-    single = {"type": "object", "properties": {name: schema if isinstance(schema, Mapping) else {}},
-              "required": [name]}
-    return open_share(single, query) == 1.0
