@@ -3,13 +3,16 @@
 Read by ``python -m bench.decision_train`` (see there). Each episode has a class: ``right`` (a tool serves the
 request and it ranks first), ``ask`` (the request needs a question: ACEBench's incomplete requests, or the tool
 that serves it ranks second), ``none`` (no listed tool serves it), ``missed`` (a tool serves it but ranks below
-second). One binary head per question of :data:`toolrag.decision.model.HEADS` (right, ask, none) reads the
-features of :data:`USED` with the monotone constraints of :data:`MONOTONE`: the features whose meaning depends on
+second). Two binary heads (:data:`toolrag.decision.model.HEADS`): ``none`` (class none against the rest) and
+``call`` (class right among the episodes a listed tool serves), composed by the model into one distribution over
+call / ask / no tool that sums to one; they read the features of :func:`used` with the monotone constraints of
+:data:`MONOTONE`: the features whose meaning depends on
 how a catalog is written (raw BM25 scores, the share of request words no tool has, how many parameters a schema
 lists, request length) are left out, because the catalogs an agent sends are written otherwise than the training
 sets (docs/decisions.md shows what they cost). The selection model gives each lower candidate's P(also needed). Every group of sources (``bench.decision_episodes.GROUPS``) is predicted
 by a model fitted on the others; the operating points (the P(right) threshold of each EXECUTE precision target,
-the ask threshold) are chosen on those held-out predictions; the shipped model is then fitted on every source.
+the P(no tool) threshold of each share of requests nothing serves kept clean) are chosen on those held-out
+predictions, and the policy applied to them is :func:`toolrag.decision.policy.choose`, the one serving uses; the shipped model is then fitted on every source.
 Each group weighs the same in every fit and every pooled figure, so the largest source does not set the policy.
 """
 
@@ -21,19 +24,21 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import REPO
 from bench.decision_episodes import GROUPS
 
-__all__ = ["TARGETS", "fit_and_report", "format_tables", "labels", "write_docs"]
+__all__ = ["CLEAN_TARGETS", "DEFAULT_CLEAN", "DEFAULT_TARGET", "TARGETS", "clean_points", "decide", "fit_and_report",
+           "labels", "operating_points"]
 
 #: The EXECUTE precision targets whose thresholds the shipped model carries.
 TARGETS = (0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 #: The default operating point (docs/decisions.md says why).
 DEFAULT_TARGET = 0.85
+#: The shares of requests nothing serves kept clean whose P(no tool) thresholds the shipped model carries.
+CLEAN_TARGETS = (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+DEFAULT_CLEAN = 0.85
 SMALL = 10
 #: Coverages at which the precision of P(right) and of the MiniLM threshold are compared.
 CURVE = (0.5, 0.6, 0.7, 0.8)
-DOC = REPO / "docs" / "decisions.md"
 
 
 def labels(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -73,11 +78,10 @@ def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
 LEFT_OUT = ("sem_top", "en_top")
 #: Per head, features whose effect has a known direction (+1: more of it never lowers the probability).
 MONOTONE: Mapping[str, Mapping[str, int]] = {
-    "right": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
+    "call": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
               "vague": -1, "open": -1},
     "none": {"sem_null": -1, "en_null": -1, "name_hit": -1,
              "sem_chat": 1, "en_chat": 1},
-    "ask": {},
 }
 
 
@@ -136,10 +140,31 @@ def _selection_data(records: Sequence[Mapping[str, Any]], y: np.ndarray) -> tupl
             np.array(groups))
 
 
-def decide(p: np.ndarray, execute_at: float, ask_at: float) -> np.ndarray:
-    """The model's part of toolrag.decision.policy over rows of probabilities (its two thresholds, without the
-    ``FITS`` ask, which bench.decisions measures through the real retriever): 0 EXECUTE, 1 CLARIFY, 2 NO_TOOL."""
-    return np.where(p[:, 0] >= execute_at, 0, np.where(p[:, 1] >= ask_at, 1, 2))
+def decide(p: np.ndarray, execute_at: float, inject_below: float, change_reader: np.ndarray | None = None) -> np.ndarray:
+    """:func:`toolrag.decision.policy.choose` (the one policy) over rows of the distribution (columns right, ask,
+    none): 0 EXECUTE, 1 CLARIFY, 2 NO_TOOL."""
+    from toolrag.decision.outcome import Decision, DecisionScores
+    from toolrag.decision.policy import OperatingPoint, choose
+
+    point = OperatingPoint(execute_at, inject_below, math.nan, math.nan)
+    reader = np.zeros(len(p), dtype=bool) if change_reader is None else change_reader
+    codes = {Decision.EXECUTE: 0, Decision.CLARIFY: 1, Decision.NO_TOOL: 2}
+    return np.array([codes[choose(DecisionScores(*map(float, row)), point, change_reader=bool(r))]
+                     for row, r in zip(p, reader, strict=True)], dtype=np.int64)
+
+
+def clean_points(p: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> list[tuple[float, float]]:
+    """(target, threshold): the P(no tool) threshold at or above which the weighted share ``target`` of the
+    requests nothing serves lies (they get nothing injected; below it the candidates are offered)."""
+    none = np.array([r["expect"] == "NO_TOOL" for r in records])
+    values, weights = p[none, 2], w[none]
+    order = np.argsort(values, kind="mergesort")
+    values, below = values[order], np.cumsum(weights[order]) / weights.sum()
+    out = []
+    for target in CLEAN_TARGETS:
+        k = int(np.searchsorted(below, 1.0 - target + 1e-12))  # rows 0..k-1 hold at most 1 - target of the weight
+        out.append((target, float(values[min(k, len(values) - 1)])))
+    return out
 
 
 def operating_points(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> list[tuple[float, float]]:
@@ -157,21 +182,8 @@ def operating_points(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> list[tuple[
     return out
 
 
-def _ask_threshold(p: np.ndarray, y: np.ndarray, w: np.ndarray, execute_at: float) -> float:
-    """The ask threshold that decides the most (weighted) episodes right under ``execute_at``: CLARIFY is right
-    for class 1, NO_TOOL for classes 2 and 3, EXECUTE for class 0."""
-    best, best_score = 0.5, -1.0
-    for a in np.linspace(0.1, 0.9, 33):
-        d = decide(p, execute_at, float(a))
-        right = ((d == 0) & (y == 0)) | ((d == 1) & (y == 1)) | ((d == 2) & (y >= 2))
-        score = float(np.sum(w * right))
-        if score > best_score:
-            best, best_score = float(a), score
-    return best
-
-
 def _metrics(d: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], base: np.ndarray,
-             p: np.ndarray | None = None) -> dict[str, float]:
+             p: np.ndarray | None = None) -> dict[str, Any]:
     expect = np.array([r["expect"] for r in records])
     kinds = np.array([r["kind"] for r in records])
     serviceable = expect == "EXECUTE"
@@ -191,6 +203,7 @@ def _metrics(d: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]],
     for kind in ("sibling", "foreign", "no_tool"):
         if (kinds == kind).any():
             out[f"kept_out_{kind}"] = float((~execute)[kinds == kind].mean())
+    out["agent"] = _agent(d, records, base)  # type: ignore[assignment]
     if p is not None:
         for c in CURVE:
             out[f"at_{int(100 * c)}"] = _precision_at(p[:, 0], y, serviceable, c)
@@ -218,31 +231,37 @@ def _baseline(x: np.ndarray) -> np.ndarray:
 
 
 def _heads(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, Any]:
-    """The three heads fitted on ``x`` (every feature; the heads read :func:`used`)."""
-    from toolrag.decision.model import HEADS
+    """The two heads fitted on ``x`` (every feature; the heads read :func:`used`): ``none`` on every episode,
+    ``call`` (right) on the episodes a listed tool serves."""
     from toolrag.decision.view import FEATURES
 
     cols = used()
     names = [FEATURES[i] for i in cols]
-    return {name: _fit(family, x[:, cols], (y == k).astype(np.int64), w, MONOTONE[name], names)
-            for k, name in enumerate(HEADS)}
+    served = y != 2
+    return {"none": _fit(family, x[:, cols], (y == 2).astype(np.int64), w, MONOTONE["none"], names),
+            "call": _fit(family, x[served][:, cols], (y[served] == 0).astype(np.int64), w[served], MONOTONE["call"],
+                         names)}
 
 
 def _predict(heads: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
-    """P of each head (columns right, ask, none)."""
+    """The composed distribution (columns right, ask, none), as :meth:`DecisionModel.probabilities` gives it."""
     cols = used()
-    return np.column_stack([_proba(heads[name], x[:, cols])[:, 1] for name in ("right", "ask", "none")])
+    none, call = (_proba(heads[name], x[:, cols])[:, 1] for name in ("none", "call"))
+    return np.column_stack([(1 - none) * call, (1 - none) * (1 - call), none])
 
 
 def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[str], export: bool) -> dict[str, Any]:
     """Leave-one-source-out results of every family, the winner's operating points, and (``export``) the
     shipped model fitted on every source."""
+    from toolrag.decision.view import FEATURES
+
     x = np.stack([r["x"] for r in records])
     y = labels(records)
     groups = np.array([r["group"] for r in records])
     n = np.array([r["n"] for r in records])
     w = _weights(groups, np.array([r["kind"] for r in records]))
     base = _baseline(x)
+    reader = np.nan_to_num(x[:, FEATURES.index("change_reader")]) > 0
     results: dict[str, Any] = {"episodes": len(records), "families": {}, "groups": sorted(set(groups)),
                                "classes": {c: int((y == k).sum()) for k, c in enumerate(("right", "ask", "none",
                                                                                           "missed"))}}
@@ -253,24 +272,24 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
             held = groups == group
             oof[held] = _predict(_heads(family, x[~held], y[~held], w[~held]), x[held])
         points = operating_points(oof, y, w)
-        execute_at = dict(points)[DEFAULT_TARGET]
-        ask_at = _ask_threshold(oof, y, w, execute_at)
-        d = decide(oof, execute_at, ask_at)
+        cleans = clean_points(oof, records, w)
+        execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
+        d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
         for group in sorted(set(groups)):
             held = groups == group
             small = held & (n <= SMALL)
-            per_group[group] = {"all": _metrics(d[held], y[held], [records[i] for i in np.flatnonzero(held)],
-                                                base[held], oof[held]),
-                                "small": _metrics(d[small], y[small], [records[i] for i in np.flatnonzero(small)],
-                                                  base[small], oof[small])}
+            per_group[group] = {scope: _metrics(d[rows], y[rows], [records[i] for i in np.flatnonzero(rows)],
+                                                base[rows], oof[rows])
+                                for scope, rows in (("all", held), ("small", small))}
         # the ranking quality of P(right) on held-out small catalogs, whatever the threshold: the mean precision
         # at 60% and 70% coverage over the groups
         score = float(np.nanmean([v["small"].get(f"at_{c}", math.nan) for v in per_group.values() for c in (60, 70)]))
-        results["families"][family] = {"points": points, "ask_threshold": ask_at, "groups": per_group,
+        results["families"][family] = {"points": points, "clean_points": cleans, "groups": per_group,
                                        "score": score, "auc_none": _auc(oof[:, 2], y == 2, w),
-                                       "tradeoff": _tradeoff(oof, y, w, points, ask_at, records),
-                                       "reliability": _reliability(oof[:, 0], y == 0, w)}
+                                       "tradeoff": _tradeoff(oof, y, w, points, cleans, records, reader),
+                                       "reliability": _reliability(oof[:, 0], y == 0, w),
+                                       "ece": _ece(oof[:, 0], y == 0, groups)}
         if score > best_score:
             best_family, best_score = family, score
     results["winner"] = best_family
@@ -279,20 +298,56 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     return results
 
 
-def _tradeoff(p: np.ndarray, y: np.ndarray, w: np.ndarray, points: Sequence[tuple[float, float]], ask_at: float,
-              records: Sequence[Mapping[str, Any]]) -> list[dict[str, float]]:
-    """Per operating point, what it gave on the held-out predictions (weighted as fitted): the share of EXECUTEs
-    right, the share of served requests EXECUTEd right, the share of requests nothing serves kept out."""
+def _injected(d: np.ndarray, records: Sequence[Mapping[str, Any]]) -> list[tuple[str, ...]]:
+    """What each decision injects (EXECUTE the top tool, CLARIFY the top three, NO_TOOL nothing)."""
+    return [tuple(r["top"][:1]) if k == 0 else tuple(r["top"][:3]) if k == 1 else ()
+            for k, r in zip(d, records, strict=True)]
+
+
+def _agent(d: np.ndarray, records: Sequence[Mapping[str, Any]], base: np.ndarray,
+           w: np.ndarray | None = None) -> dict[str, float]:
+    from bench.agent_outcome import agent_outcome
+
+    gold = [tuple(r["gold"]) if r["expect"] != "NO_TOOL" else () for r in records]
+    return agent_outcome(_injected(d, records), gold, [tuple(r["top"]) for r in records], base, w)
+
+
+def _ece(p: np.ndarray, right: np.ndarray, groups: np.ndarray, bins: int = 10) -> dict[str, float]:
+    """Expected calibration error of P(right) per held-out group (unweighted episodes, 10 bins)."""
+    out = {}
+    edges = np.linspace(0, 1, bins + 1)
+    for group in sorted(set(groups)):
+        held = groups == group
+        q, r = p[held], right[held].astype(float)
+        bin_of = np.clip(np.searchsorted(edges, q, side="right") - 1, 0, bins - 1)
+        out[group] = float(sum(abs(q[bin_of == b].mean() - r[bin_of == b].mean()) * (bin_of == b).sum()
+                               for b in range(bins) if (bin_of == b).any()) / max(len(q), 1))
+    return out
+
+
+def _tradeoff(p: np.ndarray, y: np.ndarray, w: np.ndarray, points: Sequence[tuple[float, float]],
+              cleans: Sequence[tuple[float, float]], records: Sequence[Mapping[str, Any]],
+              reader: np.ndarray) -> list[dict[str, float]]:
+    """Per operating point (each precision target at the default clean share, each clean share at the default
+    precision target), what it gave on the held-out predictions (weighted as fitted): the share of EXECUTEs
+    right, the share of served requests EXECUTEd right, the share of requests nothing serves kept out (not
+    EXECUTEd) and kept clean (nothing injected), and the agent's reach against always the top three."""
     served = np.array([r["expect"] == "EXECUTE" for r in records])
     none = np.array([r["expect"] == "NO_TOOL" for r in records])
+    base = _baseline(np.stack([r["x"] for r in records]))
+    execute_default, clean_default = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
     out = []
-    for target, threshold in points:
-        d = decide(p, threshold, ask_at)
+    for kind, target, execute_at, inject_below in (
+            *(("precision", t, v, clean_default) for t, v in points),
+            *(("clean", t, execute_default, v) for t, v in cleans)):
+        d = decide(p, execute_at, inject_below, reader)
         execute = d == 0
-        out.append({"target": target, "threshold": threshold,
+        agent = _agent(d, records, base, w)
+        out.append({"kind": kind, "target": target, "threshold": execute_at if kind == "precision" else inject_below,
                     "precision": float(np.sum(w * execute * (y == 0)) / max(np.sum(w * execute), 1e-9)),
                     "coverage": float(np.sum(w * execute * (y == 0) * served) / max(np.sum(w * served), 1e-9)),
-                    "kept_out": float(np.sum(w * ~execute * none) / max(np.sum(w * none), 1e-9))})
+                    "kept_out": float(np.sum(w * ~execute * none) / max(np.sum(w * none), 1e-9)),
+                    "clean": agent["clean"], "reach_ratio": agent["reach_ratio"], "injected": agent["injected"]})
     return out
 
 
@@ -323,51 +378,10 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     heads = {name: ensemble_json(model, x, cols) for name, model in _heads(family, x, y, w).items()}
     sx, sy, sg = _selection_data(records, y)
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
-    summary = {g: both["small"] for g, both in chosen["groups"].items()}
+    summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
+               chosen["groups"].items()}
     return write_model(heads, selection, points=chosen["points"], default_target=DEFAULT_TARGET,
-                       ask_threshold=chosen["ask_threshold"], select_threshold=0.5,
+                       clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted(set(GROUPS)),
                                 "left_out": list(LEFT_OUT), "held_out": summary, "tradeoff": chosen["tradeoff"],
                                 "reliability": chosen["reliability"]})
-
-
-def format_tables(results: Mapping[str, Any]) -> str:
-    """The markdown tables of docs/decisions.md (percent)."""
-    def pct(v: Any) -> str:
-        return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.1f}"
-
-    lines = [f"{results['episodes']} episodes; classes {results['classes']}; winner: {results['winner']}", ""]
-    for family, r in results["families"].items():
-        lines += [f"**{family}** (default target {100 * DEFAULT_TARGET:.0f}%: P(right) >= "
-                  f"{dict(r['points'])[DEFAULT_TARGET]:.3f}; ask at {r['ask_threshold']:.3f}; no-tool AUC "
-                  f"{pct(r['auc_none'])})", "",
-                  "| held-out group | catalogs | episodes | EXECUTE precision | MiniLM top-cosine at equal coverage | "
-                  "coverage (served, EXECUTEd right) | no-tool kept out | CLARIFY recall | decision accuracy |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for group, both in r["groups"].items():
-            for scope in ("small", "all"):
-                m = both[scope]
-                lines.append(f"| {group} | {'1-10 tools' if scope == 'small' else 'all sizes'} | {int(m['n'])} | "
-                             f"{pct(m['precision'])} | {pct(m.get('baseline_precision'))} | {pct(m['coverage'])} | "
-                             f"{pct(m['kept_out'])} | {pct(m['clarify_recall'])} | {pct(m['accuracy'])} |")
-        lines += ["", "Operating points (held-out): " + ", ".join(f"{100 * t:.0f}% -> {v:.3f}" for t, v in r["points"]),
-                  "", "Not EXECUTEd, by kind of request that no listed tool serves (1-10 tools): "
-                  + "; ".join(f"{g}: " + ", ".join(f"{k} {pct(b['small'][f'kept_out_{k}'])}" for k in
-                                                   ("sibling", "foreign", "no_tool") if f"kept_out_{k}" in b["small"])
-                              for g, b in r["groups"].items()),
-                  "", "EXECUTE precision at equal coverage, P(right) / MiniLM top cosine (1-10 tools):", "",
-                  "| held-out group | " + " | ".join(f"{int(100 * c)}%" for c in CURVE) + " |",
-                  "|---|" + "---|" * len(CURVE)]
-        for group, both in r["groups"].items():
-            m = both["small"]
-            lines.append(f"| {group} | " + " | ".join(f"{pct(m.get(f'at_{int(100 * c)}'))} / "
-                                                     f"{pct(m.get(f'base_at_{int(100 * c)}'))}" for c in CURVE) + " |")
-        lines.append("")
-    return "\n".join(lines)
-
-
-def write_docs(results: Mapping[str, Any]) -> None:
-    from bench.report import write_section
-
-    header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}", "", ""]
-    write_section("decision_train", "\n".join(header) + format_tables(results), doc=DOC)

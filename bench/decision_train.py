@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
 
     args = parse_args("bench.decision_train", "decision episodes, leave-one-source-out fits, the shipped model",
                       argv, options, results="decision_train.json", docs="the tables of docs/decisions.md")
-    from bench.decision_fit import fit_and_report, format_tables, write_docs
+    from bench.decision_fit import fit_and_report
+    from bench.decision_tables import format_tables, write_docs
 
     records = collect(args)
     results = fit_and_report(records, families=args.families.split(","), export=args.export)

@@ -9,7 +9,9 @@ on the training sets only), so every number here is on data it never saw. Each r
     python -m bench.decisions --precision-target 0.9  # another operating point
     python -m bench.decisions --write-docs          # ... and the tables of docs/decisions.md
 
-The sets: ``bench.decision_sets``. For every set: decision accuracy, EXECUTE precision (EXECUTEs whose first tool
+The sets: ``bench.decision_sets``. For every set, first what an agent gets (``bench.agent_outcome``: a right tool
+among the injected tools, nothing injected where nothing serves, tools injected per request, beside always the top
+three and the MiniLM top-cosine threshold on the same rows), then decision accuracy, EXECUTE precision (EXECUTEs whose first tool
 is right, rows that need no tool included), coverage (the share of rows a listed tool serves that are EXECUTEd
 with it first), the operating point's figures beside those of the plain MiniLM top-cosine threshold at the same
 coverage (MiniLM reads a Chinese request through its gloss; a tool MiniLM cannot read is ranked by the
@@ -29,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.agent_outcome import AGENT_COLUMNS, agent_outcome, agent_row
 from bench.common import REPO, engine_description, git_rev, keep_results, machine, parse_args, say
 from bench.decision_sets import DECISION_SETS, SetOpener, expected_decision
 
@@ -57,6 +60,9 @@ class Row:
     query: str = ""
     reason: str = ""
     decided_by: str = "model"
+    x: tuple[float, ...] = ()
+    """The decision's features (:data:`toolrag.decision.view.FEATURES`), to re-decide offline with another model."""
+    cand: tuple[tuple[float, ...], ...] = ()
 
     @property
     def right(self) -> bool:
@@ -121,8 +127,15 @@ def run_rows(retriever: Any, rows: Sequence[Any], *, top_k: int = 5, target: flo
                        tuple(result.selected), scores.right if scores else 0.0, scores.ambiguous if scores else 0.0,
                        scores.no_tool if scores else 1.0, result.tokens.selected, result.tokens.candidates,
                        float(result.timing_ms.get("decision", math.nan)), float(minilm), row.query[:120],
-                       result.decision_reason, result.decided_by.value))
+                       result.decision_reason, result.decided_by.value, _features(result),
+                       tuple(tuple(c.values()) for c in result.candidate_features)))
     return out
+
+
+def _features(result: Any) -> tuple[float, ...]:
+    from toolrag.decision.view import FEATURES
+
+    return tuple(float(result.decision_features.get(f, math.nan)) for f in FEATURES)
 
 
 def summarise(rows: Sequence[Row], **extra: Any) -> dict[str, Any]:
@@ -132,6 +145,8 @@ def summarise(rows: Sequence[Row], **extra: Any) -> dict[str, Any]:
     execute = decisions == "EXECUTE"
     wants = np.array([bool(r.gold) for r in rows])
     out: dict[str, Any] = {"n": len(rows), **extra}
+    out["agent"] = agent_outcome([r.selected for r in rows], [r.gold for r in rows], [r.top for r in rows],
+                                 [r.minilm for r in rows])
     out["accuracy"] = float((decisions == expect).mean())
     out["confusion"] = {e: {d: int(((expect == e) & (decisions == d)).sum()) for d in ("EXECUTE", "CLARIFY", "NO_TOOL")}
                         for e in ("EXECUTE", "CLARIFY", "NO_TOOL") if (expect == e).any()}
@@ -201,7 +216,14 @@ def _pct(v: Any) -> str:
 def format_tables(results: dict[str, Any]) -> str:
     """The markdown tables of docs/decisions.md (values in percent)."""
     sets = results["sets"]
-    lines = ["| set | rows | decision accuracy | EXECUTE precision | coverage (served, EXECUTEd right) | MiniLM "
+    lines = ["What the agent gets: a right tool among the injected tools (rows a listed tool serves), nothing "
+             "injected (rows nothing listed serves), tools injected per request; beside always injecting the top "
+             "three, and the MiniLM top-cosine threshold (inject the top three at cosine >= t) at the t that "
+             "reaches the same share:", "",
+             "| set | rows | " + " | ".join(title for _, title in AGENT_COLUMNS) + " |",
+             "|---|---|" + "---|" * len(AGENT_COLUMNS)]
+    lines += [agent_row(name, s["agent"]) for name, s in sets.items()]
+    lines += ["", "| set | rows | decision accuracy | EXECUTE precision | coverage (served, EXECUTEd right) | MiniLM "
              "top-cosine precision at that coverage | NO_TOOL-expected rows not EXECUTEd | CLARIFY recall | "
              "CLARIFY on EXECUTE rows | no-tool AUC | top-1 right | ECE of P(right) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]

@@ -98,7 +98,7 @@ def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
     confidence, decided_tool, positive = [], [], []
     for row in rows:
         result = retriever.search(row.query, settings=cfg)
-        confidence.append(result.confidence)
+        confidence.append(result.top_cosine)
         decided_tool.append(result.decision is not Decision.NO_TOOL)
         positive.append(bool(row.gold))
     y = np.array(positive)

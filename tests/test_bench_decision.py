@@ -16,7 +16,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.decision_episodes import size_draw  # noqa: E402
-from bench.decision_fit import _weights, decide, labels, operating_points  # noqa: E402
+from bench.decision_fit import _weights, clean_points, decide, labels, operating_points  # noqa: E402
 from bench.decisions import Row, precision_at  # noqa: E402
 
 
@@ -54,7 +54,37 @@ def test_operating_points_by_hand() -> None:
     points = dict(operating_points(p, y, np.ones(4)))
     assert points[0.7] == pytest.approx(0.6) and points[0.75] == pytest.approx(0.6)
     assert points[0.8] == pytest.approx(0.8) and points[0.95] == pytest.approx(0.8)
-    assert decide(p, 0.75, 0.5).tolist() == [0, 0, 2, 2]
+    # columns right, ask, none; CLARIFY while P(no tool) < 0.5, never EXECUTE at P(no tool) >= 0.5
+    q = np.array([[0.9, 0.05, 0.05], [0.6, 0.1, 0.3], [0.55, 0.0, 0.45], [0.6, 0.0, 0.5], [0.1, 0.2, 0.7]])
+    assert decide(q, 0.75, 0.5).tolist() == [0, 1, 1, 2, 2]
+    assert decide(q, 0.5, 0.6).tolist() == [0, 0, 0, 1, 2]
+    assert decide(q, 0.5, 0.6, np.array([True, False, False, False, False])).tolist() == [1, 0, 0, 1, 2]
+
+
+def test_clean_points_by_hand() -> None:
+    # four requests nothing serves with P(no tool) 0.2 0.4 0.6 0.8 and one served one: keeping 75% clean needs a
+    # threshold at or below 0.4 (three of four at or above it), 95% at or below 0.2
+    p = np.array([[0, 0, 0.2], [0, 0, 0.4], [0, 0, 0.6], [0, 0, 0.8], [0.9, 0, 0.1]])
+    records = [{"expect": "NO_TOOL"}] * 4 + [{"expect": "EXECUTE"}]
+    points = dict(clean_points(p, records, np.ones(5)))
+    assert points[0.75] == pytest.approx(0.4) and points[0.95] == pytest.approx(0.2)
+    assert points[0.6] == pytest.approx(0.4) and points[0.7] == pytest.approx(0.4)
+
+
+def test_agent_outcome_by_hand() -> None:
+    from bench.agent_outcome import agent_outcome
+
+    injected = [("a",), ("b", "c", "a"), (), ("x",), ()]
+    gold = [("a",), ("a",), ("a",), (), ()]
+    top = [("a", "b", "c"), ("b", "c", "a"), ("b", "a", "c"), ("x", "y", "z"), ("x", "y", "z")]
+    cosine = [0.9, 0.5, 0.7, 0.8, 0.1]
+    m = agent_outcome(injected, gold, top, cosine)
+    assert m["reach"] == pytest.approx(2 / 3) and m["top3_reach"] == pytest.approx(1.0)
+    assert m["reach_ratio"] == pytest.approx(2 / 3) and m["clean"] == pytest.approx(0.5)
+    assert m["injected"] == pytest.approx(5 / 5)
+    # the MiniLM threshold reaching 2/3 of the served rows: the two highest served cosines (0.9, 0.7) and the
+    # no-tool row at 0.8 above them: threshold 0.7 injects rows 0, 2, 3 (3 tools each); one of two no-tool rows clean
+    assert m["base_clean"] == pytest.approx(0.5) and m["base_injected"] == pytest.approx(9 / 5)
 
 
 def test_precision_at_equal_coverage_by_hand() -> None:

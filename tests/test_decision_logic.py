@@ -16,8 +16,8 @@ from toolrag.decision.addresses import has_web_address, stand_in_addresses, take
 from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble, load_model
 from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
-from toolrag.decision.policy import RULES, Facts, decide, name_lookup, named_tools
-from toolrag.decision.slots import open_parameters, open_share
+from toolrag.decision.policy import RULES, Facts, choose, decide, operating_point
+from toolrag.decision.slots import open_parameters
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES, DecisionView
 
 
@@ -37,6 +37,12 @@ def _tool(tool_id: str, description: str = "", **fields: object) -> ToolProfile:
 ])
 def test_an_action_opposite_to_the_tools_is_read(text: str, tool: ToolProfile, expected: int) -> None:
     assert action_match(text, tool) == expected
+
+
+def open_share(schema: dict[str, object], text: str) -> float:
+    """The view's ``open`` feature: the share of required parameters the text leaves open (NaN: none required)."""
+    names, required = open_parameters(schema, text)
+    return len(names) / required if required else math.nan
 
 
 def test_required_parameters_left_open() -> None:
@@ -104,16 +110,18 @@ def test_a_logistic_model_reads_missing_as_the_mean() -> None:
 
 def _constant(p: float, width: int) -> Ensemble:
     """A one-probability head that gives ``p`` to every row (coefficients 0)."""
-    logit = math.log(p / (1 - p)) if 0 < p < 1 else -20.0
+    logit = math.log(p / (1 - p)) if 0 < p < 1 else (-20.0 if p <= 0 else 20.0)
     return Ensemble("logistic", 1, np.array([logit]), {"mean": np.zeros(width), "scale": np.ones(width),
                                                        "coef": np.zeros((1, width))})
 
 
-def _model(right: float, ask: float, none: float, *, also: float = 0.0) -> DecisionModel:
-    """A shipped-format model whose heads give these probabilities to every result."""
-    heads = {name: _constant(p, len(FEATURES)) for name, p in (("right", right), ("ask", ask), ("none", none))}
-    return DecisionModel(heads, _constant(also, len(SELECTION_FEATURES)), ((0.8, 0.5), (0.9, 0.7)), 0.8, 0.3, 0.5,
-                         "test", {})
+def _model(none: float, call: float, *, also: float = 0.0) -> DecisionModel:
+    """A shipped-format model whose heads give these probabilities to every result: P(no tool) ``none`` and
+    P(call | a tool serves it) ``call``. EXECUTE points: 80% at P(right) 0.5, 90% at 0.7; clean points: 80% at
+    P(no tool) 0.4, 90% at 0.6 (the candidates are injected below)."""
+    heads = {"none": _constant(none, len(FEATURES)), "call": _constant(call, len(FEATURES))}
+    return DecisionModel(heads, _constant(also, len(SELECTION_FEATURES)), ((0.8, 0.5), (0.9, 0.7)), 0.8,
+                         ((0.8, 0.4), (0.9, 0.6)), 0.8, 0.5, "test", {})
 
 
 def _view(**features: float) -> DecisionView:
@@ -127,34 +135,87 @@ FACTS = Facts(["create_event", "create_task", "list_events"], ["Create a calenda
               query="schedule a call with Tom at 3pm")
 
 
+@pytest.mark.parametrize(("none", "call"), [(0.0, 0.0), (0.1, 0.7), (0.5, 0.5), (0.93, 0.99), (1.0, 1.0)])
+def test_the_distribution_sums_to_one(none: float, call: float) -> None:
+    p = _model(none, call).probabilities(np.zeros(len(FEATURES)))
+    assert sum(p.values()) == pytest.approx(1.0) and all(0.0 <= v <= 1.0 for v in p.values())
+    assert p["none"] == pytest.approx(none, abs=1e-6) and p["right"] == pytest.approx((1 - none) * call, abs=1e-6)
+
+
 def test_the_policy_follows_the_operating_point() -> None:
-    model = _model(0.6, 0.2, 0.1)
+    model = _model(0.1, 0.7)  # P(right) 0.63, P(ambiguous) 0.27, P(no tool) 0.10
     called = decide(FACTS, _view(), model)
-    assert called.decision is Decision.EXECUTE and called.selected == 1 and called.source is DecisionSource.MODEL
-    assert "P(right) 0.60 >= 0.50" in called.reason
-    surer = decide(FACTS, _view(), model, target=0.9)  # P(right) 0.6 < 0.7: not called; a tool likely fits: asked
-    assert surer.decision is Decision.CLARIFY and "0.60 < 0.70" in surer.reason and "likely fits" in surer.reason
-    refused = decide(FACTS, _view(), _model(0.3, 0.1, 0.6))  # P(no tool) 0.6: no tool likely fits, none asked
-    assert refused.decision is Decision.NO_TOOL and "P(no tool) 0.60 >= 0.50" in refused.reason
-    asked = decide(FACTS, _view(), _model(0.4, 0.35, 0.1))
-    assert asked.decision is Decision.CLARIFY and asked.selected == 2
-    assert asked.clarification == ("Do you want create_event (Create a calendar event.) or create_task "
-                                   "(Create a task.)?")
-    assert asked.scores is not None and asked.scores.ambiguous == pytest.approx(0.35)
+    assert called.decision is Decision.EXECUTE and called.selected == (0,) and called.source is DecisionSource.MODEL
+    assert "P(right) 0.63 >= 0.50" in called.reason and "P(no tool) 0.10 < 0.50" in called.reason
+    surer = decide(FACTS, _view(), model, target=0.9)  # 0.63 < 0.70: not called; a tool likely serves it: asked
+    assert surer.decision is Decision.CLARIFY and "0.63 < 0.70" in surer.reason and "likely serves" in surer.reason
+    assert surer.selected == (0, 1, 2)  # the candidates reach the agent with the question, up to three
+    assert surer.clarification == ("Do you want create_event (Create a calendar event.), create_task (Create a "
+                                   "task.) or list_events?")
+    refused = decide(FACTS, _view(), _model(0.45, 0.3))  # P(no tool) 0.45 >= 0.40: nothing injected
+    assert refused.decision is Decision.NO_TOOL and refused.selected == () and "P(no tool) 0.45 >= 0.40" in refused.reason
+    looser = decide(FACTS, _view(), _model(0.45, 0.3), clean=0.9)  # inject below 0.60 now
+    assert looser.decision is Decision.CLARIFY and looser.selected == (0, 1, 2)
+
+
+def test_never_execute_when_no_tool_is_as_likely() -> None:
+    """P(right) may reach the EXECUTE threshold while P(no tool) >= 0.5 (a low threshold): never a call then."""
+    model = DecisionModel({"none": _constant(0.55, len(FEATURES)), "call": _constant(0.9, len(FEATURES))},
+                          _constant(0.0, len(SELECTION_FEATURES)), ((0.8, 0.3),), 0.8, ((0.8, 0.6),), 0.8, 0.5, "t", {})
+    asked = decide(FACTS, _view(), model)  # P(right) 0.405 >= 0.30, P(no tool) 0.55
+    assert asked.decision is Decision.CLARIFY and "but P(no tool) 0.55 >= 0.50" in asked.reason
+    for none, call in [(0.5, 1.0), (0.7, 1.0), (0.99, 1.0)]:
+        x = DecisionModel({"none": _constant(none, len(FEATURES)), "call": _constant(call, len(FEATURES))},
+                          _constant(0.0, len(SELECTION_FEATURES)), ((0.8, 0.0),), 0.8, ((0.8, 0.9),), 0.8, 0.5, "t", {})
+        assert decide(FACTS, _view(), x).decision is not Decision.EXECUTE
+
+
+def test_a_change_asked_of_a_reader_is_asked_not_called() -> None:
+    """The reason never calls a tool while saying it only reads what the request asks to change."""
+    view = DecisionView(_view().features, np.zeros((2, len(SELECTION_FEATURES))), change_verb="approve")
+    facts = Facts(["view_my_payslip", "get_expense_claim_status"], ["", ""], query="approve this month's payroll")
+    outcome = decide(facts, view, _model(0.05, 0.95))
+    assert outcome.decision is Decision.CLARIFY and not outcome.reason.startswith("calls")
+    assert 'asks for a change ("approve") and view_my_payslip only reads' in outcome.reason
+    assert decide(facts, view, _model(0.9, 0.95)).decision is Decision.NO_TOOL
+
+
+def test_a_stuffed_tool_is_never_injected_nor_named() -> None:
+    stuffed = Facts(FACTS.names, FACTS.summaries, query=FACTS.query, eligible=(False, True, True))
+    outcome = decide(stuffed, _view(), _model(0.05, 0.95))  # the model would call the top tool
+    assert outcome.decision is Decision.CLARIFY and outcome.selected == (1, 2)
+    assert outcome.clarification is not None and "create_event" not in outcome.clarification
+    also = decide(Facts(FACTS.names, FACTS.summaries, query=FACTS.query, eligible=(True, False, True)), _view(),
+                  _model(0.05, 0.95, also=0.9))
+    assert also.decision is Decision.EXECUTE and also.selected == (0, 2)
+    none = decide(Facts(FACTS.names, FACTS.summaries, query=FACTS.query, eligible=(False, False, False)), _view(),
+                  _model(0.05, 0.95))
+    assert none.decision is Decision.NO_TOOL and none.selected == ()
+
+
+def test_choose_is_the_policy_decide_applies() -> None:
+    """One policy: decide() gives what choose() says for every distribution and point (the bench and
+    toolrag tune call choose() on stored distributions)."""
+    for none in (0.05, 0.3, 0.45, 0.55, 0.9):
+        for call in (0.1, 0.5, 0.8, 0.99):
+            for target, clean in ((None, None), (0.9, 0.9)):
+                model = _model(none, call)
+                outcome = decide(FACTS, _view(), model, target=target, clean=clean)
+                assert outcome.scores is not None
+                assert outcome.decision is choose(outcome.scores, operating_point(model, target=target, clean=clean))
 
 
 def test_the_selection_adds_the_tools_likely_needed_too() -> None:
-    both = decide(FACTS, _view(), _model(0.6, 0.2, 0.1, also=0.7))
-    assert both.decision is Decision.EXECUTE and both.selected == 3 and "3 tools injected" in both.reason
+    both = decide(FACTS, _view(), _model(0.1, 0.7, also=0.7))
+    assert both.decision is Decision.EXECUTE and both.selected == (0, 1, 2) and "3 tools injected" in both.reason
 
 
 def test_a_question_names_what_the_request_leaves_open() -> None:
     view = DecisionView(_view().features, np.zeros((0, len(SELECTION_FEATURES))), open_parameters=("date",))
-    asked = decide(Facts(["plan_auction"], ["Plan an auction."], query="plan an auction"), view,
-                   _model(0.2, 0.5, 0.1))
-    assert asked.decision is Decision.CLARIFY and asked.selected == 1
+    asked = decide(Facts(["plan_auction"], ["Plan an auction."], query="plan an auction"), view, _model(0.1, 0.3))
+    assert asked.decision is Decision.CLARIFY and asked.selected == (0,)
     assert asked.clarification == "To use plan_auction I need: date. Could you give it?"
-    chinese = decide(Facts(["plan_auction"], [""], query="我需要计划一个拍卖活动"), view, _model(0.2, 0.5, 0.1))
+    chinese = decide(Facts(["plan_auction"], [""], query="我需要计划一个拍卖活动"), view, _model(0.1, 0.3))
     assert chinese.clarification == "要使用 plan_auction，还需要您提供：date。"
 
 
@@ -164,30 +225,27 @@ def test_a_question_about_one_tools_parameters_injects_that_tool_alone() -> None
     features = _view(lookalike=0.5).features
     view = DecisionView(features, np.zeros((1, len(SELECTION_FEATURES))), open_parameters=("date",))
     asked = decide(Facts(["plan_auction", "list_events"], ["Plan an auction.", ""], query="plan an auction"), view,
-                   _model(0.2, 0.5, 0.1))
-    assert asked.decision is Decision.CLARIFY and asked.selected == 1
+                   _model(0.1, 0.3))
+    assert asked.decision is Decision.CLARIFY and asked.selected == (0,)
     assert asked.clarification == "To use plan_auction I need: date. Could you give it?"
 
 
 def test_a_target_beyond_the_measured_points_says_which_point_it_used() -> None:
-    called = decide(FACTS, _view(), _model(0.8, 0.1, 0.1), target=0.97)  # measured: 80% and 90% only
+    called = decide(FACTS, _view(), _model(0.05, 0.9), target=0.97)  # measured: 80% and 90% only
     assert called.decision is Decision.EXECUTE
-    assert "0.80 >= 0.70 (the operating point for 90% EXECUTE precision, the measured point nearest 97%)" \
-        in called.reason
-    exact = decide(FACTS, _view(), _model(0.8, 0.1, 0.1), target=0.9)
-    assert "(the operating point for 90% EXECUTE precision)" in exact.reason
+    assert "0.85 >= 0.70 (the operating point for 90% EXECUTE precision)" in called.reason
 
 
 def test_the_invariants_come_first() -> None:
-    model = _model(0.9, 0.05, 0.01)
+    model = _model(0.01, 0.95)
     assert [source for source, _, _ in RULES] == [DecisionSource.NO_PERMITTED_TOOL, DecisionSource.NO_MEANINGFUL_TEXT,
                                                   DecisionSource.NAMED_TOOL]
     nothing = decide(Facts([], [], query="book a room"), None, model)
     assert nothing.decision is Decision.NO_TOOL and nothing.source is DecisionSource.NO_PERMITTED_TOOL
     emoji = decide(Facts(["a"], [""], meaningful=False, query="🔥"), _view(), model)
     assert emoji.decision is Decision.NO_TOOL and emoji.source is DecisionSource.NO_MEANINGFUL_TEXT
-    named = decide(Facts(["get_weather", "b"], ["", ""], named=1), _view(), _model(0.01, 0.01, 0.9))
-    assert named.decision is Decision.EXECUTE and named.source is DecisionSource.NAMED_TOOL and named.selected == 1
+    named = decide(Facts(["get_weather", "b"], ["", ""], named=1), _view(), _model(0.9, 0.1))
+    assert named.decision is Decision.EXECUTE and named.source is DecisionSource.NAMED_TOOL and named.selected == (0,)
     assert named.scores is not None and named.scores.no_tool == pytest.approx(0.9)  # the model's view, kept
 
 
@@ -209,7 +267,7 @@ def test_a_model_file_damaged_inside_is_refused_when_loaded(tmp_path: Path, dama
     """A file that is still JSON but whose trees cannot be evaluated is refused by load_model (the decision
     falls back with a note), never loaded to fail in every search."""
     data = json.loads(MODEL_FILE.read_text(encoding="utf-8"))
-    arrays = data["heads"]["right"]["arrays"]
+    arrays = data["heads"]["none"]["arrays"]
     inner = arrays["leaf"].index(False)
     if damage == "no depth":
         del arrays["depth"]
@@ -225,11 +283,12 @@ def test_a_model_file_damaged_inside_is_refused_when_loaded(tmp_path: Path, dama
 
 
 def test_the_model_file_round_trips() -> None:
-    model = _model(0.6, 0.2, 0.1)
+    model = _model(0.1, 0.7)
     again = DecisionModel.from_json(model.to_json())
     assert again.probabilities(np.zeros(len(FEATURES))) == pytest.approx(model.probabilities(np.zeros(len(FEATURES))))
     assert again.execute_threshold(0.85) == 0.7 and again.execute_threshold(0.8) == 0.5
     assert again.execute_threshold(0.99) == 0.7  # beyond every measured target: the highest threshold
+    assert again.clean_point(0.85) == (0.9, 0.6) and again.clean_point(0.99) == (0.9, 0.6)
     data = json.loads(model.to_json())
     data["features"] = data["features"][:-1]
     with pytest.raises(ValueError, match="rebuild it"):
@@ -237,6 +296,8 @@ def test_the_model_file_round_trips() -> None:
 
 
 def test_named_tools() -> None:
+    from toolrag.search.named import name_lookup, named_tools
+
     lookup = name_lookup([("get_weather_forecast", "get_weather_forecast", "weather.forecast"),
                           ("search", "search", "search"), ("send_mail", "send_mail", "a.send_mail"),
                           ("send_mail", "send_mail_2", "b.send_mail")])

@@ -110,6 +110,11 @@ class Settings:
     """The decision's operating point: EXECUTE only where the decision model's P(right) reaches the threshold
     that gave this EXECUTE precision on held-out sources (0.5-0.99; ``None``: the model's default, see
     docs/decisions.md). Higher: fewer, surer calls, more questions and answers without a tool."""
+    clean_target: float | None = None
+    """The decision's other operating point: the share of requests no listed tool serves that get no tool
+    injected, as measured on held-out sources (0.5-0.99; ``None``: the model's default). Below the P(no tool)
+    threshold it gives, a request the model would not call gets the candidates and a question (CLARIFY) rather
+    than nothing. Higher: fewer stray tools, more requests a tool serves answered without one."""
     rrf_k: int = 60
     history_weight: float = 0.35
     """Share of the query vector taken by earlier user turns (conversation-aware search)."""
@@ -137,6 +142,8 @@ class Settings:
             raise SettingsError(f"rerank is {self.rerank!r}; use true or false")
         if self.precision_target is not None:
             _check_number("precision_target", self.precision_target, 0.5, 0.99)
+        if self.clean_target is not None:
+            _check_number("clean_target", self.clean_target, 0.5, 0.99)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields changed (``None`` is a value: it turns an optional model off or

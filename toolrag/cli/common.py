@@ -70,6 +70,10 @@ def query_options() -> argparse.ArgumentParser:
     opts.add_argument("--precision-target", type=float, metavar="P",
                       help="the decision's operating point: EXECUTE only where this share of calls was right on "
                            "held-out sources (0.5-0.99; default: the decision model's; higher: fewer, surer calls)")
+    opts.add_argument("--clean-target", type=float, metavar="C",
+                      help="the decision's other operating point: inject nothing for this share of requests no tool "
+                           "served on held-out sources; below it a request gets the candidates and a question "
+                           "(0.5-0.99; default: the decision model's; higher: fewer stray tools)")
     opts.add_argument("--json", action="store_true", help="print JSON")
     return opts
 
@@ -94,6 +98,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         "normalization": getattr(args, "normalization", None),
         "weights": weights or None,
         "precision_target": getattr(args, "precision_target", None),
+        "clean_target": getattr(args, "clean_target", None),
         "rerank": True if getattr(args, "rerank", False) else None,
     }
     return base.with_overrides(**{name: value for name, value in flags.items() if value is not None})

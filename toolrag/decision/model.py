@@ -1,13 +1,15 @@
 """The decision model: one model learned across many catalogs, shipped as package data (``model.json``).
 
 Trained by ``python -m bench.decision_train`` on decision episodes built from the public training sets and
-validated leave-one-source-out (docs/decisions.md): one head per question, each gradient-boosted trees (or a
-logistic model, whichever won there) over :data:`toolrag.decision.view.FEATURES`, monotone where the answer must
-be (a request that stands out more for the top tool never lowers P(right)): P(the top tool serves the request
-and can be called), P(a tool fits but the call is open: ask), P(no listed tool serves it); a small selection
-model gives each lower candidate's P(also needed). The file also holds the operating points measured on held-out
-sources (the P(right) threshold of each EXECUTE precision target) and its own version: nothing is fitted per
-catalog.
+validated leave-one-source-out (docs/decisions.md): two heads, each gradient-boosted trees (or a logistic model,
+whichever won there) over :data:`toolrag.decision.view.FEATURES`, monotone where the answer must be (a request
+that stands out more for the top tool never lowers P(call)): ``none``, P(no listed tool serves the request), and
+``call``, P(the top tool serves it and can be called | a listed tool serves it). They compose one distribution
+over what an agent can do, which sums to one: P(right) = (1 - P(none)) P(call), P(ambiguous) = (1 - P(none))
+(1 - P(call)) (a tool fits, but which one or what to pass is open: ask), P(no tool). A small selection model
+gives each lower candidate's P(also needed). The file also holds the operating points measured on held-out sources
+(the P(right) threshold of each EXECUTE precision target, the P(no tool) threshold of each share of requests
+nothing serves kept clean) and its own version: nothing is fitted per catalog.
 
 Evaluated with numpy alone (every tree walked at once, a level per step: about 0.1 ms); no scikit-learn at run
 time. A missing or damaged file is reported by :func:`load_model` and the decision falls back
@@ -31,8 +33,8 @@ from toolrag.decision.view import FEATURES, SELECTION_FEATURES
 __all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "shipped_model"]
 
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
-#: The heads of the model: P(right), P(ask), P(no tool).
-HEADS = ("right", "ask", "none")
+#: The heads of the model: P(no tool), P(call | a listed tool serves the request).
+HEADS = ("none", "call")
 
 
 @dataclass(frozen=True)
@@ -119,8 +121,10 @@ class DecisionModel:
     points: tuple[tuple[float, float], ...]
     """(EXECUTE precision target, P(right) threshold that reached it on held-out sources), by target."""
     default_target: float
-    ask_threshold: float
-    """CLARIFY when P(ambiguous) reaches this and EXECUTE did not hold."""
+    clean_points: tuple[tuple[float, float], ...]
+    """(share of requests nothing serves that get no tool injected, the P(no tool) threshold that kept that share
+    clean on held-out sources), by target: the candidates are injected (CLARIFY) below the threshold."""
+    default_clean: float
     select_threshold: float
     version: str
     trained: Mapping[str, Any]
@@ -138,9 +142,21 @@ class DecisionModel:
         """The P(right) threshold of :meth:`operating_point` for ``target``."""
         return self.operating_point(target)[1]
 
+    def clean_point(self, target: float) -> tuple[float, float]:
+        """(measured share, its P(no tool) threshold) keeping a share ``target`` (0-1) of the requests nothing
+        serves clean: the smallest measured share at or above it, the highest for a target beyond all."""
+        for measured, threshold in self.clean_points:
+            if measured >= target - 1e-9:
+                return measured, threshold
+        return self.clean_points[-1]
+
     def probabilities(self, features: np.ndarray) -> dict[str, float]:
-        """P of each of :data:`HEADS` for one :data:`FEATURES` vector."""
-        return {name: float(head.probabilities(features)[0]) for name, head in self.heads.items()}
+        """The distribution over what to do for one :data:`FEATURES` vector, summing to one: ``right`` (call the
+        top tool), ``ask`` (a tool fits, the call is open), ``none`` (no listed tool serves the request)."""
+        x = np.asarray(features, dtype=np.float64)
+        none = float(self.heads["none"].probabilities(x)[0])
+        call = float(self.heads["call"].probabilities(x)[0])
+        return {"right": (1.0 - none) * call, "ask": (1.0 - none) * (1.0 - call), "none": none}
 
     def also_needed(self, rows: np.ndarray) -> list[float]:
         """P(also needed) of each lower candidate (rows of :data:`SELECTION_FEATURES`)."""
@@ -152,14 +168,15 @@ class DecisionModel:
         if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
             raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
         points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
+        clean = tuple(sorted((float(t), float(v)) for t, v in data["clean_points"]))
         heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
         if any(head.outputs != 1 for head in heads.values()):
             raise ValueError("each head must give one probability")
-        if not points:
+        if not points or not clean:
             raise ValueError("it has no operating points")
         model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
-                    float(data["default_target"]), float(data["ask_threshold"]), float(data["select_threshold"]),
-                    str(data["version"]), dict(data.get("trained", {})))
+                    float(data["default_target"]), clean, float(data["default_clean"]),
+                    float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})))
         # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
         # here, where the decision can fall back, not in every search
         probabilities = model.probabilities(np.zeros(len(FEATURES)))
@@ -173,7 +190,8 @@ class DecisionModel:
                            "selection_features": list(SELECTION_FEATURES),
                            "heads": {name: head.to_json() for name, head in self.heads.items()},
                            "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
-                           "default_target": self.default_target, "ask_threshold": self.ask_threshold,
+                           "default_target": self.default_target, "clean_points": [list(p) for p in self.clean_points],
+                           "default_clean": self.default_clean,
                            "select_threshold": self.select_threshold, "trained": dict(self.trained)},
                           separators=(",", ":"))
 

@@ -42,10 +42,10 @@ class DecisionSource(str, Enum):
 
 @dataclass(frozen=True)
 class DecisionScores:
-    """The decision model's probabilities for one result (one model learned across many catalogs,
-    docs/decisions.md). ``right``: the top tool serves the request and the request says enough to call it;
-    ``ambiguous``: a tool fits but the call is open (the top two contend, or the request lacks what the tool
-    needs); ``no_tool``: no listed tool serves the request."""
+    """The decision model's distribution for one result (one model learned across many catalogs,
+    docs/decisions.md); the three sum to one. ``right``: the top tool serves the request and the request says
+    enough to call it; ``ambiguous``: a listed tool serves it but the call is open (which of the candidates, or
+    what the request leaves out); ``no_tool``: no listed tool serves the request."""
 
     right: float
     ambiguous: float
@@ -58,12 +58,12 @@ class DecisionScores:
 
 @dataclass(frozen=True)
 class DecisionOutcome:
-    """The decision of one search: what to do, the question to ask (CLARIFY), why, the model's scores, how many
-    of the first candidates to inject, and what decided."""
+    """The decision of one search: what to do, the question to ask (CLARIFY), why, the model's scores, the
+    positions of the candidates to inject (best first), and what decided."""
 
     decision: Decision
     clarification: str | None
     reason: str = ""
     scores: DecisionScores | None = None
-    selected: int = 0
+    selected: tuple[int, ...] = ()
     source: DecisionSource = DecisionSource.MODEL

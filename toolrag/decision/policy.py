@@ -1,18 +1,22 @@
-"""The policy: the decision model's probabilities against an operating point, after a few invariants.
+"""The policy: the decision model's distribution against an operating point, after a few invariants.
 
 Invariants first (:data:`RULES`: source -> predicate -> reason), because no number should override them: no tool
 is visible to the caller; the request holds no letters or digits and no image; the request names a visible tool
-exactly (it is called). Then the model (:mod:`toolrag.decision.model`):
+exactly (it is called). Then the model (:mod:`toolrag.decision.model`: one distribution over call / ask / no tool
+that sums to one) through :func:`choose`, the one policy serving, ``toolrag tune`` and the benchmarks apply:
 
-- EXECUTE when P(right) reaches the threshold of the EXECUTE precision target (``Settings.precision_target``,
-  default the model's; each target's threshold was measured on held-out sources, docs/decisions.md);
-- else CLARIFY when a tool likely fits (P(no tool) < :data:`FITS`) or P(ambiguous) reaches the model's ask
-  threshold: the top two contend, or the request leaves open what the tool needs (the question then names the
-  missing parameters); an agent asks rather than calls a tool it is unsure of, or answers as if none fitted;
+- EXECUTE when P(right) reaches the threshold of the EXECUTE precision target (``Settings.precision_target``)
+  and P(no tool) stays below :data:`NO_TOOL_AT`, unless the request asks for a change of a tool that only reads
+  (the call could not do what was asked: the agent asks instead);
+- else CLARIFY when a listed tool likely serves the request: P(no tool) below the threshold of the clean target
+  (``Settings.clean_target``: the share of requests nothing serves that get no tool injected, measured on
+  held-out sources). The agent gets the candidates (up to :data:`ASK_TOOLS`) and the question, not nothing;
 - else NO_TOOL.
 
-The reason quotes the numbers that decided. Without a usable model file the top tool's standing against
-requests that need no tool decides (``fallback``), and the reason says so.
+What is injected (``selected``, positions among the candidates) never holds a tool the catalog lint flags as
+keyword-stuffed (:attr:`Facts.eligible`), nor does a question name one. The reason quotes the numbers that
+decided. Without a usable model file the top tool's standing against requests that need no tool decides
+(``fallback``), and the reason says so.
 """
 
 from __future__ import annotations
@@ -20,29 +24,31 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from toolrag.decision.model import DecisionModel
 from toolrag.decision.outcome import Decision, DecisionOutcome, DecisionScores, DecisionSource
 from toolrag.decision.view import FEATURES, LOOKALIKE, DecisionView
 from toolrag.text import has_cjk
 
-__all__ = ["FALLBACK_Z", "FITS", "RULES", "Facts", "decide", "name_lookup", "named_tools"]
+__all__ = ["ASK_TOOLS", "FALLBACK_Z", "NO_TOOL_AT", "RULES", "Facts", "OperatingPoint", "choose", "decide",
+           "operating_point"]
 
-#: Below this P(no tool) a tool likely fits: a request the model would not call on is asked about, not refused.
-FITS = 0.5
+#: EXECUTE never holds at or above this P(no tool): a call must be more likely served than not.
+NO_TOOL_AT = 0.5
+#: A question injects at most this many candidates (an agent picks among them with the user's answer).
+ASK_TOOLS = 3
 #: Without a model, the top tool is called when the request stands out this far (z) from requests that need no
 #: tool (the English model's z when it read the request, else the multilingual one's).
 FALLBACK_Z = 2.0
-_IDENT = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
-_NAME_LIKE = re.compile(r"[_.\-/:@]|\d|[a-z][A-Z]")
 
 
 @dataclass(frozen=True)
 class Facts:
     """What the policy reads besides the view: the candidates' names and summaries (best first), how many the
-    request names exactly, whether it holds meaningful text or an image, and the request (for the language of
-    the question)."""
+    request names exactly, whether it holds meaningful text or an image, the request (for the language of the
+    question), and which candidates may be injected (``eligible``: not flagged as keyword-stuffed; all when
+    empty)."""
 
     names: Sequence[str]
     summaries: Sequence[str]
@@ -50,6 +56,46 @@ class Facts:
     meaningful: bool = True
     image: bool = False
     query: str = ""
+    eligible: Sequence[bool] = field(default_factory=tuple)
+
+    def may_inject(self, position: int) -> bool:
+        return not self.eligible or bool(self.eligible[position])
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """The two thresholds of a decision: EXECUTE at P(right) >= ``execute_at`` (measured for ``precision``
+    EXECUTE precision), inject the candidates at P(no tool) < ``inject_below`` (measured to keep ``clean`` of the
+    requests nothing serves clean)."""
+
+    execute_at: float
+    inject_below: float
+    precision: float
+    clean: float
+
+
+def operating_point(model: DecisionModel, *, target: float | None = None,
+                    clean: float | None = None) -> OperatingPoint:
+    """The thresholds serving an EXECUTE precision ``target`` and a clean share ``clean`` (0-1; ``None``: the
+    model's defaults), each the nearest measured point at or above it."""
+    precision, execute_at = model.operating_point(model.default_target if target is None else target)
+    kept, inject_below = model.clean_point(model.default_clean if clean is None else clean)
+    return OperatingPoint(execute_at, inject_below, precision, kept)
+
+
+def choose(scores: DecisionScores, point: OperatingPoint, *, change_reader: bool = False, top_eligible: bool = True,
+           offer: bool = True) -> Decision:
+    """The one policy over the model's distribution (serving, ``toolrag tune`` and the benchmarks use it): EXECUTE
+    at P(right) >= the point's threshold with P(no tool) < :data:`NO_TOOL_AT`, unless the request asks a change of
+    a tool that only reads (``change_reader``) or the top tool may not be injected (``top_eligible``: not flagged
+    as keyword-stuffed); else CLARIFY while a listed tool likely serves the request (P(no tool) below the point's
+    threshold) and some candidate may be offered (``offer``); else NO_TOOL."""
+    if (scores.right >= point.execute_at and scores.no_tool < NO_TOOL_AT and not change_reader
+            and top_eligible):
+        return Decision.EXECUTE
+    if scores.no_tool < point.inject_below and offer:
+        return Decision.CLARIFY
+    return Decision.NO_TOOL
 
 
 #: The invariants, in order: (source, predicate, reason). The first that holds decides.
@@ -63,50 +109,71 @@ RULES: tuple[tuple[DecisionSource, Callable[[Facts], bool], Callable[[Facts], st
 
 
 def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None, *, target: float | None = None,
-           note: str = "") -> DecisionOutcome:
+           clean: float | None = None, note: str = "") -> DecisionOutcome:
     """The decision for one result: :data:`RULES`, then the model at the operating point of ``target`` (EXECUTE
-    precision, 0-1; ``None``: the model's default). ``note``: why the model is missing (a fallback says so)."""
+    precision, 0-1) and ``clean`` (the share of requests nothing serves kept clean, 0-1; ``None``: the model's
+    defaults). ``note``: why the model is missing (a fallback says so)."""
     for source, holds, reason in RULES:
         if holds(facts):
             if source is DecisionSource.NAMED_TOOL:
-                return DecisionOutcome(Decision.EXECUTE, None, reason(facts), _scores(view, model), facts.named,
-                                       source)
+                return DecisionOutcome(Decision.EXECUTE, None, reason(facts), _scores(view, model),
+                                       tuple(range(facts.named)), source)
             return DecisionOutcome(Decision.NO_TOOL, None, reason(facts), _scores(view, model), source=source)
-    assert view is not None
+    if view is None:  # candidates exist whenever a tool is visible (the retriever builds the view then)
+        return DecisionOutcome(Decision.NO_TOOL, None, "no tool: nothing was ranked", None)
     if model is None:
         return _fallback(facts, view, note)
     p = model.probabilities(view.features)
     scores = DecisionScores(p["right"], p["ask"], p["none"])
-    goal = model.default_target if target is None else target
-    measured, execute_at = model.operating_point(goal)
-    point = f"{100 * measured:.0f}% EXECUTE precision" + (
-        "" if abs(measured - goal) < 1e-9 else f", the measured point nearest {100 * goal:.0f}%")
+    point = operating_point(model, target=target, clean=clean)
     names = facts.names
-    notes = _notes(view, names[0])
-    if p["right"] >= execute_at:
-        selected = 1
-        for q in model.also_needed(view.candidates[: len(names) - 1]):
+    top_ok = facts.may_inject(0)
+    offered = _offered(facts, view)
+    decision = choose(scores, point, change_reader=bool(view.change_verb), top_eligible=top_ok, offer=bool(offered))
+    numbers = (f"P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, P(no tool) "
+               f"{scores.no_tool:.2f}")
+    precision = f"the operating point for {100 * point.precision:.0f}% EXECUTE precision"
+    kept = f"the point keeping {100 * point.clean:.0f}% of requests nothing serves clean"
+    if decision is Decision.EXECUTE:
+        selected = [0]
+        for at, q in enumerate(model.also_needed(view.candidates[: len(names) - 1]), start=1):
             if q < model.select_threshold:
                 break
-            selected += 1
-        more = f"; {selected} tools injected (the next ones are likely needed too)" if selected > 1 else ""
+            if facts.may_inject(at):
+                selected.append(at)
+        more = f"; {len(selected)} tools injected (the next ones are likely needed too)" if len(selected) > 1 else ""
         return DecisionOutcome(Decision.EXECUTE, None,
-                               f"calls {names[0]}: P(right) {p['right']:.2f} >= {execute_at:.2f} (the operating point "
-                               f"for {point}); P(ambiguous) {p['ask']:.2f}, P(no tool) "
-                               f"{p['none']:.2f}{more}{notes}", scores, selected)
-    if p["ask"] >= model.ask_threshold or p["none"] < FITS:
-        question, about = _question(facts, view)
-        why = (f"P(ambiguous) {p['ask']:.2f} >= {model.ask_threshold:.2f}" if p["ask"] >= model.ask_threshold
-               else f"a tool likely fits (P(no tool) {p['none']:.2f} < {FITS:.2f})")
-        return DecisionOutcome(Decision.CLARIFY, question,
-                               f"asks: {why} and P(right) {p['right']:.2f} < {execute_at:.2f}; {about}{notes}", scores,
-                               1 if _asks_for_parameters(facts, view) else min(2, len(names)))
+                               f"calls {names[0]}: P(right) {scores.right:.2f} >= {point.execute_at:.2f} ({precision}) "
+                               f"and P(no tool) {scores.no_tool:.2f} < {NO_TOOL_AT:.2f}; P(ambiguous) "
+                               f"{scores.ambiguous:.2f}{more}{_notes(view, names[0])}", scores, tuple(selected))
+    if decision is Decision.CLARIFY:
+        question, about = _question(facts, view, offered)
+        if not top_ok:
+            why = f"{names[0]} ranks first but its description is flagged as keyword stuffing (never injected)"
+        elif view.change_verb and scores.right >= point.execute_at:
+            why = f'the request asks for a change ("{view.change_verb}") and {names[0]} only reads, so it is not called'
+        elif scores.right >= point.execute_at:
+            why = (f"P(right) {scores.right:.2f} reaches {point.execute_at:.2f} but P(no tool) {scores.no_tool:.2f} "
+                   f">= {NO_TOOL_AT:.2f}")
+        else:
+            why = (f"a listed tool likely serves the request (P(no tool) {scores.no_tool:.2f} < "
+                   f"{point.inject_below:.2f}, {kept}) but P(right) {scores.right:.2f} < {point.execute_at:.2f} "
+                   f"({precision})")
+        return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {about}; {numbers}", scores, offered)
     reads = f'; the request asks for a change ("{view.change_verb}") and {names[0]} only reads' \
         if view.change_verb else ""
+    best = f"the best visible match is {names[0]}" if top_ok else "no candidate may be injected"
     return DecisionOutcome(Decision.NO_TOOL, None,
-                           f"no tool: P(no tool) {p['none']:.2f} >= {FITS:.2f}, P(right) {p['right']:.2f} < "
-                           f"{execute_at:.2f} and P(ambiguous) {p['ask']:.2f} < {model.ask_threshold:.2f}; the best "
-                           f"visible match is {names[0]}{reads}", scores)
+                           f"no tool: P(no tool) {scores.no_tool:.2f} >= {point.inject_below:.2f} ({kept}) and "
+                           f"P(right) {scores.right:.2f} < {point.execute_at:.2f}; {best}{reads}", scores)
+
+
+def _offered(facts: Facts, view: DecisionView) -> tuple[int, ...]:
+    """The candidates a question injects: the top tool alone when it asks for its missing parameters, else up to
+    :data:`ASK_TOOLS` of the first candidates that may be injected."""
+    if facts.may_inject(0) and _asks_for_parameters(facts, view):
+        return (0,)
+    return tuple(i for i in range(len(facts.names)) if facts.may_inject(i))[:ASK_TOOLS]
 
 
 def _scores(view: DecisionView | None, model: DecisionModel | None) -> DecisionScores | None:
@@ -133,30 +200,31 @@ def _asks_for_parameters(facts: Facts, view: DecisionView) -> bool:
         len(facts.names) < 2 or not view.features[FEATURES.index("lookalike")] >= LOOKALIKE)
 
 
-def _question(facts: Facts, view: DecisionView) -> tuple[str, str]:
-    """The clarification question and, for the reason, what it is about."""
+def _question(facts: Facts, view: DecisionView, offered: Sequence[int]) -> tuple[str, str]:
+    """The clarification question about the ``offered`` candidates and, for the reason, what it is about."""
     names, summaries, chinese = facts.names, facts.summaries, has_cjk(facts.query)
-    if _asks_for_parameters(facts, view):
+    first = names[offered[0]]
+    if offered == (0,) and _asks_for_parameters(facts, view):
         missing = ", ".join(view.open_parameters)
         if chinese:
-            return f"要使用 {names[0]}，还需要您提供：{missing}。", f"the request leaves open {missing} of {names[0]}"
+            return f"要使用 {first}，还需要您提供：{missing}。", f"the request leaves open {missing} of {first}"
         them = "it" if len(view.open_parameters) == 1 else "them"
-        return (f"To use {names[0]} I need: {missing}. Could you give {them}?",
-                f"the request leaves open {missing} of {names[0]}")
-    if len(names) < 2:
-        what = f"{names[0]} ({_short(summaries[0])})" if summaries[0] else names[0]
+        return (f"To use {first} I need: {missing}. Could you give {them}?",
+                f"the request leaves open {missing} of {first}")
+    shown = [f"{names[i]} ({_short(summaries[i])})" if summaries[i] else names[i] for i in offered]
+    if len(shown) < 2:
         if chinese:
-            return f"您是想用 {what} 吗？能再具体说说吗？", f"{names[0]} may fit but the request says too little"
-        return f"Do you want {what}? Could you say more?", f"{names[0]} may fit but the request says too little"
-    a, b = (f"{n} ({_short(s)})" if s else n for n, s in zip(names[:2], summaries[:2], strict=True))
+            return f"您是想用 {shown[0]} 吗？能再具体说说吗？", f"{first} may fit but the request says too little"
+        return f"Do you want {shown[0]}? Could you say more?", f"{first} may fit but the request says too little"
+    listed_en = ", ".join(shown[:-1]) + f" or {shown[-1]}"
+    listed_zh = "、".join(shown[:-1]) + f"，还是 {shown[-1]}"
     if view.vague:
+        about = f'the request leaves open what it is about ("{view.vague}")'
         if chinese:
-            return f"能具体说说您想做什么吗？最接近的工具是 {a} 和 {b}。", \
-                f'the request leaves open what it is about ("{view.vague}")'
-        return (f'Could you say more about what you need ("{view.vague}")? The closest tools are {a} and {b}.',
-                f'the request leaves open what it is about ("{view.vague}")')
-    about = f"{names[0]} and {names[1]} both fit"
-    return (f"您是想用 {a}，还是 {b}？" if chinese else f"Do you want {a} or {b}?"), about
+            return f"能具体说说您想做什么吗？最接近的工具是 {'、'.join(shown)}。", about
+        return f'Could you say more about what you need ("{view.vague}")? The closest tools are {listed_en}.', about
+    about = f"{', '.join(names[i] for i in offered)} may each fit"
+    return (f"您是想用 {listed_zh}？" if chinese else f"Do you want {listed_en}?"), about
 
 
 def _fallback(facts: Facts, view: DecisionView, note: str) -> DecisionOutcome:
@@ -166,7 +234,7 @@ def _fallback(facts: Facts, view: DecisionView, note: str) -> DecisionOutcome:
     why = note or "no decision model"
     if (math.isfinite(z) and z >= FALLBACK_Z) or (not facts.meaningful and facts.image):
         return DecisionOutcome(Decision.EXECUTE, None, f"calls {facts.names[0]}: the request stands out for it from "
-                               f"requests that need no tool (z {z:.2f} >= {FALLBACK_Z:.2f}); {why}", None, 1,
+                               f"requests that need no tool (z {z:.2f} >= {FALLBACK_Z:.2f}); {why}", None, (0,),
                                DecisionSource.FALLBACK)
     return DecisionOutcome(Decision.NO_TOOL, None, f"no tool: the request comes no closer to {facts.names[0]} than "
                            f"requests that need no tool (z {z:.2f} < {FALLBACK_Z:.2f}); {why}", None,
@@ -176,37 +244,3 @@ def _fallback(facts: Facts, view: DecisionView, note: str) -> DecisionOutcome:
 def _short(text: str, limit: int = 60) -> str:
     first = re.split(r"(?<=[.。!！?？;；])\s*", text.strip(), maxsplit=1)[0]
     return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
-
-
-def name_lookup(names_and_ids: Sequence[tuple[str, ...]]) -> dict[str, int]:
-    """Lower-cased identifier-like names and ids -> row, from each row's names (original name, function name,
-    id). Only names that look like identifiers count (with ``_ . - / : @``, a digit or an inner capital, 4+
-    characters): a tool named "search" or "Now" must not be "named" by every request that uses the word. A name
-    two tools share is dropped (it names neither)."""
-    out: dict[str, int] = {}
-    clash: set[str] = set()
-    for row, names in enumerate(names_and_ids):
-        for value in dict.fromkeys(names):
-            if len(value) < 4 or not _NAME_LIKE.search(value) or not _IDENT.fullmatch(value):
-                continue
-            key = value.lower()
-            if key in out and out[key] != row:
-                clash.add(key)
-            out[key] = row
-    for key in clash:
-        out.pop(key, None)
-    return out
-
-
-def named_tools(query: str, lookup: dict[str, int]) -> list[int]:
-    """Rows of the tools whose exact name or id appears in ``query``, in order of appearance, distinct.
-
-    ``lookup`` maps a lower-cased name or id to its row (see :func:`name_lookup`). A span counts when it is a
-    whole identifier-like token of the request ("use get_weather_forecast for Paris"), compared without case.
-    """
-    rows: list[int] = []
-    for match in _IDENT.finditer(query):
-        row = lookup.get(match.group(0).lower())
-        if row is not None and row not in rows:
-            rows.append(row)
-    return rows

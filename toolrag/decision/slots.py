@@ -16,7 +16,7 @@ from typing import Any
 
 from toolrag.decision.addresses import has_web_address
 
-__all__ = ["open_parameters", "open_share", "required_parameters"]
+__all__ = ["open_parameters", "required_parameters"]
 
 _DATE = re.compile(
     r"\d{1,4}[-/.]\d{1,2}(?:[-/.]\d{1,4})?|\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b|\b(?:today|tomorrow|"
@@ -96,11 +96,3 @@ def open_parameters(parameters: Mapping[str, Any], text: str) -> tuple[tuple[str
     content_words = len(_WORDS.findall(text))
     return tuple(name for name, schema in required
                  if not _given(_kind(name, schema), schema, text, content_words)), len(required)
-
-
-def open_share(parameters: Mapping[str, Any], text: str) -> float:
-    """Share of a tool's required parameters for which ``text`` holds no value of their kind (NaN when the tool
-    requires none). Example: required ``date`` (a date) and ``city`` (text); "weather in Paris please" -> the
-    date is open: 0.5."""
-    names, required = open_parameters(parameters, text)
-    return len(names) / required if required else float("nan")

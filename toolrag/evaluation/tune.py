@@ -25,8 +25,11 @@ from typing import Any
 import numpy as np
 import yaml
 
+from toolrag.catalog.profile import Catalog
+from toolrag.decision.decider import may_inject
 from toolrag.decision.model import DecisionModel
 from toolrag.decision.outcome import Decision, DecisionSource
+from toolrag.decision.policy import choose, operating_point
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import metric as parse_metric
@@ -37,7 +40,8 @@ from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import TEXT_SIGNALS, Settings
 from toolrag.signals import ModelRole
 
-__all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_target", "save_settings",
+__all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_target", "decision_at",
+           "save_settings",
            "simplex_grid", "tune_weights"]
 
 log = logging.getLogger(__name__)
@@ -240,10 +244,9 @@ def calibrate_target(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base
     rows that need one: a catalog's own rows adjust only the operating point of the shipped decision model,
     never the model.
 
-    Each row is searched once with ``base``; under a target t a row the model decided gets EXECUTE when its
-    P(right) reaches t's threshold, else CLARIFY when P(ambiguous) reaches the model's ask threshold, else
-    NO_TOOL (what a search with t decides, :mod:`toolrag.decision.policy`); a row an invariant decided keeps its
-    decision. A row is right when that is its expected decision (EXECUTE: with a gold tool first). The
+    Each row is searched once with ``base``; under a target t a row the model decided gets what a search with t
+    decides (:func:`decision_at`: the one policy, :func:`toolrag.decision.policy.choose`); a row an invariant
+    decided keeps its decision. A row is right when that is its expected decision (EXECUTE: with a gold tool first). The
     targets tried are those the model measured on held-out sources; the most accurate (ties: the nearest to
     the current one) replaces the current target only when its mean per-row gain exceeds ``z`` x its standard
     error, the guard against fitting a handful of rows.
@@ -267,7 +270,8 @@ def calibrate_target(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base
     results = [evaluator.run_row(retriever, row, settings=base) for row in used]
     current = base.precision_target if base.precision_target is not None else model.default_target
     targets = sorted({current, *(t for t, _ in model.points)})
-    decided = np.array([[_decision_at(model, r, t) for r in results] for t in targets], dtype=object)
+    decided = np.array([[decision_at(model, r, retriever.catalog, target=t, clean=base.clean_target)
+                         for r in results] for t in targets], dtype=object)
     expect = np.array(expected, dtype=object)
     first_right = np.array([bool(r.ids) and r.ids[0] in set(row.gold) for r, row in zip(results, used, strict=True)])
     right = (decided == expect[None, :]) & ((decided != Decision.EXECUTE) | first_right[None, :])
@@ -288,10 +292,13 @@ def calibrate_target(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base
                            n_tool=int((~needs_none).sum()), n_no_tool=int(needs_none.sum()), curve=curve)
 
 
-def _decision_at(model: DecisionModel, result: SearchResult, target: float) -> Decision:
-    """The decision a search with ``precision_target`` = ``target`` gives ``result`` (searched at another one)."""
-    if result.decided_by is not DecisionSource.MODEL or result.scores is None:
+def decision_at(model: DecisionModel, result: SearchResult, catalog: Catalog, *, target: float | None,
+                clean: float | None) -> Decision:
+    """The decision a search at the operating point ``target`` / ``clean`` (None: the model's) gives ``result``
+    (searched at another one): :func:`toolrag.decision.policy.choose`, the policy the search applies."""
+    if result.decided_by is not DecisionSource.MODEL or result.scores is None or not result.ids:
         return result.decision
-    if result.scores.right >= model.execute_threshold(target):
-        return Decision.EXECUTE
-    return Decision.CLARIFY if result.scores.ambiguous >= model.ask_threshold else Decision.NO_TOOL
+    eligible = [may_inject(tool) for tool_id in result.ids if (tool := catalog.get(tool_id)) is not None]
+    return choose(result.scores, operating_point(model, target=target, clean=clean),
+                  change_reader=result.decision_features.get("change_reader", 0.0) > 0,
+                  top_eligible=bool(eligible and eligible[0]), offer=any(eligible))

@@ -1,4 +1,4 @@
-"""The last steps of a search: the absolute confidence of the top candidates, and the ``SearchResult`` built
+"""The last steps of a search: the best raw cosine of the top candidates, and the ``SearchResult`` built
 from the ranked candidates and the decision (the tools to inject, their prompt block and the token report)."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from toolrag.search.request import visible_successor
 from toolrag.search.results import Candidate, SearchResult, TokenReport
 from toolrag.search.scoring import RawScores
 
-__all__ = ["VISUAL_MATCH", "ResultParts", "assemble_result", "top_confidence"]
+__all__ = ["VISUAL_MATCH", "ResultParts", "assemble_result", "top_cosine"]
 
 #: An example image this similar to the query image vouches for its tool even without text evidence.
 VISUAL_MATCH = 0.85
 
 
-def top_confidence(scores: RawScores, order: np.ndarray) -> float:
+def top_cosine(scores: RawScores, order: np.ndarray) -> float:
     """Best raw cosine in the multilingual space among the top candidates (positions ``order`` into the scored
     rows): an absolute measure, 1.0 when an example image of one of them is at least ``VISUAL_MATCH`` alike."""
     best = -1.0
@@ -48,7 +48,7 @@ class ResultParts:
     absent: dict[str, str]
     mask: np.ndarray
     """The permitted tools (bool per snapshot row)."""
-    confidence: float
+    top_cosine: float
     caller: Caller
     key: Hashable
     """The caller's memo key of the snapshot (:attr:`toolrag.catalog.caller.Caller.key`)."""
@@ -60,7 +60,8 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
     """The explained result: the decision's selection as OpenAI tools and a prompt block, and the schema
     tokens of the selection, of the candidates and of every permitted tool (``per_tool``: each tool's count,
     in snapshot rows)."""
-    chosen = [] if outcome.decision is Decision.NO_TOOL else candidates[: outcome.selected]
+    chosen = [] if outcome.decision is Decision.NO_TOOL else [candidates[i] for i in outcome.selected
+                                                                if i < len(candidates)]
     # A successor the caller may not see is not named in the prompt either.
     profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, parts.caller))
                 if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
@@ -79,7 +80,7 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
     return SearchResult(
         query=parts.query, decision=outcome.decision, clarification=outcome.clarification,
         candidates=tuple(candidates), filtered_out=parts.filtered_out, absent_signals=parts.absent, tokens=tokens,
-        timing_ms=timing, confidence=parts.confidence, tools=tuple(openai_tools(profiles, names=names)),
+        timing_ms=timing, top_cosine=parts.top_cosine, tools=tuple(openai_tools(profiles, names=names)),
         prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
         decision_reason=outcome.reason, scores=outcome.scores, decided_by=outcome.source,
         selected=tuple(c.id for c in chosen), index_version=snap.version,

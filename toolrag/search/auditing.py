@@ -27,7 +27,6 @@ def search_record(result: SearchResult, *, audit: AuditLog, role: str | None, im
         "decision": result.decision.value,
         "reason": _reason(getattr(result, "decision_reason", None)),
         "clarification": result.clarification,
-        "confidence": round(float(result.confidence), 4),
         "probabilities": scores.to_json() if (scores := getattr(result, "scores", None)) is not None else None,
         "selected": list(getattr(result, "selected", ())),
         "returned": [{"id": c.id, "score": round(float(c.score), 4)} for c in result.candidates],

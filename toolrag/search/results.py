@@ -108,7 +108,9 @@ class SearchResult:
     absent_signals: Mapping[str, str]
     tokens: TokenReport
     timing_ms: Mapping[str, float]
-    confidence: float
+    top_cosine: float
+    """The best raw multilingual cosine among the top candidates (1.0 when an example image of one is nearly the
+    request's image): a similarity, not a probability and not the decision's; ``scores`` is the decision's."""
     tools: tuple[Mapping[str, Any], ...] = ()
     """OpenAI ``tools`` entries of the selected candidates (empty for NO_TOOL)."""
     prompt: str = ""
@@ -151,7 +153,7 @@ class SearchResult:
             "decided_by": self.decided_by.value,
             "probabilities": self.scores.to_json() if self.scores is not None else None,
             "clarification": self.clarification,
-            "confidence": round(self.confidence, 6),
+            "top_cosine": round(self.top_cosine, 6),
             "selected": list(self.selected),
             "candidates": [c.to_json() for c in self.candidates],
             "filtered_out": self.filtered_out,

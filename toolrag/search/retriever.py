@@ -24,8 +24,7 @@ from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
 from toolrag.decision.decider import Decider
 from toolrag.decision.outcome import DecisionOutcome
-from toolrag.decision.policy import Facts, name_lookup, named_tools
-from toolrag.decision.view import DecisionView, build_view
+from toolrag.decision.view import DecisionView
 from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
@@ -37,9 +36,10 @@ from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex
 from toolrag.observe import search_done
 from toolrag.progress import Progress
-from toolrag.search.assemble import ResultParts, assemble_result, top_confidence
+from toolrag.search.assemble import ResultParts, assemble_result, top_cosine
 from toolrag.search.auditing import search_record
 from toolrag.search.fuse_step import fuse_signals, top_positions
+from toolrag.search.named import name_lookup, named_tools
 from toolrag.search.no_tool_bank import bank_decider, bank_folder
 from toolrag.search.prompting import schema_tokens
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
@@ -267,12 +267,11 @@ class ToolRetriever:
                          "tool scored 0.0 and they are listed in catalog order; give one of them a weight above 0")
         if cfg.rerank:
             candidates = self._rerank(snap, features, candidates, cfg, timing, notes)
-        sure = top_confidence(scores, order[: cfg.top_k])
+        best = top_cosine(scores, order[: cfg.top_k])
         t4 = time.perf_counter()
-        outcome, view = self._decide(snap, query, features, rows, scores, mask, order, candidates, cfg, len(named),
-                                     who)
+        outcome, view = self._decide(snap, query, features, rows, scores, mask, order, candidates, cfg, len(named))
         timing["decision"] = (time.perf_counter() - t4) * 1000
-        parts = ResultParts(query, filtered_out, absent, mask, sure, who, who.key)
+        parts = ResultParts(query, filtered_out, absent, mask, best, who, who.key)
         result = assemble_result(snap, parts, features, candidates, outcome, view, self._tool_tokens(snap), timing,
                                  notes)
         timing["retrieval"] = (t3 - t1) * 1000 + timing["fusion"] + timing["decision"]
@@ -373,19 +372,16 @@ class ToolRetriever:
         return snap.memo(("names", caller.key), build)
 
     def _decide(self, snap: IndexSnapshot, query: str, q: QueryFeatures, rows: np.ndarray, scores: RawScores,
-                mask: np.ndarray, order: np.ndarray, candidates: list[Candidate], cfg: Settings, named: int,
-                caller: Caller) -> tuple[DecisionOutcome, DecisionView | None]:
-        """The decision (toolrag.decision) over the visible tools: the view of the ranking's head (the final
-        candidates, at least three when there are), then the policy."""
-        view = None
-        if candidates:
-            head = [snap.row_of[c.id] for c in candidates]
+                mask: np.ndarray, order: np.ndarray, candidates: list[Candidate], cfg: Settings,
+                named: int) -> tuple[DecisionOutcome, DecisionView | None]:
+        """The decision (toolrag.decision, called once) over the visible tools: the ranking's head is the final
+        candidates, and at least three tools when there are."""
+        head = [snap.row_of[c.id] for c in candidates]
+        if head:
             head += [int(rows[i]) for i in order if int(rows[i]) not in head][: max(0, 3 - len(head))]
-            view = build_view(snap, rows, scores.raw, scores.present, mask, head, q, query, self.decider.bank())
-        facts = Facts([c.name for c in candidates], [c.description for c in candidates], named=named,
-                      meaningful=any(ch.isalnum() for ch in " ".join((query, *q.history))), image=q.image_given,
-                      query=query)
-        return self.decider.decide(facts, view, target=cfg.precision_target), view
+        return self.decider.decide(snap, query=query, request=q, rows=rows, raw=scores.raw, present=scores.present,
+                                   mask=mask, head=head, shown=len(candidates), named=named,
+                                   target=cfg.precision_target, clean=cfg.clean_target)
 
     def _tool_tokens(self, snap: IndexSnapshot) -> np.ndarray:
         """Schema tokens of every tool, computed once per catalog (for the whole-catalog count)."""

@@ -25,7 +25,6 @@ from toolrag.catalog.schema import argument_problems
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.index.replica import ReplicaIndex
 from toolrag.observe import metrics, tracing
-from toolrag.search.results import Decision
 from toolrag.search.retriever import ToolRetriever
 from toolrag.search.warmup import warm_up_in_background
 from toolrag.serve.gateway import Gateway
@@ -95,7 +94,10 @@ class ToolService:
         who = self.caller(role, snapshot.catalog)
         result = self.retriever.search(query, image=_image_bytes(image), caller=who, top_k=k, snapshot=snapshot)
         catalog = snapshot.catalog
-        selected = [] if result.decision is Decision.NO_TOOL else list(result.candidates)
+        # exactly what the decision injects (none on NO_TOOL, the call on EXECUTE, the candidates asked about on
+        # CLARIFY): the agent gets these schemas and no other
+        chosen = set(result.selected)
+        selected = [c for c in result.candidates if c.id in chosen]
         tools = []
         for candidate in selected:
             profile = catalog.get(candidate.id)
@@ -107,7 +109,6 @@ class ToolService:
             "reason": _plain_reason(getattr(result, "decision_reason", None)),
             "decided_by": result.decided_by.value,
             "clarification": result.clarification,
-            "confidence": round(float(result.confidence), 4),
             "tools": tools,
         }
         if result.scores is not None:  # the decision model's probabilities and what it would inject

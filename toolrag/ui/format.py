@@ -107,15 +107,18 @@ def precision_target(base: Settings) -> float:
 
 
 def tradeoff_table(model: DecisionModel, target: float | None) -> str:
-    """The decision model's operating points as a table (what each EXECUTE precision target gave on held-out
-    training sources), the row of ``target`` (a share) marked."""
+    """The decision model's operating points as a table (what each EXECUTE precision target, at the default clean
+    share, gave on held-out training sources), the row of ``target`` (a share) marked."""
     rows = ["| precision target | P(right) threshold | EXECUTEs right | served requests called right | "
-            "requests nothing serves not called |", "|---|---|---|---|---|"]
+            "requests nothing serves with nothing injected | right tool injected, of the top three's |",
+            "|---|---|---|---|---|---|"]
     for point in model.trained.get("tradeoff", []):
+        if point.get("kind", "precision") != "precision":
+            continue
         mark = " (now)" if target is not None and abs(point["target"] - target) < 1e-6 else ""
         rows.append(f"| {100 * point['target']:.0f}%{mark} | {point['threshold']:.2f} | "
                     f"{100 * point['precision']:.1f}% | {100 * point['coverage']:.1f}% | "
-                    f"{100 * point['kept_out']:.1f}% |")
+                    f"{100 * point.get('clean', math.nan):.1f}% | {100 * point.get('reach_ratio', math.nan):.1f}% |")
     return (f"Decision model {model.version} (one for every catalog; measured leave-one-source-out on the training "
             "sets, each source weighing the same; docs/decisions.md):\n\n" + "\n".join(rows))
 
@@ -213,7 +216,7 @@ def results_table(result: SearchResult) -> Any:
 
 def decision_banner(result: SearchResult) -> str:
     """HTML banner: call <tool> / clarify with the question / no tool; the three probabilities of the
-    decision model, the reason in words and numbers, how many schemas are injected and the confidence."""
+    decision model, the reason in words and numbers, how many schemas are injected."""
     bg, fg, label = _BANNER.get(result.decision, ("#eceff1", "#455a64", str(result.decision.value)))
     top = result.candidates[0] if result.candidates else None
     if result.decision is Decision.EXECUTE and top is not None:
@@ -235,7 +238,7 @@ def decision_banner(result: SearchResult) -> str:
     return (f'<div class="toolrag-banner" data-decision="{result.decision.value}" style="background:{bg};'
             f'border-left:6px solid {fg};padding:10px 14px;border-radius:6px;color:{fg};font-size:1.05em">'
             f"<b>{label}</b> · {text}<br>{probs}{reason}<small>{injected} schema(s) injected · "
-            f"confidence {result.confidence:.3f} · {len(result.candidates)} candidate(s) · "
+            f"{len(result.candidates)} candidate(s) · "
             f"{result.filtered_out} filtered out</small></div>")
 
 

@@ -1,0 +1,78 @@
+"""The markdown tables ``bench.decision_train`` prints and writes into docs/decisions.md (from
+:func:`bench.decision_fit.fit_and_report`'s results)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from bench.common import REPO
+from bench.decision_fit import CURVE, DEFAULT_CLEAN, DEFAULT_TARGET
+
+__all__ = ["format_tables", "write_docs"]
+
+DOC = REPO / "docs" / "decisions.md"
+
+
+def format_tables(results: Mapping[str, Any]) -> str:
+    """The markdown tables of docs/decisions.md (percent)."""
+    from bench.agent_outcome import AGENT_COLUMNS, agent_row
+
+    def pct(v: Any) -> str:
+        return "n/a" if v is None or (isinstance(v, float) and not math.isfinite(v)) else f"{100 * v:.1f}"
+
+    lines = [f"{results['episodes']} episodes; classes {results['classes']}; winner: {results['winner']}", ""]
+    for family, r in results["families"].items():
+        lines += [f"**{family}** (default point: P(right) >= {dict(r['points'])[DEFAULT_TARGET]:.3f} for "
+                  f"{100 * DEFAULT_TARGET:.0f}% EXECUTE precision, candidates injected at P(no tool) < "
+                  f"{dict(r['clean_points'])[DEFAULT_CLEAN]:.3f} to keep {100 * DEFAULT_CLEAN:.0f}% of requests "
+                  f"nothing serves clean; no-tool AUC {pct(r['auc_none'])})", "",
+                  "What the agent gets on held-out groups (catalogs of 1-10 tools / all sizes):", "",
+                  "| held-out group | episodes | " + " | ".join(t for _, t in AGENT_COLUMNS) + " | ECE of P(right) |",
+                  "|---|---|" + "---|" * (len(AGENT_COLUMNS) + 1)]
+        for group, both in r["groups"].items():
+            for scope in ("small", "all"):
+                label = f"{group} ({'1-10' if scope == 'small' else 'all'})"
+                ece = f" {pct(r['ece'].get(group))} |" if scope == "all" else " |"
+                lines.append(agent_row(label, both[scope]["agent"]) + ece)
+        lines += ["", "| held-out group | catalogs | episodes | EXECUTE precision | MiniLM top-cosine at equal coverage | "
+                  "coverage (served, EXECUTEd right) | no-tool kept out | CLARIFY recall | decision accuracy |",
+                  "|---|---|---|---|---|---|---|---|---|"]
+        for group, both in r["groups"].items():
+            for scope in ("small", "all"):
+                m = both[scope]
+                lines.append(f"| {group} | {'1-10 tools' if scope == 'small' else 'all sizes'} | {int(m['n'])} | "
+                             f"{pct(m['precision'])} | {pct(m.get('baseline_precision'))} | {pct(m['coverage'])} | "
+                             f"{pct(m['kept_out'])} | {pct(m['clarify_recall'])} | {pct(m['accuracy'])} |")
+        lines += ["", "Operating points (held-out): EXECUTE precision " + ", ".join(
+                  f"{100 * t:.0f}% -> P(right) {v:.3f}" for t, v in r["points"]) + "; kept clean " + ", ".join(
+                  f"{100 * t:.0f}% -> P(no tool) {v:.3f}" for t, v in r["clean_points"]),
+                  "", "Each point on the pooled held-out predictions (weighted as fitted):", "",
+                  "| point | EXECUTE precision | coverage | kept out (not EXECUTEd) | nothing injected | reach of top "
+                  "three's | tools injected |", "|---|---|---|---|---|---|---|"]
+        for t in r["tradeoff"]:
+            label = f"precision {100 * t['target']:.0f}%" if t["kind"] == "precision" else \
+                f"clean {100 * t['target']:.0f}%"
+            lines.append(f"| {label} | {pct(t['precision'])} | {pct(t['coverage'])} | {pct(t['kept_out'])} | "
+                         f"{pct(t['clean'])} | {pct(t['reach_ratio'])} | {t['injected']:.2f} |")
+        lines += ["", "Not EXECUTEd, by kind of request that no listed tool serves (1-10 tools): "
+                  + "; ".join(f"{g}: " + ", ".join(f"{k} {pct(b['small'][f'kept_out_{k}'])}" for k in
+                                                   ("sibling", "foreign", "no_tool") if f"kept_out_{k}" in b["small"])
+                              for g, b in r["groups"].items()),
+                  "", "EXECUTE precision at equal coverage, P(right) / MiniLM top cosine (1-10 tools):", "",
+                  "| held-out group | " + " | ".join(f"{int(100 * c)}%" for c in CURVE) + " |",
+                  "|---|" + "---|" * len(CURVE)]
+        for group, both in r["groups"].items():
+            m = both["small"]
+            lines.append(f"| {group} | " + " | ".join(f"{pct(m.get(f'at_{int(100 * c)}'))} / "
+                                                     f"{pct(m.get(f'base_at_{int(100 * c)}'))}" for c in CURVE) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_docs(results: Mapping[str, Any]) -> None:
+    from bench.report import write_section
+
+    header = [f"Command: `{results['command']}`  ", f"Date: {results['date']}; machine: {results['machine']}", "", ""]
+    write_section("decision_train", "\n".join(header) + format_tables(results), doc=DOC)
