@@ -153,7 +153,8 @@ def test_the_policy_follows_the_operating_point() -> None:
     assert surer.clarification == ("Do you want create_event (Create a calendar event.), create_task (Create a "
                                    "task.) or list_events?")
     refused = decide(FACTS, _view(), _model(0.45, 0.3))  # P(no tool) 0.45 >= 0.40: nothing injected
-    assert refused.decision is Decision.NO_TOOL and refused.selected == () and "P(no tool) 0.45 >= 0.40" in refused.reason
+    assert refused.decision is Decision.NO_TOOL and refused.selected == ()
+    assert "P(no tool) 0.45 >= 0.40" in refused.reason
     looser = decide(FACTS, _view(), _model(0.45, 0.3), clean=0.9)  # inject below 0.60 now
     assert looser.decision is Decision.CLARIFY and looser.selected == (0, 1, 2)
 
