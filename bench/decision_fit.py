@@ -155,8 +155,12 @@ def decide(p: np.ndarray, execute_at: float, inject_below: float, change_reader:
 
 def clean_points(p: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> list[tuple[float, float]]:
     """(target, threshold): the P(no tool) threshold at or above which the weighted share ``target`` of the
-    requests nothing serves lies (they get nothing injected; below it the candidates are offered)."""
-    none = np.array([r["expect"] == "NO_TOOL" for r in records])
+    requests nothing serves lies (they get nothing injected; below it the candidates are offered). Measured on
+    the requests no listed tool is about (another source's requests, the real irrelevant ones of ACEBench and
+    BFCL), not on a request whose own tool was taken out of its catalog while its siblings stayed (``sibling``):
+    that one is a catalog without the tool the request names, and the candidates asked about are its nearest
+    relatives, which an agent can use or decline."""
+    none = np.array([r["expect"] == "NO_TOOL" and r["kind"] not in _SIBLINGS for r in records])
     values, weights = p[none, 2], w[none]
     order = np.argsort(values, kind="mergesort")
     values, below = values[order], np.cumsum(weights[order]) / weights.sum()
@@ -165,6 +169,9 @@ def clean_points(p: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndar
         k = int(np.searchsorted(below, 1.0 - target + 1e-12))  # rows 0..k-1 hold at most 1 - target of the weight
         out.append((target, float(values[min(k, len(values) - 1)])))
     return out
+
+
+_SIBLINGS = frozenset({"sibling", "cross_sibling"})
 
 
 def operating_points(p: np.ndarray, y: np.ndarray, w: np.ndarray) -> list[tuple[float, float]]:
@@ -306,10 +313,15 @@ def _injected(d: np.ndarray, records: Sequence[Mapping[str, Any]]) -> list[tuple
 
 def _agent(d: np.ndarray, records: Sequence[Mapping[str, Any]], base: np.ndarray,
            w: np.ndarray | None = None) -> dict[str, float]:
+    """The agent's outcome (:mod:`bench.agent_outcome`) of the episodes but the siblings (a request whose own
+    tool was taken out: :func:`clean_points` says why; the "not EXECUTEd by kind" line reports them)."""
     from bench.agent_outcome import agent_outcome
 
-    gold = [tuple(r["gold"]) if r["expect"] != "NO_TOOL" else () for r in records]
-    return agent_outcome(_injected(d, records), gold, [tuple(r["top"]) for r in records], base, w)
+    keep = np.array([r["kind"] not in _SIBLINGS for r in records], dtype=bool)  # see clean_points
+    kept = [r for r, k in zip(records, keep, strict=True) if k]
+    gold = [tuple(r["gold"]) if r["expect"] != "NO_TOOL" else () for r in kept]
+    return agent_outcome(_injected(d[keep], kept), gold, [tuple(r["top"]) for r in kept], base[keep],
+                         None if w is None else w[keep])
 
 
 def _ece(p: np.ndarray, right: np.ndarray, groups: np.ndarray, bins: int = 10) -> dict[str, float]:

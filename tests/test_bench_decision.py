@@ -65,10 +65,14 @@ def test_clean_points_by_hand() -> None:
     # four requests nothing serves with P(no tool) 0.2 0.4 0.6 0.8 and one served one: keeping 75% clean needs a
     # threshold at or below 0.4 (three of four at or above it), 95% at or below 0.2
     p = np.array([[0, 0, 0.2], [0, 0, 0.4], [0, 0, 0.6], [0, 0, 0.8], [0.9, 0, 0.1]])
-    records = [{"expect": "NO_TOOL"}] * 4 + [{"expect": "EXECUTE"}]
+    records = [{"expect": "NO_TOOL", "kind": "foreign"}] * 4 + [{"expect": "EXECUTE", "kind": "gold"}]
     points = dict(clean_points(p, records, np.ones(5)))
     assert points[0.75] == pytest.approx(0.4) and points[0.95] == pytest.approx(0.2)
     assert points[0.6] == pytest.approx(0.4) and points[0.7] == pytest.approx(0.4)
+    # a request whose own tool was taken out (its siblings kept) is not counted: the candidates are its relatives
+    sibling = dict(clean_points(np.vstack([p, [[0, 0, 0.01]] * 4]), records + [{"expect": "NO_TOOL",
+                                                                                "kind": "sibling"}] * 4, np.ones(9)))
+    assert sibling == points
 
 
 def test_agent_outcome_by_hand() -> None:

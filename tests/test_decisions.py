@@ -157,3 +157,38 @@ def test_a_damaged_model_file_falls_back_and_says_so(one_tool: Any, tmp_path: Pa
     assert "damaged" in called.decision_reason and "reinstall" in called.decision_reason
     assert refused.decided_by is DecisionSource.FALLBACK and refused.decision is Decision.NO_TOOL
     assert called.scores is None and called.to_json()["decided_by"] == "fallback"
+
+
+def test_serving_tune_and_the_bench_apply_one_policy(sample_retriever: Any) -> None:
+    """toolrag tune re-decides a stored result at another operating point with decision_at, the bench with
+    bench.decision_fit.decide: at the served point both give exactly what the search decided, on every bundled
+    row the model decided (whatever that decision is)."""
+    import sys
+
+    import numpy as np
+
+    from toolrag import load_queries
+    from toolrag.evaluation.tune import decision_at
+
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    from bench.decision_fit import decide as bench_decide
+    from toolrag.decision.policy import operating_point
+
+    model = sample_retriever.decider.model
+    point = operating_point(model)
+    rows = load_queries(root / "sample_tools" / "queries.yaml")[::4]
+    codes = {Decision.EXECUTE: 0, Decision.CLARIFY: 1, Decision.NO_TOOL: 2}
+    checked = 0
+    for row in rows:
+        result = sample_retriever.search(row.query, image=row.image, history=row.history, role=row.role,
+                                         permissions=row.permissions, audited=False)
+        if result.decided_by is not DecisionSource.MODEL:
+            continue
+        checked += 1
+        assert decision_at(model, result, sample_retriever.catalog, target=None, clean=None) is result.decision
+        p = np.array([[result.scores.right, result.scores.ambiguous, result.scores.no_tool]])
+        reader = np.array([result.decision_features["change_reader"] > 0])
+        assert bench_decide(p, point.execute_at, point.inject_below, reader)[0] == codes[result.decision], row.query
+    assert checked >= 40
