@@ -193,6 +193,32 @@ def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: 
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.parametrize("url", ["localhost:7871", "ftp://127.0.0.1:7871"])
+def test_a_replica_with_a_malformed_chroma_url_exits_at_start(small_catalog_dir: Path, tmp_path: Path,
+                                                              url: str) -> None:
+    """A URL that can never work is refused at once (exit 2, the value and the fix), as `toolrag index` refuses
+    it, not retried every poll by a replica that never ends (the CLI replica and the app's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
+    port = closed_port()
+    commands = [([sys.executable, "-m", "toolrag", "serve", "--index", "tools", "--chroma-url", url, "--transport",
+                  "http", "--port", str(port), "--data-dir", str(tmp_path / "d")], env),
+                ([sys.executable, "-m", "toolrag", "index", "--catalog", str(small_catalog_dir), "--index", "tools",
+                  "--chroma-url", url, "--data-dir", str(tmp_path / "d")], env),
+                ([sys.executable, str(ROOT / "app.py")], {**env, "TOOLRAG_CHROMA_URL": url, "TOOLRAG_INDEX": "tools",
+                                                          "GRADIO_SERVER_PORT": str(port)})]
+    for command, environment in commands:
+        try:
+            done = subprocess.run(command, capture_output=True, cwd=ROOT, env=environment, timeout=120,
+                                  stdin=subprocess.DEVNULL, encoding="utf-8")
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{command[2:4]} with --chroma-url {url} still running after 120 s") from None
+        assert done.returncode == 2, (command, done.stderr[-2000:])
+        assert done.stderr.endswith(f"toolrag: Chroma URL {url!r} must start with http:// or https:// (e.g. "
+                                    "--chroma-url http://127.0.0.1:8000)\n"), done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
+    assert not (tmp_path / "d").exists()
+
+
 @pytest.mark.slow
 def test_a_chinese_request_in_the_c_locale(small_catalog_dir: Path, tmp_path: Path) -> None:
     """A shell in the C locale (no UTF-8 mode): the UTF-8 bytes of the request are read as the text they spell and

@@ -48,14 +48,15 @@ def toolrag(*args: str, cwd: Path = ROOT, timeout: float = 600, **env: str) -> s
 class Replica:
     """``toolrag serve --transport http`` in a child process (its stderr in a file)."""
 
-    def __init__(self, folder: Path, name: str, *args: str, cwd: Path = ROOT) -> None:
+    def __init__(self, folder: Path, name: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+                 ) -> None:
         self.port = free_port()
         self.log = folder / f"{name}.log"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "toolrag", "serve", "--transport", "http", "--port", str(self.port),
                  "--data-dir", str(folder / f"data-{name}"), *args],
-                cwd=cwd, env={**_env(), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log,
+                cwd=cwd, env={**_env(**(env or {})), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log,
                 stdin=subprocess.DEVNULL)
 
     def readyz(self) -> tuple[int, dict[str, Any]]:
@@ -204,6 +205,32 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
             assert "Subversion" in reader.search("where is parseInvoice defined in our code")["tools"][0]["description"]
             for replica in (reader, writer):
                 assert "Traceback" not in replica.stderr(), replica.stderr()[-3000:]
+
+
+def test_a_hung_store_makes_a_replica_not_ready_and_it_recovers(tmp_path: Path, small_catalog_dir: Path) -> None:
+    """The Chroma server stopped by SIGSTOP (its port open, no answer): /readyz turns 503 within the store's
+    timeout plus a poll, saying why (and the log says it once); searches go on from the loaded version; after
+    SIGCONT the replica is ready again."""
+    with ChromaServer(tmp_path) as chroma:
+        version = push(small_catalog_dir, chroma.url, "hung", tmp_path)
+        reader = Replica(tmp_path, "reader", "--chroma-url", chroma.url, "--index", "hung",
+                         env={"TOOLRAG_CHROMA_TIMEOUT": "2"})
+        try:
+            wait_for(lambda: reader.readyz()[0] == 200, 300, "the replica ready")
+            chroma.pause()
+            try:
+                took = wait_for(lambda: reader.readyz()[0] == 503, 30, "readiness false while Chroma is hung")
+                status, health = reader.readyz()
+                assert status == 503 and health["version"] == version and took < 15, (took, health)
+                assert re.search(r"no answer within 2 s|cannot reach a Chroma server", health["reason"]), health
+                assert reader.search("what is the weather in Paris")["index_version"] == version
+            finally:
+                chroma.resume()
+            wait_for(lambda: reader.readyz()[0] == 200, 30, "ready again after SIGCONT")
+            log = reader.stderr()
+            assert "Traceback" not in log and re.search(r"index hung: .*(no answer within 2 s|cannot reach)", log), log
+        finally:
+            reader.stop()
 
 
 def test_two_replicas_started_together_build_the_version_once(tmp_path: Path, small_catalog_dir: Path) -> None:

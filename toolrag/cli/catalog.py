@@ -9,9 +9,9 @@ from typing import Any
 from toolrag.catalog.lint import image_problems, lint_catalog, refuse_unusable_images, role_problems
 from toolrag.catalog.loader import META_FILE, load_catalog
 from toolrag.cli.common import cli_progress, load_inputs, load_mode, open_retriever
-from toolrag.config import INDEX_ENV, chroma_url, index_name
+from toolrag.config import INDEX_ENV, index_name
 from toolrag.errors import ProfileError, SettingsError
-from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.client import StoreConfig, chroma_url, open_client
 
 __all__ = ["register"]
 

@@ -21,8 +21,9 @@ from toolrag.cli.common import (
     settings_from_args,
     warn,
 )
-from toolrag.config import INDEX_ENV, chroma_url, index_name
+from toolrag.config import INDEX_ENV, index_name
 from toolrag.errors import SettingsError, ToolragError
+from toolrag.index.client import chroma_url
 from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
@@ -94,6 +95,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise SettingsError("serve what? give --catalog FOLDER (search_tools), --index NAME with --chroma-url (a "
                             "published index, no catalog file needed) or --gateway CONFIG.yaml (search_tools and "
                             "call_tool for upstream MCP servers)")
+    _chroma(args)  # a malformed --chroma-url is refused before anything starts
     if args.transport == "http":
         _check_port(args.host, args.port)  # before any model loads or upstream starts
     if args.catalog:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from toolrag.errors import SettingsError, StoreError
-from toolrag.index.client import chroma_call, chroma_errors
+from toolrag.index.client import chroma_call, chroma_errors, error_text
 from toolrag.index.serving import FORMAT as STATE_FORMAT
 from toolrag.index.serving import SavedState, state_from_parts, state_parts
 from toolrag.index.tokenize import LEXICAL_VERSION
@@ -218,7 +218,7 @@ class PublishedIndex:
         except chroma_errors() as exc:
             if "does not exist" in str(exc):
                 return None
-            raise StoreError(f"Chroma at {self.where} failed to read {collection!r}: {exc}") from exc
+            raise StoreError(f"Chroma at {self.where} failed to read {collection!r}: {error_text(exc)}") from exc
         return dict(found.metadata or {})
 
     def _create(self, collection: str, metadata: Mapping[str, Any]) -> bool:
@@ -229,7 +229,7 @@ class PublishedIndex:
         except chroma_errors() as exc:
             if "already exists" in str(exc):
                 return False
-            raise StoreError(f"Chroma at {self.where} failed to create {collection!r}: {exc}") from exc
+            raise StoreError(f"Chroma at {self.where} failed to create {collection!r}: {error_text(exc)}") from exc
 
     def _open(self, collection: str) -> Any:
         return self.client.get_collection(collection, embedding_function=None)
@@ -243,7 +243,7 @@ class PublishedIndex:
             return
         except chroma_errors() as exc:
             if "does not exist" not in str(exc):
-                raise StoreError(f"Chroma at {self.where} failed to delete {collection!r}: {exc}") from exc
+                raise StoreError(f"Chroma at {self.where} failed to delete {collection!r}: {error_text(exc)}") from exc
 
     # --------------------------------------------------------------------------------------------- manifest
     def manifest(self) -> Manifest:
