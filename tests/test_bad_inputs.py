@@ -63,6 +63,35 @@ def test_degenerate_images_are_padded_for_the_models_and_refused_as_examples(siz
         check_example_image(Image.new("RGB", size))
 
 
+def test_an_image_is_taken_as_python_users_pass_it_and_anything_else_is_named(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+
+    picture = Image.effect_noise((48, 40), 60).convert("RGB")
+    path = tmp_path / "noise.png"
+    picture.save(path)
+    data = path.read_bytes()
+    pixels = np.asarray(picture)
+    with path.open("rb") as handle:
+        given = [picture, data, bytearray(data), io.BytesIO(data), handle, str(path), path, pixels,
+                 pixels.astype(np.float32) / 255.0, pixels[:, :, 0], pixels[:, :, :1], pixels > 127]
+        loaded = [load_image(source, fit=False) for source in given]
+    assert all(img.mode == "RGB" and img.size == (48, 40) for img in loaded)
+    assert all(np.array_equal(np.asarray(img), pixels) for img in loaded[:9])
+    for bad, message in [(42, "an image of type builtins.int cannot be read: give a path, bytes, a binary file "
+                               "object"),
+                         ([[0, 1]], "type builtins.list"), (io.StringIO("x"), "open in text mode: open it in binary "
+                                                                            "mode"),
+                         (np.zeros((4, 4, 5), np.uint8), r"array of shape \(4, 4, 5\)"),
+                         (np.zeros((4, 4), np.complex64), "dtype complex64"),
+                         (np.full((4, 4), np.nan), "NaN")]:
+        with pytest.raises(ImageError, match=message):
+            load_image(bad)  # type: ignore[arg-type]
+    with pytest.raises(ImageError, match="image file /dev/zero: is a character device, not an image file"):
+        load_image("/dev/zero")
+
+
 def test_a_usable_image_is_left_alone() -> None:
     img = Image.new("RGB", (300, 200), (1, 2, 3))
     assert load_image(img).size == (300, 200) and check_example_image(img).size == (300, 200)
@@ -141,6 +170,12 @@ def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureF
     (["search", "x", "--category", "travl"], "unknown category 'travl' (did you mean 'travel'?)"),
     (["search", "x", "--image", "MISSING"], "missing.png: not found"),
     (["search", "x", "--image", "NOT_IMAGE"], "not an image Pillow can read"),
+    (["search", "x", "--image", "/dev/zero"], "/dev/zero: is a character device, not an image file"),
+    (["search", "x", "--role", ""], "--role '' is empty"),
+    (["search", "x", "--role", "  "], "--role '  ' is empty"),
+    (["serve", "--role", ""], "--role '' is empty"),
+    (["index", "--index", ""], "--index '' is empty"),
+    (["serve", "--index", " "], "--index ' ' is empty"),
     (["search", "x", "--chroma-url", "CLOSED"], "cannot reach a Chroma server at http://127.0.0.1:"),
     (["eval", "--queries", "TYPO"], "2 gold ids are not in catalog 'small': 'weather.curent' (line 1; closest: "
                                     "'weather.current'"),
