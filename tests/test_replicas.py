@@ -247,6 +247,52 @@ def test_two_replicas_started_together_build_the_version_once(tmp_path: Path, sm
             assert any("already pushed (by another process)" in log for log in logs), logs
 
 
+def test_sigterm_releases_the_lease_and_pushes_say_what_they_did(tmp_path: Path, small_catalog_dir: Path) -> None:
+    """SIGTERM of `toolrag index` releases its build lease at once (as Ctrl-C does), not after the lease expires;
+    a push of the version already current says "already pushed" (docs/deploy.md's words); an older catalog pushed
+    again is served from the vectors kept on the server (nothing encoded)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    with ChromaServer(tmp_path) as chroma:
+        client = chromadb.HttpClient(host="127.0.0.1", port=chroma.port, settings=Settings(anonymized_telemetry=False))
+
+        def leases() -> list[str]:
+            return [c.name for c in client.list_collections() if c.name.startswith("toolrag-index-term-lease-")]
+
+        command = [sys.executable, "-m", "toolrag", "index", "--catalog", str(SAMPLE), "--chroma-url", chroma.url,
+                   "--index", "term", "--data-dir", str(tmp_path / "data-term")]
+        with (tmp_path / "term.log").open("wb") as log:
+            stopped = subprocess.Popen(command, cwd=ROOT, env=_env(TOOLRAG_INDEX_LEASE="600"),
+                                       stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: bool(leases()), 300, "the build's lease taken")
+            time.sleep(1.0)
+            stopped.send_signal(signal.SIGTERM)
+            assert stopped.wait(timeout=60) == 128 + signal.SIGTERM
+        finally:
+            if stopped.poll() is None:
+                stopped.kill()
+        assert leases() == [], "the lease of a build stopped by SIGTERM is left until it expires"
+        assert "Traceback" not in (tmp_path / "term.log").read_text(encoding="utf-8", errors="replace")
+
+        first = push(small_catalog_dir, chroma.url, "term", tmp_path)
+        again = toolrag("index", "--catalog", str(small_catalog_dir), "--chroma-url", chroma.url, "--index", "term",
+                        "--data-dir", str(tmp_path / "data-push"))
+        assert again.returncode == 0 and f"index term: version {first} already pushed (serial 1;" in again.stdout
+        changed = tmp_path / "changed"
+        shutil.copytree(small_catalog_dir, changed)
+        tools = changed / "tools.yaml"
+        tools.write_text(tools.read_text(encoding="utf-8").replace("Search the company's source code", "Search the "
+                                                                   "company's Mercurial code"), encoding="utf-8")
+        second = push(changed, chroma.url, "term", tmp_path)
+        back = toolrag("index", "--catalog", str(small_catalog_dir), "--chroma-url", chroma.url, "--index", "term",
+                       "--data-dir", str(tmp_path / "data-back"))
+        assert second != first and back.returncode == 0, back.stderr
+        assert f"index term: version {first} pushed (serial 3;" in back.stdout, back.stdout
+        assert ", 0 texts/images encoded here)" in back.stdout, back.stdout
+
+
 def test_a_build_killed_half_way_is_finished_by_the_next(tmp_path: Path) -> None:
     import chromadb
     from chromadb.config import Settings

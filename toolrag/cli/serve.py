@@ -19,6 +19,7 @@ from toolrag.cli.common import (
     open_catalog,
     open_retriever,
     settings_from_args,
+    terminate_cleanly,
     warn,
 )
 from toolrag.config import INDEX_ENV, index_name
@@ -141,8 +142,10 @@ def _open_replica(args: argparse.Namespace, name: str) -> ToolRetriever:
     from toolrag.search.replicas import open_replica
 
     catalog = open_catalog(args) if args.catalog else None
-    retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog, settings=settings_from_args(args),
-                             data_dir=args.data_dir, audit=audit_from_args(args), progress=cli_progress)
+    with terminate_cleanly():  # a push at start releases its build lease on SIGTERM too
+        retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog,
+                                 settings=settings_from_args(args), data_dir=args.data_dir, audit=audit_from_args(args),
+                                 progress=cli_progress)
     warn(retriever.model_notes())
     replica = retriever.index
     if isinstance(replica, ReplicaIndex):
