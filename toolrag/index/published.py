@@ -345,6 +345,7 @@ class PublishedIndex:
         The versions swept (a failure is logged: the next sweep tries again)."""
         prefix = self.lease_name("")
         swept = []
+        failures: tuple[type[BaseException], ...] = (StoreError, *chroma_errors())
         try:
             for collection in self.client.list_collections():
                 meta = dict(collection.metadata or {})
@@ -358,7 +359,7 @@ class PublishedIndex:
                 log.info("index %s: removed the expired lease of version %s (its builder %s stopped)", self.name,
                          version, meta["owner"])
                 swept.append(version)
-        except (StoreError, *chroma_errors()) as exc:
+        except failures as exc:
             log.warning("index %s: removing expired build leases failed: %s", self.name, exc)
         return swept
 
