@@ -20,11 +20,12 @@ import logging
 import sys
 from pathlib import Path
 
-from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, chroma_url, configure_environment, env, index_name
+from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, configure_environment, env, index_name
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 
 from toolrag.errors import ToolragError  # noqa: E402
+from toolrag.index.client import chroma_url  # noqa: E402
 from toolrag.observe import tracing  # noqa: E402
 from toolrag.ui import Backend  # noqa: E402
 from toolrag.ui.app import create_app, launch  # noqa: E402

@@ -6,7 +6,9 @@ bound to 127.0.0.1 on a free port, with its data under ``tmp_path``; it is stopp
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -117,8 +119,18 @@ class ChromaServer:
 
     def stop(self) -> None:
         if self.proc is not None:
+            self.resume()  # a paused server cannot act on SIGTERM
             _stop(self.proc)
             self.proc = None
+
+    def pause(self) -> None:
+        """SIGSTOP the server: it keeps its port (connections are accepted) and answers nothing, as a hung one."""
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGCONT)
 
     def __enter__(self) -> ChromaServer:
         self.start()

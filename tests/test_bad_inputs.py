@@ -63,6 +63,35 @@ def test_degenerate_images_are_padded_for_the_models_and_refused_as_examples(siz
         check_example_image(Image.new("RGB", size))
 
 
+def test_an_image_is_taken_as_python_users_pass_it_and_anything_else_is_named(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+
+    picture = Image.effect_noise((48, 40), 60).convert("RGB")
+    path = tmp_path / "noise.png"
+    picture.save(path)
+    data = path.read_bytes()
+    pixels = np.asarray(picture)
+    with path.open("rb") as handle:
+        given = [picture, data, bytearray(data), io.BytesIO(data), handle, str(path), path, pixels,
+                 pixels.astype(np.float32) / 255.0, pixels[:, :, 0], pixels[:, :, :1], pixels > 127]
+        loaded = [load_image(source, fit=False) for source in given]
+    assert all(img.mode == "RGB" and img.size == (48, 40) for img in loaded)
+    assert all(np.array_equal(np.asarray(img), pixels) for img in loaded[:9])
+    for bad, message in [(42, "an image of type builtins.int cannot be read: give a path, bytes, a binary file "
+                               "object"),
+                         ([[0, 1]], "type builtins.list"), (io.StringIO("x"), "open in text mode: open it in binary "
+                                                                            "mode"),
+                         (np.zeros((4, 4, 5), np.uint8), r"array of shape \(4, 4, 5\)"),
+                         (np.zeros((4, 4), np.complex64), "dtype complex64"),
+                         (np.full((4, 4), np.nan), "NaN")]:
+        with pytest.raises(ImageError, match=message):
+            load_image(bad)  # type: ignore[arg-type]
+    with pytest.raises(ImageError, match="image file /dev/zero: is a character device, not an image file"):
+        load_image("/dev/zero")
+
+
 def test_a_usable_image_is_left_alone() -> None:
     img = Image.new("RGB", (300, 200), (1, 2, 3))
     assert load_image(img).size == (300, 200) and check_example_image(img).size == (300, 200)
@@ -141,6 +170,12 @@ def test_a_bad_settings_file_names_file_line_and_setting(capsys: pytest.CaptureF
     (["search", "x", "--category", "travl"], "unknown category 'travl' (did you mean 'travel'?)"),
     (["search", "x", "--image", "MISSING"], "missing.png: not found"),
     (["search", "x", "--image", "NOT_IMAGE"], "not an image Pillow can read"),
+    (["search", "x", "--image", "/dev/zero"], "/dev/zero: is a character device, not an image file"),
+    (["search", "x", "--role", ""], "--role '' is empty"),
+    (["search", "x", "--role", "  "], "--role '  ' is empty"),
+    (["serve", "--role", ""], "--role '' is empty"),
+    (["index", "--index", ""], "--index '' is empty"),
+    (["serve", "--index", " "], "--index ' ' is empty"),
     (["search", "x", "--chroma-url", "CLOSED"], "cannot reach a Chroma server at http://127.0.0.1:"),
     (["eval", "--queries", "TYPO"], "2 gold ids are not in catalog 'small': 'weather.curent' (line 1; closest: "
                                     "'weather.current'"),
@@ -190,6 +225,32 @@ def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: 
     assert done.returncode == 2 and b"Traceback" not in done.stderr
     assert done.stderr.decode() == ("toolrag: the query holds no readable text (2 invalid UTF-8 bytes; replaced by "
                                     "spaces); type the request as UTF-8 text\n")
+    assert not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("url", ["localhost:7871", "ftp://127.0.0.1:7871"])
+def test_a_replica_with_a_malformed_chroma_url_exits_at_start(small_catalog_dir: Path, tmp_path: Path,
+                                                              url: str) -> None:
+    """A URL that can never work is refused at once (exit 2, the value and the fix), as `toolrag index` refuses
+    it, not retried every poll by a replica that never ends (the CLI replica and the app's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
+    port = closed_port()
+    commands = [([sys.executable, "-m", "toolrag", "serve", "--index", "tools", "--chroma-url", url, "--transport",
+                  "http", "--port", str(port), "--data-dir", str(tmp_path / "d")], env),
+                ([sys.executable, "-m", "toolrag", "index", "--catalog", str(small_catalog_dir), "--index", "tools",
+                  "--chroma-url", url, "--data-dir", str(tmp_path / "d")], env),
+                ([sys.executable, str(ROOT / "app.py")], {**env, "TOOLRAG_CHROMA_URL": url, "TOOLRAG_INDEX": "tools",
+                                                          "GRADIO_SERVER_PORT": str(port)})]
+    for command, environment in commands:
+        try:
+            done = subprocess.run(command, capture_output=True, cwd=ROOT, env=environment, timeout=120,
+                                  stdin=subprocess.DEVNULL, encoding="utf-8")
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{command[2:4]} with --chroma-url {url} still running after 120 s") from None
+        assert done.returncode == 2, (command, done.stderr[-2000:])
+        assert done.stderr.endswith(f"toolrag: Chroma URL {url!r} must start with http:// or https:// (e.g. "
+                                    "--chroma-url http://127.0.0.1:8000)\n"), done.stderr[-2000:]
+        assert "Traceback" not in done.stderr
     assert not (tmp_path / "d").exists()
 
 

@@ -51,12 +51,18 @@ def test_set_default_keeps_the_users_value(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_chroma_url_flag_then_environment_then_embedded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolrag.errors import SettingsError
+    from toolrag.index.client import chroma_url
+
     monkeypatch.delenv(cfg.CHROMA_URL_ENV, raising=False)
-    assert cfg.chroma_url() is None and cfg.chroma_url("") is None
+    assert chroma_url() is None and chroma_url("") is None
     monkeypatch.setenv(cfg.CHROMA_URL_ENV, " http://env:8000 ")
-    assert cfg.chroma_url() == "http://env:8000"
-    assert cfg.chroma_url(None) == "http://env:8000"
-    assert cfg.chroma_url("http://flag:9000") == "http://flag:9000"
+    assert chroma_url() == "http://env:8000"
+    assert chroma_url(None) == "http://env:8000"
+    assert chroma_url("http://flag:9000") == "http://flag:9000"
+    monkeypatch.setenv(cfg.CHROMA_URL_ENV, "env:8000")  # a value that can never work: refused where it is read
+    with pytest.raises(SettingsError, match="Chroma URL 'env:8000' must start with http://"):
+        chroma_url()
 
 
 def _sources() -> list[Path]:

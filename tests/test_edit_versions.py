@@ -59,22 +59,32 @@ def test_a_save_without_a_version_is_compared_with_what_was_read(folder: Path) -
     assert queries(folder, "shared.tool")[:2] == ["my edit", "their edit"]
 
 
-def test_a_save_without_any_read_is_compared_with_the_tool_as_held(folder: Path) -> None:
-    a, b = editor(folder), editor(folder)
-    held = a.catalog.get("shared.tool")
-    b.save("shared.tool", add(b.read_profile("shared.tool").text, "their edit"))
+def test_a_save_of_a_tool_never_read_without_a_version_is_refused_with_the_fix(folder: Path) -> None:
+    """A script loads the catalog and copies a tool's text, another process saves that tool, then the script makes
+    an editor and saves its copy without base_version: the editor cannot know what the text was based on, so it
+    refuses (saying to pass read_profile's version) instead of overwriting the other edit."""
+    copied = load_catalog(folder, cache=False)
     blind = TOOLS.split("- id: other.tool")[0].removeprefix("- ").replace("\n  ", "\n")
-    assert held is not None and "shared.tool" in blind
-    with pytest.raises(CatalogError, match="after you opened it"):
-        a.save("shared.tool", add(blind, "blind edit"))  # built from what this process held: stale now
-    assert queries(folder, "shared.tool")[0] == "their edit"
-    # a tool above another one changed meanwhile (the other's lines moved, its text did not): a save of the
-    # other one without a version goes through
+    b = editor(folder)
+    b.save("shared.tool", add(b.read_profile("shared.tool").text, "their edit"))
+    a = CatalogEditor(CatalogOnly(copied))  # made after the other save: its view of the files is "now"
+    fix = r"never read it.*nothing was saved: call read_profile\('shared.tool'\).*base_version=<its version>"
+    with pytest.raises(CatalogError, match=fix):
+        a.save("shared.tool", add(blind, "blind edit"))
+    with pytest.raises(CatalogError, match="'other.tool': this editor never read it"):
+        a.save("other.tool", "id: other.tool\nname: x\ndescription: A text copied from nowhere.\n")
+    assert queries(folder, "shared.tool")[0] == "their edit" and queries(folder, "other.tool") == ["another example"]
+    # read, then saved twice without a version: the second save is based on what this editor wrote
+    read = a.read_profile("shared.tool")
+    a.save("shared.tool", add(read.text, "mine"))
+    a.save("shared.tool", add(add(read.text, "mine"), "mine again"))
+    assert queries(folder, "shared.tool")[:3] == ["mine again", "mine", "their edit"]
+    # a tool above another one changed meanwhile (the other's lines moved, its text did not): a save of the other
+    # one read before goes through
+    other = a.read_profile("other.tool")
     b.save("shared.tool", add(b.read_profile("shared.tool").text, "more"))
-    other = "id: other.tool" + TOOLS.split("- id: other.tool")[1].replace("\n  ", "\n")
-    a.save("other.tool", add(other, "blind other edit"))
-    assert queries(folder, "other.tool") == ["blind other edit", "another example"]
-    assert queries(folder, "shared.tool")[:2] == ["more", "their edit"]
+    a.save("other.tool", add(other.text, "other edit"))
+    assert queries(folder, "other.tool") == ["other edit", "another example"]
 
 
 def test_an_id_that_never_existed_is_unknown_not_deleted(folder: Path) -> None:

@@ -226,6 +226,66 @@ def test_top_invariants_on_random_corpus() -> None:
             assert max(float(s) for i, s in zip(ids, scores, strict=True) if i not in kept) <= hits[-1][1]
 
 
+def test_subset_scores_equal_an_index_of_the_subset_and_keep_each_terms_weights(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller's visible subset scores as an index built over it alone, bit for bit; each term's subset weights
+    are computed on its first query for that subset and kept (per subset content: a mask made again finds
+    them), so the next searches of that caller compute none."""
+    from toolrag.index import bm25_subset
+
+    rng = random.Random(5)
+    words = [f"w{i}" for i in range(40)]
+    ids = [f"t{i:03d}" for i in range(300)]
+    texts = [" ".join(rng.choices(words, k=rng.randint(1, 9))) for _ in ids]
+    index = BM25Index.build(ids, texts)
+    masks = [np.array([rng.random() < share for _ in ids]) for share in (0.5, 0.2)]
+    queries = [" ".join(rng.sample(words, 3)) for _ in range(12)]
+    computed: list[int] = []
+    real = bm25_triples.subset_weights
+
+    def spy(*args: object, **kwargs: object) -> np.ndarray:
+        computed.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bm25_triples, "subset_weights", spy)
+
+    def check(mask: np.ndarray, order: list[str]) -> None:
+        alone = BM25Index.build([i for i, m in zip(ids, mask, strict=True) if m],
+                                [t for t, m in zip(texts, mask, strict=True) if m])
+        for query in order:
+            got = index.scores(query, mask)
+            assert np.array_equal(got[mask], alone.scores(query)) and not got[~mask].any()
+
+    check(masks[0], queries)
+    first = len(computed)
+    assert 0 < first <= len({t for q in queries for t in q.split()})  # at most once per distinct term
+    check(masks[0].copy(), queries[::-1])  # the same caller's mask made again, the queries in another order
+    assert len(computed) == first
+    check(masks[1], queries)  # another caller: its own weights
+    assert len(computed) > first
+    # the least recently used subsets go beyond MAX_SUBSETS; any kept or dropped, the scores stay exact
+    for n in range(bm25_subset.MAX_SUBSETS + 1):
+        check(np.array([(i * 7 + n) % 11 != 0 for i in range(len(ids))]), queries[:2])
+    assert len(index._subsets) == bm25_subset.MAX_SUBSETS
+    # threads scoring for two callers at once get the exact scores
+    expected = {(q, n): index.scores(q, mask).copy() for q in queries for n, mask in enumerate(masks)}
+    errors: list[str] = []
+
+    def work(seed: int) -> None:
+        local = random.Random(seed)
+        for _ in range(50):
+            query, n = local.choice(queries), local.randrange(2)
+            if not np.array_equal(index.scores(query, masks[n].copy()), expected[(query, n)]):
+                errors.append(f"{query} {n}")
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
 # -------------------------------------------------------------------------------------------- update()
 def _counting_tokenizer() -> tuple[list[str], object]:
     seen: list[str] = []

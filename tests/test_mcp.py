@@ -134,6 +134,35 @@ def test_a_server_that_cannot_start_is_a_clear_error(capsys: pytest.CaptureFixtu
     assert code == 2 and "did not answer initialize within 3 s" in err and not out.exists()
 
 
+def test_the_callers_own_error_inside_a_session_is_not_a_lost_connection() -> None:
+    """``connect`` maps what the SDK and its transport raise; an exception of the caller's own code inside the
+    session comes out as it is (the same object), not as "MCP server ... failed during the session"."""
+    from toolrag.serve.upstream import connect
+
+    raised: list[BaseException] = []
+
+    async def body(error: Exception) -> None:
+        async with connect(ServerSpec.from_target(DEMO, name="demo", timeout=30)) as (session, _):
+            await session.list_tools()
+            raised.append(error)
+            raise error
+
+    for error in (ValueError("a bug in the caller's code"), KeyError("missing"), RuntimeError("mine")):
+        with pytest.raises(type(error)) as info:
+            anyio.run(body, error)
+        assert info.value is error and not isinstance(info.value, UpstreamError)
+    assert len(raised) == 3
+
+    async def dies() -> None:  # the transport's error is still mapped: a lost connection
+        async with connect(ServerSpec("gone", command=sys.executable, args=("-c", "import sys; sys.exit(3)"),
+                                      timeout=10)):
+            raise AssertionError("never reached")
+
+    with pytest.raises(UpstreamError, match="MCP server 'gone' failed during initialize: connection closed") as lost:
+        anyio.run(dies)
+    assert lost.value.lost
+
+
 def toolrag_process(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """``python -m toolrag ARGS`` as a user runs it (no TOOLRAG_ variables of this machine)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}

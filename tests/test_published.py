@@ -156,3 +156,31 @@ def test_manifest_versions_and_leases_on_a_real_chroma(tmp_path: Path) -> None:
     assert index.lease_holder("v9")[0] == "b"  # type: ignore[index]  # the loser leaves the new lease alone
     second.release()
     assert index.lease_holder("v9") is None
+
+
+def test_expired_leases_of_versions_never_pushed_are_removed(tmp_path: Path) -> None:
+    """A builder killed before its flip, whose folder is never pushed again: its lease (and half-written data)
+    is removed at the next lease taken or flip, not left on the server; a live lease and complete data stay."""
+    from toolrag.index.client import StoreConfig, open_client
+
+    index = PublishedIndex(open_client(StoreConfig(path=tmp_path / "chroma")), "tools")
+    names = lambda: {c.name for c in index.client.list_collections()}  # noqa: E731
+    dead = index.acquire("dead0", owner="host:1:killed", ttl=0.3, heartbeat=False)
+    index.client.create_collection(index.data_name("dead0"), metadata={"complete": False}, embedding_function=None)
+    flipped = index.acquire("dead1", owner="host:2:killed", ttl=0.3, heartbeat=False)
+    index.write("dead1", b"complete but never flipped")
+    alive = index.acquire("alive", owner="host:3:building", ttl=60, heartbeat=False)
+    assert dead is not None and flipped is not None and alive is not None
+    time.sleep(0.5)
+    taken = index.acquire("next", owner="host:4:new", ttl=60, heartbeat=False)  # a lease taken sweeps
+    assert taken is not None
+    assert index.lease_holder("dead0") is None and index.lease_holder("dead1") is None
+    assert index.data_name("dead0") not in names() and index.complete("dead1")  # complete data may still be flipped
+    assert index.lease_holder("alive") is not None and index.lease_holder("next") is not None
+    # the same at a flip
+    late = index.acquire("dead2", owner="host:5:killed", ttl=0.3, heartbeat=False)
+    assert late is not None
+    time.sleep(0.5)
+    index.write("v1", b"x")
+    index.flip("v1", tools=1)
+    assert index.lease_holder("dead2") is None and index.lease_holder("alive") is not None

@@ -48,14 +48,15 @@ def toolrag(*args: str, cwd: Path = ROOT, timeout: float = 600, **env: str) -> s
 class Replica:
     """``toolrag serve --transport http`` in a child process (its stderr in a file)."""
 
-    def __init__(self, folder: Path, name: str, *args: str, cwd: Path = ROOT) -> None:
+    def __init__(self, folder: Path, name: str, *args: str, cwd: Path = ROOT, env: dict[str, str] | None = None
+                 ) -> None:
         self.port = free_port()
         self.log = folder / f"{name}.log"
         with self.log.open("wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "toolrag", "serve", "--transport", "http", "--port", str(self.port),
                  "--data-dir", str(folder / f"data-{name}"), *args],
-                cwd=cwd, env={**_env(), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log,
+                cwd=cwd, env={**_env(**(env or {})), "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL, stderr=log,
                 stdin=subprocess.DEVNULL)
 
     def readyz(self) -> tuple[int, dict[str, Any]]:
@@ -206,6 +207,32 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
                 assert "Traceback" not in replica.stderr(), replica.stderr()[-3000:]
 
 
+def test_a_hung_store_makes_a_replica_not_ready_and_it_recovers(tmp_path: Path, small_catalog_dir: Path) -> None:
+    """The Chroma server stopped by SIGSTOP (its port open, no answer): /readyz turns 503 within the store's
+    timeout plus a poll, saying why (and the log says it once); searches go on from the loaded version; after
+    SIGCONT the replica is ready again."""
+    with ChromaServer(tmp_path) as chroma:
+        version = push(small_catalog_dir, chroma.url, "hung", tmp_path)
+        reader = Replica(tmp_path, "reader", "--chroma-url", chroma.url, "--index", "hung",
+                         env={"TOOLRAG_CHROMA_TIMEOUT": "2"})
+        try:
+            wait_for(lambda: reader.readyz()[0] == 200, 300, "the replica ready")
+            chroma.pause()
+            try:
+                took = wait_for(lambda: reader.readyz()[0] == 503, 30, "readiness false while Chroma is hung")
+                status, health = reader.readyz()
+                assert status == 503 and health["version"] == version and took < 15, (took, health)
+                assert re.search(r"no answer within 2 s|cannot reach a Chroma server", health["reason"]), health
+                assert reader.search("what is the weather in Paris")["index_version"] == version
+            finally:
+                chroma.resume()
+            wait_for(lambda: reader.readyz()[0] == 200, 30, "ready again after SIGCONT")
+            log = reader.stderr()
+            assert "Traceback" not in log and re.search(r"index hung: .*(no answer within 2 s|cannot reach)", log), log
+        finally:
+            reader.stop()
+
+
 def test_two_replicas_started_together_build_the_version_once(tmp_path: Path, small_catalog_dir: Path) -> None:
     with ChromaServer(tmp_path) as chroma:
         args = ("--catalog", str(small_catalog_dir), "--chroma-url", chroma.url, "--index", "twin")
@@ -218,6 +245,52 @@ def test_two_replicas_started_together_build_the_version_once(tmp_path: Path, sm
             built = [log for log in logs if "built and pushed here" in log]
             assert len(built) == 1, logs
             assert any("already pushed (by another process)" in log for log in logs), logs
+
+
+def test_sigterm_releases_the_lease_and_pushes_say_what_they_did(tmp_path: Path, small_catalog_dir: Path) -> None:
+    """SIGTERM of `toolrag index` releases its build lease at once (as Ctrl-C does), not after the lease expires;
+    a push of the version already current says "already pushed" (docs/deploy.md's words); an older catalog pushed
+    again is served from the vectors kept on the server (nothing encoded)."""
+    import chromadb
+    from chromadb.config import Settings
+
+    with ChromaServer(tmp_path) as chroma:
+        client = chromadb.HttpClient(host="127.0.0.1", port=chroma.port, settings=Settings(anonymized_telemetry=False))
+
+        def leases() -> list[str]:
+            return [c.name for c in client.list_collections() if c.name.startswith("toolrag-index-term-lease-")]
+
+        command = [sys.executable, "-m", "toolrag", "index", "--catalog", str(SAMPLE), "--chroma-url", chroma.url,
+                   "--index", "term", "--data-dir", str(tmp_path / "data-term")]
+        with (tmp_path / "term.log").open("wb") as log:
+            stopped = subprocess.Popen(command, cwd=ROOT, env=_env(TOOLRAG_INDEX_LEASE="600"),
+                                       stdout=subprocess.DEVNULL, stderr=log, stdin=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: bool(leases()), 300, "the build's lease taken")
+            time.sleep(1.0)
+            stopped.send_signal(signal.SIGTERM)
+            assert stopped.wait(timeout=60) == 128 + signal.SIGTERM
+        finally:
+            if stopped.poll() is None:
+                stopped.kill()
+        assert leases() == [], "the lease of a build stopped by SIGTERM is left until it expires"
+        assert "Traceback" not in (tmp_path / "term.log").read_text(encoding="utf-8", errors="replace")
+
+        first = push(small_catalog_dir, chroma.url, "term", tmp_path)
+        again = toolrag("index", "--catalog", str(small_catalog_dir), "--chroma-url", chroma.url, "--index", "term",
+                        "--data-dir", str(tmp_path / "data-push"))
+        assert again.returncode == 0 and f"index term: version {first} already pushed (serial 1;" in again.stdout
+        changed = tmp_path / "changed"
+        shutil.copytree(small_catalog_dir, changed)
+        tools = changed / "tools.yaml"
+        tools.write_text(tools.read_text(encoding="utf-8").replace("Search the company's source code", "Search the "
+                                                                   "company's Mercurial code"), encoding="utf-8")
+        second = push(changed, chroma.url, "term", tmp_path)
+        back = toolrag("index", "--catalog", str(small_catalog_dir), "--chroma-url", chroma.url, "--index", "term",
+                       "--data-dir", str(tmp_path / "data-back"))
+        assert second != first and back.returncode == 0, back.stderr
+        assert f"index term: version {first} pushed (serial 3;" in back.stdout, back.stdout
+        assert ", 0 texts/images encoded here)" in back.stdout, back.stdout
 
 
 def test_a_build_killed_half_way_is_finished_by_the_next(tmp_path: Path) -> None:

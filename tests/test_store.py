@@ -17,15 +17,15 @@ import pytest
 
 from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import perm_key
-from toolrag.errors import StoreError
-from toolrag.index.client import StoreConfig, open_client
+from toolrag.errors import SettingsError, StoreError
+from toolrag.index.client import StoreConfig, chroma_url, open_client
 from toolrag.index.filters import build_where, matches_nothing
 from toolrag.index.store import Hit, VectorCollection, collection_name
 
 try:
-    from chroma_server import free_port, running_chroma_server
+    from chroma_server import ChromaServer, free_port, running_chroma_server
 except ImportError:  # tests/ imported as a package
-    from tests.chroma_server import free_port, running_chroma_server
+    from tests.chroma_server import ChromaServer, free_port, running_chroma_server
 
 DIM = 32
 N = 50
@@ -388,8 +388,10 @@ def test_bad_query_raises(client: Any) -> None:
     ],
 )
 def test_malformed_url_raises(url: str) -> None:
-    with pytest.raises(StoreError, match="Chroma URL"):
+    with pytest.raises(SettingsError, match="Chroma URL .*e.g. --chroma-url http://127.0.0.1:8000"):
         open_client(StoreConfig(url=url))
+    with pytest.raises(SettingsError, match="Chroma URL"):  # the one validator: the CLI's and the app's fallback
+        chroma_url(url)
 
 
 def test_unreachable_server_fails_fast_naming_url() -> None:
@@ -433,6 +435,51 @@ def test_silent_or_foreign_server_fails_fast(tmp_path: Path) -> None:
                 open_client(StoreConfig(url=url))
         finally:
             other.shutdown()
+
+
+def _within(seconds: float, fn: Any) -> BaseException | None:
+    """What ``fn()`` raised (``None``: nothing), failing the test when it takes longer than ``seconds`` (it runs in
+    a thread, so a regression, a call that waits forever, fails instead of blocking the suite)."""
+    raised: list[BaseException | None] = []
+
+    def attempt() -> None:
+        try:
+            fn()
+            raised.append(None)
+        except BaseException as exc:
+            raised.append(exc)
+
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(timeout=seconds)
+    assert not worker.is_alive(), f"still waiting after {seconds} s"
+    return raised[0]
+
+
+@pytest.mark.server
+def test_every_call_to_a_hung_server_fails_within_its_timeout(tmp_path: Path) -> None:
+    """A server stopped by SIGSTOP keeps its port and answers nothing: each call (a read, a write, a reopen)
+    raises a StoreError saying how long it waited; after SIGCONT the same client works again."""
+    from toolrag.index.published import PublishedIndex
+
+    with ChromaServer(tmp_path) as server:
+        client = open_client(StoreConfig(url=server.url, timeout=1.5))
+        index = PublishedIndex(client, "tools", where=server.url)
+        col = VectorCollection(client, collection_name("text", "hung"), dim=DIM, fingerprint="fp-hung")
+        ids, vecs, metas = _rows(seed=3)
+        col.upsert(ids, vecs, metas)
+        server.pause()
+        try:
+            for call in (index.manifest, col.count, lambda: col.upsert(ids, vecs, metas),
+                         lambda: open_client(StoreConfig(url=server.url, timeout=1.5))):
+                start = time.monotonic()
+                error = _within(15, call)
+                assert isinstance(error, StoreError), error
+                assert time.monotonic() - start < 8
+                assert re.search(r"no answer within 1.5 s|cannot reach a Chroma server", str(error)), error
+        finally:
+            server.resume()
+        assert index.manifest().version is None and col.count() == N
 
 
 def test_unusable_path_and_empty_config_raise(tmp_path: Path) -> None:

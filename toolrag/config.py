@@ -37,6 +37,7 @@ __all__ = [
     "BENCH_THREADS_ENV",
     "CATALOG_CACHE_ENV",
     "CATALOG_ENV",
+    "CHROMA_TIMEOUT_ENV",
     "CHROMA_URL_ENV",
     "CLIP_ENV",
     "DATA_DIR_ENV",
@@ -69,7 +70,6 @@ __all__ = [
     "LibraryVar",
     "audit_hashes_requests",
     "choice_setting",
-    "chroma_url",
     "configure_environment",
     "data_dir",
     "env",
@@ -98,6 +98,7 @@ ENGLISH_MODEL_ENV = "TOOLRAG_ENGLISH_MODEL"
 CLIP_ENV = "TOOLRAG_CLIP_MODEL"
 RERANK_ENV = "TOOLRAG_RERANK_MODEL"
 CHROMA_URL_ENV = "TOOLRAG_CHROMA_URL"
+CHROMA_TIMEOUT_ENV = "TOOLRAG_CHROMA_TIMEOUT"
 AUDIT_LOG_ENV = "TOOLRAG_AUDIT_LOG"
 AUDIT_REQUESTS_ENV = "TOOLRAG_AUDIT_REQUESTS"
 PUBLIC_ROLE_ENV = "TOOLRAG_PUBLIC_ROLE"
@@ -164,6 +165,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "`BAAI/bge-reranker-v2-m3`, or `none`"),
     EnvVar(CHROMA_URL_ENV, "unset: an embedded index in the data folder",
            "a Chroma server (`http://host:port`) when `--chroma-url` is not given"),
+    EnvVar(CHROMA_TIMEOUT_ENV, "`20`",
+           "seconds a Chroma server may stay silent during one call before the call fails (a hung server makes a "
+           "replica not ready instead of stalling it)"),
     EnvVar(INDEX_ENV, "unset: the catalog's own index",
            "the name of an index published on the Chroma server of `TOOLRAG_CHROMA_URL` (`--index`): served without "
            "catalog files, its new versions followed live; with a catalog the folder is pushed under that name"),
@@ -281,12 +285,6 @@ def set_default(name: str, value: str) -> None:
     if name not in _SETTABLE:
         raise ValueError(f"{name} is not in toolrag.config.LIBRARY_ENV; add a row (value, why) before setting it")
     os.environ.setdefault(name, value)
-
-
-def chroma_url(explicit: str | None = None) -> str | None:
-    """The Chroma server to use: ``explicit`` (``--chroma-url``), else ``$TOOLRAG_CHROMA_URL``, else ``None``
-    (an embedded index). The one fallback of the CLI, the MCP server and the app."""
-    return (explicit or "").strip() or env(CHROMA_URL_ENV) or None
 
 
 def index_name(explicit: str | None = None) -> str | None:

@@ -16,9 +16,12 @@ from __future__ import annotations
 import hashlib
 import io
 import math
+import stat
 import warnings
 from pathlib import Path
+from typing import BinaryIO
 
+import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from toolrag.errors import ImageError
@@ -27,7 +30,11 @@ __all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_e
            "image_hash", "load_image", "probe_example_image", "shape_problem"]
 
 
-ImageSource = str | Path | bytes | Image.Image
+ImageSource = str | Path | bytes | bytearray | memoryview | BinaryIO | np.ndarray | Image.Image
+"""What an image may be given as: a path, its bytes, a binary file object (``open(..., "rb")``, ``BytesIO``), a
+numpy array (height x width, optionally x 1, 3 or 4 channels: uint8, bool, or floats in 0-1 or 0-255) or a PIL
+image."""
+_KINDS = "a path, bytes, a binary file object (BytesIO, open(path, 'rb')), a numpy array or a PIL image"
 
 #: Longest side / shortest side beyond which an image is degenerate: padded (a request), refused (an example).
 MAX_ASPECT = 20
@@ -43,26 +50,30 @@ _MAX_PADDED_SIDE = 2000
 def load_image(
     source: ImageSource, *, max_bytes: int = 20_000_000, max_pixels: int = 40_000_000, fit: bool = True
 ) -> Image.Image:
-    """Open an image from a path, bytes or a PIL image as RGB (alpha on white, EXIF rotation applied); with
-    ``fit`` a degenerate shape is padded for the models (:func:`fit_for_models`).
+    """Open an image (any :data:`ImageSource`) as RGB (alpha on white, EXIF rotation applied); with ``fit`` a
+    degenerate shape is padded for the models (:func:`fit_for_models`).
 
-    Raises ImageError naming the file for a missing file, a non-image, a truncated file (the whole image is
-    decoded, truncation is never tolerated), a file above ``max_bytes`` or more than ``max_pixels`` pixels.
+    Raises ImageError naming the file for a missing file (or one that is not a regular file), a non-image, a
+    truncated file (the whole image is decoded, truncation is never tolerated), a file above ``max_bytes`` or
+    more than ``max_pixels`` pixels, and for a source of another type (naming the type and what is accepted).
     """
     if max_bytes < 1 or max_pixels < 1:
         raise ValueError(f"max_bytes and max_pixels must be positive (got {max_bytes}, {max_pixels})")
+    if isinstance(source, np.ndarray):
+        source = _from_array(source)
     if isinstance(source, Image.Image):
         rgb = _to_rgb(source, name="the given image", max_pixels=max_pixels)
         return fit_for_models(rgb) if fit else rgb
     file: str | None = None  # the image's path, an error's field
     if isinstance(source, bytes | bytearray | memoryview):
         data, name = bytes(source), f"the uploaded image ({len(source):,} bytes)"
+    elif callable(getattr(source, "read", None)):
+        data, name = _read_stream(source, max_bytes)  # type: ignore[arg-type]
     elif isinstance(source, str | Path):
         path = Path(source).expanduser()
         name = file = str(path)
         if not path.is_file():
-            reason = "is a folder, not an image file" if path.is_dir() else "not found"
-            raise ImageError(f"image file {name}: {reason}", file=file)
+            raise ImageError(f"image file {name}: {_not_a_file(path)}", file=file)
         size = path.stat().st_size
         if size > max_bytes:
             raise ImageError(f"image file {name} is {size:,} bytes, above the limit of {max_bytes:,} bytes; "
@@ -74,7 +85,8 @@ def load_image(
         except OSError as exc:
             raise ImageError(f"image file {name} cannot be read: {exc}", file=file) from exc
     else:
-        raise TypeError(f"unsupported image source type {type(source).__name__}")
+        raise ImageError(f"an image of type {type(source).__module__}.{type(source).__qualname__} cannot be read: "
+                         f"give {_KINDS}")
     if len(data) > max_bytes:
         raise ImageError(f"{name} is {len(data):,} bytes, above the limit of {max_bytes:,} bytes")
     try:
@@ -127,7 +139,7 @@ def probe_example_image(path: str | Path, *, max_bytes: int = 20_000_000, max_pi
     file = Path(path).expanduser()
     name = str(file)
     if not file.is_file():
-        raise ImageError(f"image file {name}: {'is a folder, not an image file' if file.is_dir() else 'not found'}")
+        raise ImageError(f"image file {name}: {_not_a_file(file)}")
     size = file.stat().st_size
     if size > max_bytes:
         raise ImageError(f"image file {name} is {size:,} bytes, above the limit of {max_bytes:,} bytes; "
@@ -170,6 +182,56 @@ def fit_for_models(img: Image.Image) -> Image.Image:
     canvas = Image.new("RGB", new_size, (255, 255, 255))
     canvas.paste(img.convert("RGB"), ((new_size[0] - width) // 2, (new_size[1] - height) // 2))
     return canvas
+
+
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (not a regular file) cannot be an image file: missing, a folder, a device, a pipe..."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return "not found"
+    kinds = ((stat.S_ISDIR, "a folder"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"))
+    kind = next((label for test, label in kinds if test(mode)), "not a regular file")
+    return f"is {kind}, not an image file; give the path of an image file (PNG, JPEG, WebP, ...)"
+
+
+def _read_stream(stream: BinaryIO, max_bytes: int) -> tuple[bytes, str]:
+    """The bytes of a binary file object (read from where it stands, at most ``max_bytes`` + 1) and its name."""
+    label = getattr(stream, "name", None)
+    name = f"the image file object {label}" if isinstance(label, str) else "the given image file object"
+    try:
+        data = stream.read(max_bytes + 1)
+    except (OSError, ValueError) as exc:  # closed, or not readable
+        raise ImageError(f"{name} cannot be read: {exc}") from exc
+    if isinstance(data, str):
+        raise ImageError(f"{name} is open in text mode: open it in binary mode (open(path, 'rb'))")
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise ImageError(f"{name} returned {type(data).__name__} from read(), not bytes: give {_KINDS}")
+    return bytes(data), name
+
+
+def _from_array(array: np.ndarray) -> Image.Image:
+    """A PIL image of a numpy array: height x width (grey), or x 1, 3 (RGB) or 4 (RGBA) channels; uint8 as is,
+    bool as black and white, floats in 0-1 (scaled) or 0-255; anything else is an ImageError naming it."""
+    shape, dtype = array.shape, array.dtype
+    if array.ndim == 3 and shape[2] == 1:
+        array = array[:, :, 0]
+    if not (array.ndim == 2 or (array.ndim == 3 and array.shape[2] in (3, 4))) or 0 in array.shape:
+        raise ImageError(f"an image array of shape {shape}: give height x width (grey) or height x width x 3 (RGB) "
+                         "or x 4 (RGBA)")
+    if dtype == np.bool_:
+        array = array.astype(np.uint8) * 255
+    elif np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer):
+        if np.issubdtype(dtype, np.floating):
+            if not np.isfinite(array).all():
+                raise ImageError(f"an image array of {dtype} holds NaN or infinite values")
+            top = float(array.max()) if array.size else 0.0
+            array = array * 255.0 if top <= 1.0 else array
+        array = np.clip(array, 0, 255).astype(np.uint8)
+    else:
+        raise ImageError(f"an image array of dtype {dtype}: give uint8 (0-255), bool or float (0-1) values")
+    return Image.fromarray(np.ascontiguousarray(array))
 
 
 def _check_pixels(img: Image.Image, name: str, max_pixels: int) -> None:

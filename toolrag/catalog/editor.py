@@ -7,8 +7,9 @@ turns; a lock held longer than the timeout is an error saying so):
 0. if the catalog's files changed on disk since this process last read them (another process saved), reload
    them first; a save *based on* an older version of the tool than the one on disk is refused: no silent
    last-writer-wins. The version is ``base_version`` (from :meth:`CatalogEditor.read_profile`); without one,
-   the version this editor last read of the tool, else the tool as this process held it before the save (so
-   two processes saving without versions refuse each other's stale text instead of overwriting it);
+   the version this editor last read (or wrote) of the tool. A save of a text for a tool this editor never
+   read is refused without one (the text may have been copied before another process saved the tool); a
+   delete or an added image is then checked against the tool as this process held it;
 1. parse the new profile text (:func:`toolrag.catalog.loader.parse_profile_yaml`): a bad field names itself;
 2. build the new text of the one file concerned by replacing exactly that tool's list item (its span is
    found from the YAML node marks, so comments and formatting of every other tool survive);
@@ -96,8 +97,8 @@ class CatalogEditor:
         self._file_lock = FileLock(self.folder / LOCK_FILE, timeout=lock_timeout, what=f"catalog {self.folder}",
                                    error=CatalogError)
         self._disk = disk_state if disk_state is not None else catalog_state(self.path)
-        #: The version of each tool's text this editor last handed out (read_profile): a save without
-        #: ``base_version`` is checked against it.
+        #: The version of each tool's text this editor last handed out (read_profile) or wrote: a change without
+        #: ``base_version`` is checked against it (a save of a tool not in it is refused).
         self._read: dict[str, str] = {}
         #: Every tool id this editor has seen in the catalog: an id never seen was never there (not "deleted").
         self._seen: set[str] = {t.id for t in self.catalog.tools}
@@ -149,9 +150,9 @@ class CatalogEditor:
         """Replace tool ``tool_id`` (``None``: add a new tool) with the profile in ``yaml_text``.
 
         ``base_version`` (from :meth:`read_profile`): refuse the save when the tool's text on disk is no longer
-        the one the edit started from; ``None``: the version this editor last read of the tool, else the tool as
-        this process held it (another process's save in between is refused all the same)."""
-        with self._editing(tool_id, base_version):
+        the one the edit started from; ``None``: the version this editor last read or wrote of the tool; a tool
+        it never read is refused (pass the version :meth:`read_profile` gave)."""
+        with self._editing(tool_id, base_version, text=True):
             return self._save(tool_id, yaml_text, probe)
 
     def delete(self, tool_id: str, *, probe: RankProbe | None = None,
@@ -214,27 +215,29 @@ class CatalogEditor:
     # ------------------------------------------------------------------------------------------- internals
 
     @contextlib.contextmanager
-    def _editing(self, tool_id: str | None = None, base_version: str | None = None) -> Iterator[None]:
+    def _editing(self, tool_id: str | None = None, base_version: str | None = None, *, text: bool = False
+                 ) -> Iterator[None]:
         """This process's lock, then the catalog's file lock (other processes), then files changed on disk
         reloaded: every change starts from the files as they are. A change of ``tool_id`` is then checked
-        against the version it was based on (:meth:`save`)."""
+        against the version it was based on (:meth:`save`); ``text``: the change is a text the caller wrote,
+        refused without a version when this editor never read the tool."""
         with self._lock, self._file_lock:
             held = self.catalog.get(tool_id) if tool_id and base_version is None else None
             self._refresh()
             if tool_id:
                 if tool_id not in self._seen:
                     self._tool(tool_id)  # an id that was never in the catalog says so
-                if base_version is not None:
-                    self._check_version(tool_id, base_version)
-                elif tool_id in self._read:
-                    self._check_version(tool_id, self._read[tool_id])
+                base = base_version if base_version is not None else self._read.get(tool_id)
+                self._read.pop(tool_id, None)  # used once: the next change compares with what it reads or writes
+                if base is not None:
+                    self._check_version(tool_id, base)
+                elif text:
+                    raise _unread(self._tool(tool_id))
                 elif held is not None:
                     self._check_unchanged(held)
             try:
                 yield
             finally:
-                if tool_id:
-                    self._read.pop(tool_id, None)  # the next save compares with what it reads or holds then
                 self._seen.update(t.id for t in self.catalog.tools)
 
     def _refresh(self) -> None:
@@ -275,6 +278,12 @@ class CatalogEditor:
             remove_copies(self.folder)
         finally:
             self._file_lock.release()
+
+    def _remember(self, tool_id: str) -> None:
+        """The tool's text on disk after this editor saved it: the base of its next change without a version."""
+        tool = self.catalog.get(tool_id)
+        if tool is not None:
+            self._read[tool_id] = version(self._text_of(tool))
 
     def _text_of(self, tool: ToolProfile) -> str:
         return profile_text(tool)
@@ -341,9 +350,11 @@ class CatalogEditor:
         current = file.read_text(encoding="utf-8") if file.exists() else None
         before = self._rank(probe, tool_id) if tool_id else None
         if current == new_text:
+            self._remember(profile.id)
             return SaveOutcome("unchanged", profile.id, file, None, 0, before, before, _q(probe))
         self._check_catalog(file, new_text, profile)
         backup, encoded = self._commit(file, new_text)
+        self._remember(profile.id)
         after = self._rank(probe, profile.id)
         return SaveOutcome("saved" if tool_id else "added", profile.id, file, backup, encoded, before, after,
                            _q(probe))
@@ -390,6 +401,13 @@ class CatalogEditor:
 def _changed(tool: ToolProfile, file: Path) -> CatalogError:
     return CatalogError(f"tool {tool.id!r} was changed in {file.name} after you opened it (by another editor or "
                         "process); nothing was saved: reload the tool, apply your change again and save")
+
+
+def _unread(tool: ToolProfile) -> CatalogError:
+    return CatalogError(f"tool {tool.id!r}: this editor never read it, so a save without base_version cannot know "
+                        "what your text was based on (another process may have saved the tool since the text was "
+                        f"copied); nothing was saved: call read_profile({tool.id!r}), apply your change to its "
+                        "text and save with base_version=<its version>")
 
 
 def _q(probe: RankProbe | None) -> str | None:

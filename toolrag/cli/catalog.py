@@ -8,10 +8,10 @@ from typing import Any
 
 from toolrag.catalog.lint import image_problems, lint_catalog, refuse_unusable_images, role_problems
 from toolrag.catalog.loader import META_FILE, load_catalog
-from toolrag.cli.common import cli_progress, load_inputs, load_mode, open_retriever
-from toolrag.config import INDEX_ENV, chroma_url, index_name
+from toolrag.cli.common import cli_progress, load_inputs, load_mode, open_retriever, terminate_cleanly
+from toolrag.config import INDEX_ENV, index_name
 from toolrag.errors import ProfileError, SettingsError
-from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.client import StoreConfig, chroma_url, open_client
 
 __all__ = ["register"]
 
@@ -55,9 +55,10 @@ def push_index(args: argparse.Namespace, name: str) -> int:
     catalog, settings = load_inputs(args)
     refuse_unusable_images(catalog)
     open_client(StoreConfig(url=url))  # a closed port fails here, before the models load
-    pusher = open_pusher(url, name, load_models(settings, progress=cli_progress), progress=cli_progress)
-    result = pusher.push(catalog)
-    what = "pushed" if result.flipped else "already served"
+    with terminate_cleanly():  # SIGTERM, as SIGINT, releases the build's lease on its way out
+        pusher = open_pusher(url, name, load_models(settings, progress=cli_progress), progress=cli_progress)
+        result = pusher.push(catalog)
+    what = "pushed" if result.flipped else "already pushed"
     print(f"index {name}: version {result.version} {what} (serial {result.manifest.serial}; {len(catalog)} tools "
           f"from {args.catalog}, {result.encoded} texts/images encoded here)")
     return 0

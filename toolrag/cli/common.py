@@ -6,16 +6,20 @@ queries), so a mistake is reported in well under a second and nothing is opened 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
 
 from toolrag.audit import AuditLog
 from toolrag.catalog.loader import catalog_files, load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.report import LoadMode
-from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV, audit_hashes_requests, chroma_url
+from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV, audit_hashes_requests
 from toolrag.errors import SettingsError
+from toolrag.index.client import chroma_url
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
@@ -172,3 +176,21 @@ def open_retriever(args: argparse.Namespace, settings: Settings, catalog: Catalo
 def codes(text: str) -> list[str]:
     """Comma-separated permission codes as a list (blanks dropped)."""
     return [c.strip() for c in text.split(",") if c.strip()]
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """While inside, SIGTERM ends the command as Ctrl-C does: an exception (``SystemExit(143)``) that runs every
+    ``with`` and ``finally`` on its way out, so a push releases its build lease instead of leaving it to expire."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from toolrag.cli import audit, catalog, evaluate, report, search, serve
 from toolrag.cli.common import catalog_options, query_options
 from toolrag.config import configure_environment, utf8_output
-from toolrag.errors import ToolragError
+from toolrag.errors import SettingsError, ToolragError
 
 __all__ = ["main", "parser"]
 
@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Commands print a loaded catalog's report (counts and warnings) themselves.
     logging.getLogger("toolrag.catalog.loader").setLevel(logging.INFO if args.verbose else logging.ERROR)
     try:
+        _refuse_blank(args)
         code: int = args.handler(args)
         return code
     except ToolragError as exc:
@@ -46,6 +47,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+#: Options whose empty value would silently mean "not given": (attribute, flag, what to give instead).
+_NOT_BLANK = (("role", "--role", "give a role of the catalog (e.g. --role employee), or leave --role out to search "
+                                 "as a caller with no role"),
+              ("index_name", "--index", "give the index's name (e.g. --index tools-prod), or leave --index out to "
+                                        "build the catalog's own index"),
+              ("index", "--index", "give the published index's name (e.g. --index tools-prod), or leave --index out"))
+
+
+def _refuse_blank(args: argparse.Namespace) -> None:
+    """An option given with an empty value is refused with the fix (not taken as the option left out)."""
+    for attribute, flag, fix in _NOT_BLANK:
+        value = getattr(args, attribute, None)
+        if isinstance(value, str) and not value.strip():
+            raise SettingsError(f"{flag} {value!r} is empty: {fix}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,12 @@ from toolrag.cli.common import (
     open_catalog,
     open_retriever,
     settings_from_args,
+    terminate_cleanly,
     warn,
 )
-from toolrag.config import INDEX_ENV, chroma_url, index_name
+from toolrag.config import INDEX_ENV, index_name
 from toolrag.errors import SettingsError, ToolragError
+from toolrag.index.client import chroma_url
 from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.upstream import DEFAULT_TIMEOUT, ServerSpec
@@ -94,6 +96,7 @@ def run_serve(args: argparse.Namespace) -> int:
         raise SettingsError("serve what? give --catalog FOLDER (search_tools), --index NAME with --chroma-url (a "
                             "published index, no catalog file needed) or --gateway CONFIG.yaml (search_tools and "
                             "call_tool for upstream MCP servers)")
+    _chroma(args)  # a malformed --chroma-url is refused before anything starts
     if args.transport == "http":
         _check_port(args.host, args.port)  # before any model loads or upstream starts
     if args.catalog:
@@ -139,8 +142,10 @@ def _open_replica(args: argparse.Namespace, name: str) -> ToolRetriever:
     from toolrag.search.replicas import open_replica
 
     catalog = open_catalog(args) if args.catalog else None
-    retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog, settings=settings_from_args(args),
-                             data_dir=args.data_dir, audit=audit_from_args(args), progress=cli_progress)
+    with terminate_cleanly():  # a push at start releases its build lease on SIGTERM too
+        retriever = open_replica(index=name, chroma_url=_chroma(args), catalog=catalog,
+                                 settings=settings_from_args(args), data_dir=args.data_dir, audit=audit_from_args(args),
+                                 progress=cli_progress)
     warn(retriever.model_notes())
     replica = retriever.index
     if isinstance(replica, ReplicaIndex):

@@ -12,6 +12,7 @@ import numpy as np
 
 from toolrag.index import bm25_triples
 from toolrag.index.bm25_docs import DocumentTerms, cached_tokens, check_unique, text_key
+from toolrag.index.bm25_subset import SubsetScorer
 from toolrag.index.tokenize import tokenize
 
 __all__ = ["BM25Index"]
@@ -72,7 +73,6 @@ class BM25Index:
         self._terms, self._docs, self._tf = triples
         self._k1, self._b, self._tokenizer = k1, b, tokenizer
         self._last_scores: tuple[str, np.ndarray | None, np.ndarray] | None = None
-        self._subset: tuple[np.ndarray, int, float] | None = None
         self._last_terms: tuple[str, tuple[str, ...]] | None = None
         self._by_doc: DocumentTerms | None = None
         self._position: dict[str, int]
@@ -271,6 +271,8 @@ class BM25Index:
                                                     k1=self._k1, b=self._b)
         self._doc_index = self._docs.astype(np.int32)
         self._starts = np.concatenate([[0], np.cumsum(df)]).astype(np.int64)
+        self._subsets = SubsetScorer(starts=self._starts, docs=self._doc_index, tf=self._tf, lengths=self._lengths,
+                                     k1=self._k1, b=self._b)
 
     # ------------------------------------------------------------------------------------------ queries
     @property
@@ -344,7 +346,8 @@ class BM25Index:
 
         ``visible`` (a bool mask over :attr:`ids`, e.g. the tools a caller sees): score as if only those
         documents were indexed: N, each term's document frequency and the mean length are theirs, so the
-        scores equal those of an index built over them alone, bit for bit, and the other documents score 0.
+        scores equal those of an index built over them alone, bit for bit, and the other documents score 0 (each
+        term's weights in the subset are kept for the next queries: :mod:`toolrag.index.bm25_subset`).
         The last query's scores are kept: one search asks for them up to three times (candidates, exact
         scores, the reference distribution), which at 100,000 tools costs milliseconds each time."""
         if visible is not None and visible.all():
@@ -356,30 +359,10 @@ class BM25Index:
         if visible is None:
             out = bm25_triples.query_scores(self._weights, self._doc_index, self._starts, terms, len(self._ids))
         else:
-            out = self._subset_scores(terms, visible)
+            out = self._subsets.scores(terms, visible)
         out.flags.writeable = False
         self._last_scores = (query, visible, out)
         return out
-
-    def _subset_scores(self, term_ids: Sequence[int], visible: np.ndarray) -> np.ndarray:
-        """:meth:`scores` over the ``visible`` documents only (their own N, df and mean length)."""
-        seen = self._subset
-        if seen is None or seen[0] is not visible:
-            lengths = self._lengths[visible]
-            seen = self._subset = (visible, int(np.count_nonzero(visible)), bm25_triples.mean_length(lengths))
-        _, n_docs, avgdl = seen
-        scores = np.zeros(len(self._ids), dtype=np.float32)
-        for term in term_ids:
-            lo, hi = int(self._starts[term]), int(self._starts[term + 1])
-            docs = self._doc_index[lo:hi]
-            keep = visible[docs]
-            df = int(np.count_nonzero(keep))
-            if not df:
-                continue
-            docs = docs[keep]
-            scores[docs] += bm25_triples.subset_weights(self._tf[lo:hi][keep], self._lengths[docs], df, n_docs, avgdl,
-                                                        k1=self._k1, b=self._b)
-        return scores
 
     def term_scores(self, query: str, doc_id: str) -> dict[str, float]:
         """Per query term, its contribution to ``doc_id``'s score (only terms found in the document)."""

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 import numpy as np
 
 from toolrag.errors import SettingsError, StoreError
-from toolrag.index.client import chroma_call, chroma_errors
+from toolrag.index.client import chroma_call, chroma_errors, error_text
 from toolrag.index.serving import FORMAT as STATE_FORMAT
 from toolrag.index.serving import SavedState, state_from_parts, state_parts
 from toolrag.index.tokenize import LEXICAL_VERSION
@@ -218,7 +218,7 @@ class PublishedIndex:
         except chroma_errors() as exc:
             if "does not exist" in str(exc):
                 return None
-            raise StoreError(f"Chroma at {self.where} failed to read {collection!r}: {exc}") from exc
+            raise StoreError(f"Chroma at {self.where} failed to read {collection!r}: {error_text(exc)}") from exc
         return dict(found.metadata or {})
 
     def _create(self, collection: str, metadata: Mapping[str, Any]) -> bool:
@@ -229,7 +229,7 @@ class PublishedIndex:
         except chroma_errors() as exc:
             if "already exists" in str(exc):
                 return False
-            raise StoreError(f"Chroma at {self.where} failed to create {collection!r}: {exc}") from exc
+            raise StoreError(f"Chroma at {self.where} failed to create {collection!r}: {error_text(exc)}") from exc
 
     def _open(self, collection: str) -> Any:
         return self.client.get_collection(collection, embedding_function=None)
@@ -243,7 +243,7 @@ class PublishedIndex:
             return
         except chroma_errors() as exc:
             if "does not exist" not in str(exc):
-                raise StoreError(f"Chroma at {self.where} failed to delete {collection!r}: {exc}") from exc
+                raise StoreError(f"Chroma at {self.where} failed to delete {collection!r}: {error_text(exc)}") from exc
 
     # --------------------------------------------------------------------------------------------- manifest
     def manifest(self) -> Manifest:
@@ -271,6 +271,7 @@ class PublishedIndex:
             chroma_call(f"flip the manifest of index {self.name!r}", collection.modify, metadata=metadata)
         for old in kept[KEEP_VERSIONS + 1:]:
             self.drop(self.data_name(old))
+        self.sweep_leases(keep=version)
         return manifest
 
     # ---------------------------------------------------------------------------------------------- versions
@@ -325,6 +326,7 @@ class PublishedIndex:
         died) is taken over."""
         name = self.lease_name(version)
         if self._create(name, {"owner": owner, "expires": time.time() + ttl}):
+            self.sweep_leases(keep=version)
             return Lease(self, version, owner, ttl, heartbeat=heartbeat)
         holder = self.lease_holder(version)
         if holder is not None and holder[1] > time.time():
@@ -336,6 +338,30 @@ class PublishedIndex:
         if self._create(name, {"owner": owner, "expires": time.time() + ttl}):
             return Lease(self, version, owner, ttl, heartbeat=heartbeat)
         return None
+
+    def sweep_leases(self, *, keep: str | None = None) -> list[str]:
+        """Remove the expired leases of other versions than ``keep`` (their builders died and no push of their
+        folder came back to finish them) with their half-written data; run at each lease taken and each flip.
+        The versions swept (a failure is logged: the next sweep tries again)."""
+        prefix = self.lease_name("")
+        swept = []
+        failures: tuple[type[BaseException], ...] = (StoreError, *chroma_errors())
+        try:
+            for collection in self.client.list_collections():
+                meta = dict(collection.metadata or {})
+                version = collection.name[len(prefix):]
+                if (not collection.name.startswith(prefix) or version == keep or "owner" not in meta
+                        or float(meta.get("expires", 0.0)) > time.time()):
+                    continue
+                self.drop(collection.name)
+                if not self.complete(version):
+                    self.drop(self.data_name(version))
+                log.info("index %s: removed the expired lease of version %s (its builder %s stopped)", self.name,
+                         version, meta["owner"])
+                swept.append(version)
+        except failures as exc:
+            log.warning("index %s: removing expired build leases failed: %s", self.name, exc)
+        return swept
 
     def renew(self, version: str, owner: str, ttl: float) -> None:
         name = self.lease_name(version)

@@ -21,7 +21,7 @@ from toolrag.config import INDEX_POLL_ENV, seconds_setting
 from toolrag.config import data_dir as default_data_dir
 from toolrag.encode.models import ModelSet, load_models
 from toolrag.errors import SettingsError
-from toolrag.index.client import StoreConfig, open_client
+from toolrag.index.client import StoreConfig, chroma_url_parts, open_client
 from toolrag.index.published import check_index_name
 from toolrag.index.push import open_pusher
 from toolrag.index.replica import ReplicaIndex
@@ -51,6 +51,7 @@ def open_replica(*, index: str, chroma_url: str | None, catalog: str | Path | Ca
     if not chroma_url:
         raise SettingsError(f"--index {index}: a published index lives on a Chroma server; give --chroma-url "
                             "http://host:port (or TOOLRAG_CHROMA_URL)")
+    chroma_url_parts(chroma_url)  # a URL that can never work is refused at start, not retried every poll
     settings = settings or Settings()
     audit = audit if audit is not None else AuditLog.from_env()
     cat = catalog if isinstance(catalog, Catalog) or catalog is None else load_catalog(catalog)

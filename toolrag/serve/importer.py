@@ -21,7 +21,7 @@ from toolrag.catalog.profile import Catalog
 from toolrag.catalog.report import LoadMode
 from toolrag.errors import CatalogError
 from toolrag.files import write_atomic
-from toolrag.serve.upstream import Listing, ServerSpec, UpstreamError, connect, list_all_tools, upstream_errors
+from toolrag.serve.upstream import Listing, ServerSpec, UpstreamError, connect, list_all_tools
 
 __all__ = ["TOOLS_FILE", "ImportResult", "fetch_listing", "import_listing", "import_server"]
 
@@ -64,8 +64,7 @@ def fetch_listing(spec: ServerSpec) -> Listing:
             return Listing(info.name, info.version, tools, pages, warnings)
 
     try:
-        with upstream_errors(f"MCP server {spec.name!r}", "tools/list", timeout=spec.timeout):
-            return anyio.run(read)
+        return anyio.run(read)  # connect and list_all_tools map the SDK's errors; a bug here stays itself
     except UpstreamError as exc:  # the operator reads where the server runs too
         reason = str(exc).removeprefix(f"MCP server {spec.name!r} ")
         raise UpstreamError(f"cannot read MCP server {spec.name!r} ({_where(spec)}): {reason}", lost=exc.lost,

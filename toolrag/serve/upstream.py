@@ -47,20 +47,21 @@ class UpstreamError(ToolragError):
 
 @contextlib.contextmanager
 def upstream_errors(who: str, doing: str | Callable[[], str], *, timeout: float | None = None,
-                    detail: Callable[[], str] = lambda: "") -> Iterator[None]:
+                    detail: Callable[[], str] = lambda: "", own: Sequence[BaseException] = ()) -> Iterator[None]:
     """Run an exchange with an MCP server, turning whatever the SDK or its transport raises into one
     :class:`UpstreamError` that names the server (``who``, e.g. ``MCP server 'files'``) and what it was doing
     (``doing``, or a function saying it at the time of the error): a timeout says how long it waited, an error
     the server answered says its message, anything else is a lost connection (``lost``). Exception groups are
-    read by their first cause; an :class:`UpstreamError` passes as it is. ``detail()`` is added to the message
-    (what a stdio server wrote that is not JSON-RPC)."""
+    read by their first cause; an :class:`UpstreamError` passes as it is, and so does an exception of ``own``
+    (what the caller's own code raised inside, found in a group too). ``detail()`` is added to the message (what
+    a stdio server wrote that is not JSON-RPC)."""
     try:
         yield
     except UpstreamError:
         raise
     except Exception as exc:  # every error of the SDK and its transports: mapped here, and only here
         leaf = _first_cause(exc)
-        if isinstance(leaf, UpstreamError):
+        if isinstance(leaf, UpstreamError) or any(leaf is mine for mine in own):
             raise leaf from None
         what = doing() if callable(doing) else doing
         if isinstance(leaf, TimeoutError):
@@ -202,7 +203,8 @@ async def connect(spec: ServerSpec, *, on_message: Any = None) -> AsyncIterator[
     """``(session, server_info)``: an initialised ``mcp.ClientSession`` with the server (launched over stdio,
     or over streamable HTTP) and the ``Implementation`` it announced. Raises :class:`UpstreamError` on
     timeout, and when a stdio server's output is not JSON-RPC (in one line, naming what it wrote).
-    ``on_message``: an async function given each notification the server sends."""
+    ``on_message``: an async function given each notification the server sends. What the caller's own code
+    raises inside the session comes out as it is (a bug there is not a lost connection)."""
     require_mcp()
     import anyio
     from mcp import ClientSession
@@ -211,17 +213,22 @@ async def connect(spec: ServerSpec, *, on_message: Any = None) -> AsyncIterator[
     if _QUIET not in logger.filters:
         logger.addFilter(_QUIET)
     garbage: list[str] = []
+    own: list[BaseException] = []  # what the caller's code raised inside the session: passed on as it is
     token = _NOT_JSON_RPC.set(garbage)
     phase = "initialize"
     try:
         with upstream_errors(f"MCP server {spec.name!r}", lambda: phase, timeout=spec.timeout,
-                             detail=lambda: _wrote(garbage)):
+                             detail=lambda: _wrote(garbage), own=own):
             async with _transport(spec) as (read, write), ClientSession(read, write, read_timeout_seconds=spec.timeout,
                                                                          message_handler=on_message) as session:
                 with anyio.fail_after(spec.timeout):
                     init = await session.initialize()
                 phase = "the session"
-                yield session, init.server_info
+                try:
+                    yield session, init.server_info
+                except Exception as exc:
+                    own.append(exc)
+                    raise
     finally:
         with contextlib.suppress(ValueError):  # ValueError: closed from another context (a cancelled task)
             _NOT_JSON_RPC.reset(token)
