@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from decision_margin import assert_decided
 
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.view import FEATURES
@@ -37,8 +38,53 @@ def test_the_shipped_model_decides(sample_retriever: Any) -> None:
 @pytest.mark.parametrize("query", ["tell me a joke", "给我讲个笑话", "what is the capital of Peru"])
 def test_requests_that_need_no_tool(sample_retriever: Any, query: str) -> None:
     result = sample_retriever.search(query, role="employee")
-    assert result.decision is Decision.NO_TOOL, (result.ids[:3], result.decision_reason)
+    assert_decided(result, Decision.NO_TOOL, sample_retriever.decider.model)
     assert result.tools == () and result.selected == () and result.decision_reason.startswith("no tool")
+
+
+@pytest.mark.parametrize(("query", "image", "tool", "decision"), [
+    # issue 44's playground cases that the decision now settles with a margin
+    ("add this flight to my calendar", None, "office.calendar.create_event", Decision.CLARIFY),
+    ("报销这张停车费", "queries/sign_parking.png", "finance.expense.submit", Decision.EXECUTE),
+    ("set up a 30-minute meeting with Tom tomorrow at 10am and invite him", None, "office.calendar.create_event",
+     Decision.EXECUTE),
+])
+def test_what_reaches_the_agent(sample_retriever: Any, query: str, image: str | None, tool: str,
+                                decision: Decision) -> None:
+    result = sample_retriever.search(query, role="employee", image=ASSETS / image if image else None)
+    assert tool in result.selected, (result.ids[:3], result.decision_reason)
+    assert_decided(result, decision, sample_retriever.decider.model)
+
+
+def test_one_coherent_answer_on_every_bundled_row(sample_retriever: Any) -> None:
+    """Issue 44: the three probabilities sum to one; never EXECUTE at P(no tool) >= 0.5; a reason never calls a
+    tool while saying it only reads what the request asks to change; what is injected is what the decision
+    says (none on NO_TOOL, at most three on CLARIFY)."""
+    from toolrag import load_queries
+
+    rows = load_queries(Path(__file__).resolve().parent.parent / "sample_tools" / "queries.yaml")
+    for row in rows[::2]:
+        result = sample_retriever.search(row.query, image=row.image, history=row.history, role=row.role,
+                                         permissions=row.permissions, audited=False)
+        s = result.scores
+        assert s is not None and abs(s.right + s.ambiguous + s.no_tool - 1.0) < 1e-6, row.query
+        if result.decided_by is DecisionSource.MODEL:
+            assert not (result.decision is Decision.EXECUTE and s.no_tool >= 0.5), (row.query, s)
+        if result.decision is Decision.EXECUTE:
+            assert "only reads" not in result.decision_reason, (row.query, result.decision_reason)
+        if result.decision is Decision.NO_TOOL:
+            assert result.selected == () and result.tools == ()
+        if result.decision is Decision.CLARIFY:
+            assert 1 <= len(result.selected) <= 3 and result.clarification, row.query
+
+
+def test_a_change_asked_of_a_reader_is_never_called(sample_retriever: Any) -> None:
+    """Issue 44: "帮我把这个月的工资审批发放了" (an employee, who may not approve payroll) EXECUTEd
+    view_my_payslip while its reason said the request asks for a change and the tool only reads."""
+    result = sample_retriever.search("帮我把这个月的工资审批发放了", role="employee")
+    assert "hr.payroll.approve" not in result.ids
+    assert result.decision is not Decision.EXECUTE, result.decision_reason
+    assert not result.decision_reason.startswith("calls"), result.decision_reason
 
 
 def test_dropping_the_production_tables_is_not_sent_to_a_table_reader(sample_retriever: Any) -> None:
