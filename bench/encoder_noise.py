@@ -59,10 +59,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         shipped = _retriever("onnx-int8", Path(tmp) / "int8")
         reference = _retriever("torch", Path(tmp) / "torch")
         out: dict[str, Any] = {"machine": machine(), "command": args.command_line, "rows": len(rows), "vectors": {}}
-        texts = [r.query for r in rows]
+        texts = [r.query for r in rows if r.query.strip()]
         for signal, space in (("dense", "dense"), ("dense_en", "dense_en")):
-            a = np.stack([shipped.analyzer.analyze(t, settings=shipped.settings).vectors[signal] for t in texts])
-            b = np.stack([reference.analyzer.analyze(t, settings=reference.settings).vectors[signal] for t in texts])
+            pairs = [(x.vectors[signal], y.vectors[signal]) for t in texts
+                     if signal in (x := shipped.analyzer.analyze(t, settings=shipped.settings)).vectors
+                     and signal in (y := reference.analyzer.analyze(t, settings=reference.settings)).vectors]
+            a, b = np.stack([p[0] for p in pairs]), np.stack([p[1] for p in pairs])
             tools_a, tools_b = shipped.snapshot.vectors[space], reference.snapshot.vectors[space]
             order = [reference.snapshot.row_of[i] for i in shipped.snapshot.ids]
             out["vectors"][signal] = {"requests": _percentiles(1 - np.sum(a * b, axis=1)),
