@@ -85,6 +85,35 @@ MONOTONE: Mapping[str, Mapping[str, int]] = {
 }
 
 
+#: The features of the English-only model (MiniLM), absent for a request in a language it does not read (issue 43:
+#: it steps back for every language but English, and Chinese through its gloss). The training sets hold English
+#: and Chinese requests only, so a share :data:`UNREAD_SHARE` of the episodes is also fitted as if the request
+#: were in another language (these features NaN, ``cjk`` 0, the top tool not written in its language), at
+#: :data:`UNREAD_WEIGHT` of its weight: the model learns to decide from the multilingual model alone.
+ENGLISH_ONLY = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en")
+UNREAD_SHARE, UNREAD_WEIGHT = 0.3, 0.5
+
+
+def unread(x: np.ndarray) -> np.ndarray:
+    """``x`` as a request the English model cannot read gives it (:data:`ENGLISH_ONLY` NaN, not Chinese, the
+    top tool not in its language)."""
+    from toolrag.decision.view import FEATURES
+
+    out = x.copy()
+    out[:, [FEATURES.index(f) for f in ENGLISH_ONLY]] = np.nan
+    out[:, FEATURES.index("cjk")] = 0.0
+    out[:, FEATURES.index("lang_match")] = 0.0
+    return out
+
+
+def _with_unread(x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray,
+                 pick: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The training rows ``rows`` and, for those of ``pick``, their :func:`unread` copies."""
+    more = rows & pick
+    return (np.vstack([x[rows], unread(x[more])]), np.concatenate([y[rows], y[more]]),
+            np.concatenate([w[rows], UNREAD_WEIGHT * w[more]]))
+
+
 def used() -> list[int]:
     from toolrag.decision.view import FEATURES
 
@@ -272,12 +301,16 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     results: dict[str, Any] = {"episodes": len(records), "families": {}, "groups": sorted(set(groups)),
                                "classes": {c: int((y == k).sum()) for k, c in enumerate(("right", "ask", "none",
                                                                                           "missed"))}}
+    pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
     best_family, best_score = None, -math.inf
     for family in families:
         oof = np.zeros((len(records), 3))
+        oof_unread = np.zeros((len(records), 3))
         for group in sorted(set(groups)):
             held = groups == group
-            oof[held] = _predict(_heads(family, x[~held], y[~held], w[~held]), x[held])
+            heads = _heads(family, *_with_unread(x, y, w, ~held, pick))
+            oof[held] = _predict(heads, x[held])
+            oof_unread[held] = _predict(heads, unread(x[held]))
         points = operating_points(oof, y, w)
         cleans = clean_points(oof, records, w)
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
@@ -296,12 +329,14 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                        "score": score, "auc_none": _auc(oof[:, 2], y == 2, w),
                                        "tradeoff": _tradeoff(oof, y, w, points, cleans, records, reader),
                                        "reliability": _reliability(oof[:, 0], y == 0, w),
-                                       "ece": _ece(oof[:, 0], y == 0, groups)}
+                                       "ece": _ece(oof[:, 0], y == 0, groups),
+                                       "unread": _agent(decide(oof_unread, execute_at, inject_below, reader), records,
+                                                        base)}
         if score > best_score:
             best_family, best_score = family, score
     results["winner"] = best_family
     if export and best_family is not None:
-        results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family])
+        results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick)
     return results
 
 
@@ -383,11 +418,13 @@ def _auc(score: np.ndarray, positive: np.ndarray, w: np.ndarray) -> float:
 
 
 def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
-            chosen: Mapping[str, Any]) -> dict[str, Any]:
+            chosen: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
     cols = used()
-    heads = {name: ensemble_json(model, x, cols) for name, model in _heads(family, x, y, w).items()}
+    everything = np.ones(len(x), dtype=bool)
+    heads = {name: ensemble_json(model, x, cols)
+             for name, model in _heads(family, *_with_unread(x, y, w, everything, pick)).items()}
     sx, sy, sg = _selection_data(records, y)
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in

@@ -36,6 +36,11 @@ def format_tables(results: Mapping[str, Any]) -> str:
                 label = f"{group} ({'1-10' if scope == 'small' else 'all'})"
                 ece = f" {pct(r['ece'].get(group))} |" if scope == "all" else " |"
                 lines.append(agent_row(label, both[scope]["agent"]) + ece)
+        u = r["unread"]
+        lines += ["", "The same held-out episodes read as a request in another language than English or Chinese (the "
+                  f"English model absent, pooled): a right tool injected {pct(u['reach'])} (top three "
+                  f"{pct(u['top3_reach'])}), nothing injected {pct(u['clean'])} where nothing serves, "
+                  f"{u['injected']:.2f} tools per request", ""]
         lines += ["", "| held-out group | catalogs | episodes | EXECUTE precision | MiniLM top-cosine at equal coverage | "
                   "coverage (served, EXECUTEd right) | no-tool kept out | CLARIFY recall | decision accuracy |",
                   "|---|---|---|---|---|---|---|---|---|"]
