@@ -39,7 +39,11 @@ def test_a_hidden_tool_never_renames_a_visible_tools_function() -> None:
             seen = reader.function_names(both)
             assert set(seen) == {"chat.send"}
             assert seen["chat.send"] == Caller().function_names(alone)["chat.send"] == alone.function_name("chat.send")
-            assert reader.resolve(both, seen["chat.send"]).id == "chat.send"
+            if name == "send_message":  # the original name two tools have: refused, whoever calls
+                with pytest.raises(QueryError, match=r"by its id.*: chat\.send$"):
+                    reader.resolve(both, seen["chat.send"])
+            else:
+                assert reader.resolve(both, seen["chat.send"]).id == "chat.send"
             admin = Caller.of(both, role="admin")
             names = admin.function_names(both)
             assert len(set(names.values())) == 2  # unique within what a caller sees

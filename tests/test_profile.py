@@ -335,7 +335,7 @@ def test_chinese_tools_marks_tools_with_chinese_text() -> None:
     assert Catalog(tools=(english, chinese, mixed)).chinese_tools == (False, True, True)
 
 
-def test_a_name_resolves_by_id_then_function_name_then_original_name() -> None:
+def test_a_name_resolves_by_id_then_original_name_then_function_name() -> None:
     from toolrag.catalog.caller import Caller
     from toolrag.catalog.profile import Catalog
 

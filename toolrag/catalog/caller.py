@@ -163,26 +163,28 @@ class Caller:
         return mentions(text, self.name_index(catalog))
 
     def resolve(self, catalog: Catalog, name: str) -> ToolProfile:
-        """The tool ``name`` means for this caller, exactly (with case): its id, else a function name this caller
-        was given (:meth:`function_names`: unique among the tools it sees), else its original name. An original
-        name that more than one tool of the catalog has is refused for every caller, whatever each may see, so
-        a call by a bare name never goes to another tool by role; the id still works, and the refusal names
-        only the ids of those tools this caller may use (none: answered as an unknown name). A tool the caller
-        may not use is answered exactly as a name no tool has, so nothing hidden is revealed."""
+        """The tool ``name`` means for this caller, exactly (with case): its id, else its original name, else a
+        function name this caller was given (:meth:`function_names`: unique among the tools it sees). One rule for
+        every surface: an original name that more than one tool of the catalog has is refused for every caller,
+        whatever each may see, so a call by a bare name never goes to another tool by role; the id still works,
+        and the refusal names only the ids of those tools this caller may use (none: answered as an unknown
+        name). A tool the caller may not use is answered exactly as a name no tool has, so nothing hidden is
+        revealed."""
         if not isinstance(name, str) or not name.strip():
             raise QueryError(f"a tool name must be non-empty text, got {name!r}", field="name")
         tool = catalog.get(name)
-        if tool is None:
-            by_function = catalog.memo(("function name -> id", self.key), lambda: {
-                fn: tool_id for tool_id, fn in self.function_names(catalog).items()})
-            tool = catalog.get(by_function.get(name, ""))
         if tool is None:
             matches = catalog.tools_named(name)
             usable = [t.id for t in matches if self.may_use(t)]
             if len(matches) > 1 and usable:
                 raise QueryError(f"call {name!r} by its id: a name is not enough to tell the tool here; the ids you "
                                  f"may use for it: {', '.join(usable)}", field="name")
-            tool = matches[0] if len(matches) == 1 else None
+            if matches:
+                tool = matches[0] if len(matches) == 1 else None
+            else:
+                by_function = catalog.memo(("function name -> id", self.key), lambda: {
+                    fn: tool_id for tool_id, fn in self.function_names(catalog).items()})
+                tool = catalog.get(by_function.get(name, ""))
         if tool is None or not self.may_use(tool):
             raise ToolNotFound(f"no tool named {name!r} is available to this caller; search_tools lists the tools "
                                "you may use", tool=name)

@@ -3,8 +3,10 @@
 MCP tool names (SEP-986) use letters, digits, ``_``, ``-``, ``.`` and ``/`` and real servers go beyond them
 (leading underscores, spaces, 200 characters); OpenAI function names must match ``^[A-Za-z0-9_-]{1,64}$``.
 A profile keeps the original name (it is what ``tools/call`` needs); the OpenAI ``tools`` JSON uses a
-function name derived from it. The derivation is deterministic (the same catalog always gives the same
-names) and collision-free within a catalog, and a search result maps a function name back to its tool.
+function name derived from it. The derivation is deterministic (the same tools always give the same names) and
+collision-free among the tools it is given: one caller's visible tools
+(:meth:`toolrag.catalog.caller.Caller.function_names`, which also maps a name back to its tool). Free text names
+a tool by a whole identifier-like token (:func:`mention_index`, :func:`mentions`).
 """
 
 from __future__ import annotations
