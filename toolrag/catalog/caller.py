@@ -146,7 +146,7 @@ class Caller:
         """Tool id -> the function name this caller's model is given, for the tools it sees: valid, unique among
         them, and what a catalog without the tools it cannot see would give (a hidden tool never renames a
         visible one; :meth:`toolrag.catalog.profile.Catalog.function_names`)."""
-        return catalog.function_names(self.key, self.sees)
+        return catalog.function_names(self.key, self.sees, among=self.tools)
 
     def name_index(self, catalog: Catalog) -> Mapping[str, str]:
         """Lower-cased ids, original names and function names of the tools this caller sees -> tool id, only
@@ -154,7 +154,8 @@ class Caller:
         two visible tools share names neither. Kept per catalog and caller."""
         names = self.function_names(catalog)
         return catalog.memo(("name index", self.key), lambda: mention_index(
-            (t.id, (t.name, names[t.id], t.id)) for t in catalog.tools if t.id in names))
+            (tool_id, (tool.name, name, tool_id)) for tool_id, name in names.items()
+            if (tool := catalog.get(tool_id)) is not None))
 
     def mentioned(self, catalog: Catalog, text: str) -> list[str]:
         """Ids of the tools this caller sees that ``text`` names (an id, original name or function name as a

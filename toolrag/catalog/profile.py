@@ -227,15 +227,19 @@ class Catalog:
         a caller's names are :meth:`toolrag.catalog.caller.Caller.function_names`."""
         return self.function_names(None, lambda tool: True)[tool_id]
 
-    def function_names(self, key: Hashable, sees: Callable[[ToolProfile], bool]) -> Mapping[str, str]:
+    def function_names(self, key: Hashable, sees: Callable[[ToolProfile], bool],
+                       among: Iterable[str] | None = None) -> Mapping[str, str]:
         """Tool id -> function name among the tools ``sees`` keeps (what one caller sees; ``key`` identifies
         it, computed once per catalog and key): valid, unique among those tools and deterministic
         (:func:`toolrag.catalog.names.assign_function_names`). A tool's name depends only on the tools kept, so a
         tool the caller cannot see never changes a name it gets; where two kept tools share a name, the one
         needing fewer permission codes keeps it (then catalog order), so a tool everyone may use is called
-        the same by every caller."""
+        the same by every caller. ``among``: ids the kept tools are among (a tool allow-list), when known."""
         def build() -> Mapping[str, str]:
-            kept = sorted((t for t in self.tools if sees(t)), key=lambda t: len(set(t.permissions)))  # stable
+            rows = self._position()
+            tools = self.tools if among is None else [self.tools[rows[i]] for i in sorted(
+                (i for i in among if i in rows), key=rows.__getitem__)]  # an allow-list: only its tools are read
+            kept = sorted((t for t in tools if sees(t)), key=lambda t: len(set(t.permissions)))  # stable
             return assign_function_names((t.id, t.name) for t in kept)
         return self.memo(("function names", key), build)
 
