@@ -23,6 +23,7 @@ sys.path.insert(0, str(ROOT / "examples"))
 import demo_support  # noqa: E402  (examples/, put on the path above)
 
 from toolrag.adapters import ToolSelector  # noqa: E402
+from toolrag.catalog.caller import Caller  # noqa: E402
 from toolrag.search.results import Decision  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -44,7 +45,17 @@ def roles(catalog: Any) -> list[str | None]:
 
 
 def function_names(selector: ToolSelector, ids: Any) -> list[str]:
-    return [selector.retriever.catalog.function_name(i) for i in ids]
+    names = selector.caller.function_names(selector.retriever.catalog)
+    return [names[i] for i in ids]
+
+
+def tool_called(catalog: Any, caller: Caller, name: str) -> Any:
+    """The tool a model's call names: by the caller's function names, else by any tool's (so a leak shows)."""
+    for who in (caller, Caller.author(catalog, include_deprecated=True)):
+        back = {fn: tool_id for tool_id, fn in who.function_names(catalog).items()}
+        if name in back:
+            return catalog.get(back[name])
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ LangChain
@@ -79,7 +90,7 @@ def test_langchain_binds_exactly_the_selection_and_never_a_restricted_tool(sampl
             for names in model.calls[before:]:
                 assert names == expected, (role, request)  # exactly the selection, best first
                 for name in names:
-                    tool = catalog.by_function_name(name)
+                    tool = tool_called(catalog, selector.caller, name)
                     if tool.id in restricted:
                         reached_restricted += 1
                         if not restricted[tool.id] <= codes:
@@ -264,7 +275,7 @@ def test_llamaindex_function_agent_gets_only_the_selection(sample_retriever: Any
         for _, calls, _ in asyncio.run(conversation(role, [r for _, r in restricted_requests(catalog)][:6])):
             for names in calls:
                 for name in names:
-                    tool = catalog.by_function_name(name)
+                    tool = tool_called(catalog, Caller.of(catalog, role=role), name)
                     assert tool is None or set(tool.permissions) <= codes, (role, name)
 
 

@@ -184,3 +184,16 @@ def test_no_repository_file_is_too_long() -> None:
     stale = sorted(set(LONG_FILES) - set(too_long))
     assert not stale, f"drop these from LONG_FILES, they are short now (or gone): {stale}"
     assert "scripts/render_assets.py" in sizes and "README.md" in sizes  # the walk saw the repository
+
+
+def test_a_quick_run_imports_no_heavy_library(request: pytest.FixtureRequest) -> None:
+    """Collecting the quick tier imported gradio (7 s: a test file imported it at its top for a slow test). Under
+    --quick no test file, plugin or conftest imports a library of :data:`quick_tier.HEAVY` (this test lives here:
+    tests/test_quick_tier.py is never collected by a quick run)."""
+    import sys
+
+    from quick_tier import HEAVY
+
+    if not request.config.getoption("--quick"):
+        pytest.skip("the full suite imports them on purpose")
+    assert sorted({m.split(".")[0] for m in sys.modules} & set(HEAVY)) == []

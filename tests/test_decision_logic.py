@@ -294,15 +294,3 @@ def test_the_model_file_round_trips() -> None:
     data["features"] = data["features"][:-1]
     with pytest.raises(ValueError, match="rebuild it"):
         DecisionModel.from_json(json.dumps(data))
-
-
-def test_named_tools() -> None:
-    from toolrag.search.named import name_lookup, named_tools
-
-    lookup = name_lookup([("get_weather_forecast", "get_weather_forecast", "weather.forecast"),
-                          ("search", "search", "search"), ("send_mail", "send_mail", "a.send_mail"),
-                          ("send_mail", "send_mail_2", "b.send_mail")])
-    assert named_tools("use get_weather_forecast for Paris", lookup) == [0]
-    assert named_tools("search for cats", lookup) == []  # a plain word names no tool
-    assert named_tools("call send_mail", lookup) == []  # two tools share the name: it names neither
-    assert named_tools("call b.send_mail", lookup) == [3]

@@ -1,6 +1,7 @@
-"""One view of the decision for training and serving: a catalog searched on its own gives exactly what the trainer
-computed for it as a caller that sees only those tools inside a bigger catalog (``bench.decision_train`` searches
-its episodes that way). And hidden means absent: tools a caller cannot see change nothing it gets."""
+"""One view of the decision for training and serving: a catalog searched on its own gives exactly what a caller that
+sees only those tools inside a bigger catalog gets (``bench.decision_train`` searches its episodes as such a
+caller, through ``ToolRetriever.search`` itself). And hidden means absent: tools a caller cannot see change
+nothing it gets."""
 
 from __future__ import annotations
 
@@ -60,26 +61,9 @@ def test_a_catalog_alone_and_as_visible_tools_give_the_same_result(sample_retrie
     assert {**_plain(inside), "filtered_out": 0} == _plain(own)
 
 
-def test_the_trainer_computes_the_features_a_search_reads(sample_retriever: Any, alone: Any) -> None:
-    from bench.decision_episodes import Episode
-    from bench.decision_train import _search
-
-    for query, history in REQUESTS:
-        episode = Episode("callnavi", "gold", query, history, PICK, (), "EXECUTE", "en")
-        trained = _search(sample_retriever, episode)
-        served = alone.search(query, history=history, top_k=5, audited=False)
-        assert trained["top"] == tuple(served.ids)
-        assert _same_numbers(trained["x"], [served.decision_features[k] for k in served.decision_features])
-        assert trained["cand"].shape[0] == len(served.candidate_features)
-
-
-def _same_numbers(a: Any, b: Any) -> bool:
-    return len(a) == len(b) and all((math.isnan(x) and math.isnan(y)) or x == y for x, y in zip(a, b, strict=True))
-
-
 def test_hidden_tools_change_nothing_a_caller_gets(sample_retriever: Any, models: Any, tmp_path: Path) -> None:
-    """Three tools only an admin may use, sharing the requests' words (English and Chinese), added to the
-    catalog: an employee's results are identical to the last printed digit."""
+    """Four tools only an admin may use, sharing the requests' words (English and Chinese) and one a visible
+    tool's name, added to the catalog: an employee's results are identical to the last printed digit."""
     import dataclasses
 
     from toolrag.search.retriever import ToolRetriever
@@ -89,8 +73,11 @@ def test_hidden_tools_change_nothing_a_caller_gets(sample_retriever: Any, models
                                  description=text, permissions=("admin.only",), examples=())
              for n, text in enumerate(["Book meeting rooms and calendar events for tomorrow at 3pm, weather in Berlin",
                                        "报销 餐饮 发票 审批 财务 管理", "Summarize web pages and tell jokes"])]
-    bigger = Catalog((*catalog.tools, *extra), name=catalog.name, root=catalog.root, assets_dir=catalog.assets_dir,
-                     roles={**catalog.roles, "admin": ("admin.only",)})
+    # one more, first in the catalog, with the very name of a tool the employee sees: its function name stays
+    twin = dataclasses.replace(catalog.get("office.meeting_room.book"), id="admin.secret.room",
+                               permissions=("admin.only",), examples=())
+    bigger = Catalog((twin, *catalog.tools, *extra), name=catalog.name, root=catalog.root,
+                     assets_dir=catalog.assets_dir, roles={**catalog.roles, "admin": ("admin.only",)})
     with_hidden = ToolRetriever.from_catalog(bigger, data_dir=tmp_path, models=models)
     for query, history in REQUESTS:
         before = sample_retriever.search(query, history=history, role="employee", audited=False)

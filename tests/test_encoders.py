@@ -511,25 +511,74 @@ def test_image_models_are_shared(effnet: enc_vision.ImageFeatureEncoder) -> None
     assert effnet.fingerprint.startswith("efficientnet-lite0-imagenet1k|dim=1280|w=")
 
 
-def test_quantiser_hint_is_dropped_without_configuring_logging(capsys: pytest.CaptureFixture[str]) -> None:
-    # ONNX Runtime's quantiser calls logging.warning(...) on the root logger: without handlers that runs
-    # logging.basicConfig() and leaves the caller's application with a root handler. Inside the block the hint is
-    # dropped, no handler is left behind, and any other warning still reaches stderr.
+def test_quantiser_log_is_dropped_without_configuring_logging(capsys: pytest.CaptureFixture[str]) -> None:
+    # ONNX Runtime's quantiser logs on the root logger: a pre-processing hint (logging.warning, which without
+    # handlers runs logging.basicConfig() and leaves the caller's application with a root handler) and about one
+    # "Quantization parameters ..." line per tensor. Inside the block both are dropped, no handler is left
+    # behind, and any other warning still reaches stderr.
     import logging
+    import os
 
-    from toolrag.encode.onnx_build import root_warning_dropped
+    from toolrag.encode.onnx_build import quantiser_quiet
 
+    quantiser = os.path.join(os.sep, "site-packages", "onnxruntime", "quantization", "onnx_quantizer.py")
     root = logging.getLogger()
     saved = root.handlers[:]
     root.handlers.clear()
     try:
-        with root_warning_dropped("Please consider to run pre-processing"):
-            logging.warning("Please consider to run pre-processing before quantization. Refer to example")
+        with quantiser_quiet():
+            for level, text in ((logging.WARNING, "Please consider to run pre-processing before quantization"),
+                                (logging.WARNING, 'Quantization parameters for tensor:"x" not specified')):
+                root.handle(logging.LogRecord("root", level, quantiser, 1, text, None, None))
             logging.warning("another warning")
         assert root.handlers == []
         assert root.filters == []
     finally:
         root.handlers[:] = saved
     err = capsys.readouterr().err
-    assert "pre-processing" not in err
+    assert "pre-processing" not in err and "Quantization parameters" not in err
     assert "another warning" in err
+
+
+@pytest.mark.slow
+def test_a_real_quantisation_logs_nothing_on_the_root_logger(tmp_path: Path) -> None:
+    """The int8 build's quantiser (ONNX Runtime's quantize_dynamic, on a small model with the build's options)
+    inside the build's logging set-up: no record of it reaches the root handlers, even at INFO."""
+    import logging
+
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    from toolrag.encode.onnx_build import quantiser_quiet
+
+    weights = numpy_helper.from_array(np.random.default_rng(0).random((16, 16), dtype=np.float32), "W")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "W"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16])], [weights])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / "m.onnx")
+
+    class Keep(logging.Handler):
+        def __init__(self) -> None:
+            super().__init__(logging.DEBUG)
+            self.records: list[logging.LogRecord] = []
+
+        def emit(self, record: logging.LogRecord) -> None:
+            self.records.append(record)
+
+    def quantise(out: str) -> list[str]:
+        keep, root = Keep(), logging.getLogger()
+        level = root.level
+        root.addHandler(keep)
+        root.setLevel(logging.INFO)
+        try:
+            quantize_dynamic(tmp_path / "m.onnx", tmp_path / out, weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": TensorProto.FLOAT})
+        finally:
+            root.removeHandler(keep)
+            root.setLevel(level)
+        return [r.getMessage() for r in keep.records]
+
+    assert any("Quantization parameters" in m for m in quantise("loud.onnx"))  # what the build kept quiet
+    with quantiser_quiet():
+        assert quantise("quiet.onnx") == []

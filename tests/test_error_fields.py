@@ -103,3 +103,26 @@ def test_image_error_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(ImageError) as caught:
         load_image(b"not a picture")
     assert caught.value.file is None
+
+
+def test_every_error_is_defined_in_errors_and_the_users_ones_are_exported() -> None:
+    """One home for errors: every ToolragError subclass in toolrag is a class of toolrag/errors.py (modules
+    re-export what they raise); the library's top level exports what a search caller meets."""
+    import ast
+
+    import toolrag
+    from toolrag import errors
+
+    package = Path(toolrag.__file__).parent
+    elsewhere = []
+    for file in package.rglob("*.py"):
+        if file.name == "errors.py" and file.parent == package:
+            continue
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(b, ast.Name) and hasattr(errors, b.id) and isinstance(getattr(errors, b.id), type)
+                    and issubclass(getattr(errors, b.id), errors.ToolragError) for b in node.bases):
+                elsewhere.append(f"{file.relative_to(package)}:{node.lineno} {node.name}")
+    assert elsewhere == []
+    for name in ("Caller", "ToolNotFound", "HubModelUnavailable", "QueryError"):
+        assert name in toolrag.__all__ and hasattr(toolrag, name)

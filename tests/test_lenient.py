@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.loader import load_catalog, load_records
 from toolrag.catalog.names import FUNCTION_NAME, assign_function_names, derive_function_name
 from toolrag.catalog.schema import check_schema, detect_draft
@@ -50,7 +51,7 @@ def test_odd_names_load_and_get_valid_unique_function_names(tmp_path: Path) -> N
     assert catalog.function_name("get_rates.").startswith("get_rates_") and catalog.function_name("get_rates.") != \
         "get_rates_"
     for tool_id, name in zip(catalog.ids, names, strict=True):
-        assert catalog.by_function_name(name).id == tool_id  # type: ignore[union-attr]
+        assert Caller.author(catalog).resolve(catalog, name).id == tool_id  # the way back
         assert catalog.get(tool_id).openai_tool(name)["function"]["name"] == name  # type: ignore[union-attr]
     # Deterministic: loading again gives the same names.
     assert [load_catalog(file).function_name(i) for i in catalog.ids] == names

@@ -196,3 +196,15 @@ def test_metrics_traces_and_live_upstream_changes(tmp_path: Path, models: Any, s
     assert seen["followed_s"] < 10
     records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text(encoding="utf-8").splitlines()]
     assert all("query" not in r for r in records if r["kind"] == "search")  # hashed, as configured
+
+
+def test_every_stage_key_is_a_timing_the_search_writes() -> None:
+    """The metric list names only timings a search records (``ocr`` and ``gloss`` were listed, never written:
+    they are parts of ``encode_image`` and ``encode_text``)."""
+    import re
+
+    from toolrag.observe.metrics import STAGES
+
+    source = "".join(f.read_text(encoding="utf-8") for f in (ROOT / "toolrag" / "search").glob("*.py"))
+    written = set(re.findall(r'timing\["(\w+)"\]', source))
+    assert {key for _, keys in STAGES for key in keys} <= written

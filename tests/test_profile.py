@@ -11,7 +11,7 @@ import pytest
 
 from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.catalog.profile import ToolProfile
-from toolrag.errors import CatalogError, ProfileError
+from toolrag.errors import CatalogError, ProfileError, ToolNotFound
 
 GOOD = """\
 - id: erp.inventory.query_stock
@@ -335,16 +335,22 @@ def test_chinese_tools_marks_tools_with_chinese_text() -> None:
     assert Catalog(tools=(english, chinese, mixed)).chinese_tools == (False, True, True)
 
 
-def test_tools_named_answers_original_and_function_names() -> None:
+def test_a_name_resolves_by_id_then_original_name_then_function_name() -> None:
+    from toolrag.catalog.caller import Caller
     from toolrag.catalog.profile import Catalog
 
     one = ToolProfile(id="a.weather", name="get weather", description="Current weather for a city.")
     two = dataclasses.replace(one, id="b.weather", name="get_weather")
-    catalog = Catalog(tools=(one, two))
-    assert [t.id for t in catalog.tools_named("get weather")] == ["a.weather"]
-    assert [t.id for t in catalog.tools_named("get_weather")] == ["b.weather"]
-    assert [t.id for t in catalog.tools_named(catalog.function_name("a.weather"))] == ["a.weather"]
-    assert catalog.tools_named("nothing") == ()
+    three = dataclasses.replace(one, id="get_weather", name="weather_now")  # an id equal to another's name
+    catalog = Catalog(tools=(one, two, three))
+    assert [t.id for t in catalog.tools_named("get weather")] == ["a.weather"]  # original names only
+    assert catalog.tools_named(catalog.function_name("a.weather")) == () and catalog.tools_named("nothing") == ()
+    caller = Caller()
+    assert caller.resolve(catalog, "get_weather").id == "get_weather"  # the id comes first
+    assert caller.resolve(catalog, caller.function_names(catalog)["a.weather"]).id == "a.weather"
+    assert caller.resolve(catalog, "get weather").id == "a.weather"  # the original name
+    with pytest.raises(ToolNotFound):
+        caller.resolve(catalog, "GET_WEATHER")  # a call names its tool exactly
 
 
 def test_a_profile_from_checked_values_equals_the_dataclass_one() -> None:

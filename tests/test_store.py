@@ -90,9 +90,7 @@ def _round_trip(client: Any, name: str) -> None:
         for k in (1, 7, N + 10):
             _check_hits(col.query(q, k=k), k, *_brute(ids, vecs, q, k))
     q = _unit(rng, 1)[0]
-    where = build_where(
-        allowed_perm_keys={"", "hr.payroll"}, categories={"hr", "it"}, include_deprecated=False
-    )
+    where = build_where(Caller(frozenset({"hr.payroll"}), categories=frozenset({"hr", "it"})), PERM_KEYS)
     keep = [_satisfies(m, {"", "hr.payroll"}, {"hr", "it"}, False) for m in metas]
     hits = col.query(q, k=5, where=where)
     _check_hits(hits, 5, *_brute(ids, vecs, q, 5, keep))
@@ -243,8 +241,7 @@ def test_concurrent_queries_during_upserts(client: Any) -> None:
 # ---------------------------------------------------------------------------------------- filters
 def test_a_caller_is_permitted_the_keys_whose_codes_it_holds() -> None:
     def allowed(codes: set[str]) -> set[str]:
-        caller = Caller(frozenset(codes))
-        return {k for k in PERM_KEYS if caller.permits(k.split(",") if k else [])}
+        return set(Caller(frozenset(codes)).permitted_keys(PERM_KEYS))
 
     assert allowed(set()) == {""}
     assert allowed({"hr.payroll"}) == {"", "hr.payroll"}
@@ -254,12 +251,13 @@ def test_a_caller_is_permitted_the_keys_whose_codes_it_holds() -> None:
 
 
 def test_build_where_shapes() -> None:
-    assert build_where(allowed_perm_keys=None, categories=None, include_deprecated=True) is None
-    single = build_where(allowed_perm_keys={"", "x"}, categories=None, include_deprecated=True)
-    assert single is not None and "$and" not in single
-    both = build_where(allowed_perm_keys={""}, categories={"hr"}, include_deprecated=False)
+    everything = Caller(frozenset({"hr.payroll", "finance.approve", "it.admin"}), include_deprecated=True)
+    assert build_where(everything, PERM_KEYS) is None  # nothing narrowed: no clause
+    single = build_where(Caller(include_deprecated=True), PERM_KEYS)
+    assert single == {"perm_key": {"$in": [""]}}
+    both = build_where(Caller(categories=frozenset({"hr"})), PERM_KEYS)
     assert both is not None and len(both["$and"]) == 3
-    assert matches_nothing(build_where(allowed_perm_keys=set(), categories=None, include_deprecated=True))
+    assert matches_nothing(build_where(Caller(include_deprecated=True), ["x"]))  # no key permitted
     assert not matches_nothing(both)
 
 
@@ -277,13 +275,15 @@ def test_filtered_query_equals_brute_force_over_allowed_subset(
     deprecated: bool,
 ) -> None:
     col, ids, vecs, metas = filtered_col
-    caller = Caller(frozenset(codes or ()))
-    keys = None if codes is None else {k for k in PERM_KEYS if caller.permits(k.split(",") if k else [])}
+    every = {c for k in PERM_KEYS for c in k.split(",") if c}
+    caller = Caller(frozenset(every if codes is None else codes), categories=None if cats is None else frozenset(cats),
+                    include_deprecated=deprecated)
+    keys = None if codes is None else set(caller.permitted_keys(PERM_KEYS))
     if codes == set():
         assert keys == {""}
     if codes == {"hr.payroll"}:
         assert keys == {"", "hr.payroll"}
-    where = build_where(allowed_perm_keys=keys, categories=cats, include_deprecated=deprecated)
+    where = build_where(caller, PERM_KEYS)
     keep = [_satisfies(m, keys, cats, deprecated) for m in metas]
     assert 0 < sum(keep) < N or (codes is None and cats is None and deprecated)
     for q in _unit(np.random.default_rng(11), 3):
@@ -300,8 +300,8 @@ def test_nothing_allowed_returns_empty(
     col = filtered_col[0]
     q = _unit(np.random.default_rng(0), 1)[0]
     for where in (
-        build_where(allowed_perm_keys=set(), categories=None, include_deprecated=True),
-        build_where(allowed_perm_keys={""}, categories=set(), include_deprecated=False),
+        build_where(Caller(include_deprecated=True), ["x"]),
+        build_where(Caller(categories=frozenset()), PERM_KEYS),
     ):
         assert col.query(q, k=5, where=where) == []
     # an empty $nin removes no row, a one-element $or is unwrapped: both accepted

@@ -9,7 +9,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
 import pytest
 
 from toolrag.audit import AuditLog, read_audit
@@ -120,6 +119,7 @@ def test_redaction_setting_is_read_through_config(monkeypatch: pytest.MonkeyPatc
 @pytest.mark.slow
 def test_labelling_as_an_example_goes_through_the_editor_and_shows_its_effect(ui_backend: Any,
                                                                               tmp_path: Path) -> None:
+    import gradio as gr  # here, not at the top: the quick tier collects this file without importing gradio
     from test_ui_studio import controls
 
     from toolrag.ui.evaluate_handlers import StudioHandlers

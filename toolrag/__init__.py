@@ -14,11 +14,13 @@ offline unless online). The package map is in ``docs/architecture.md``.
 
 from __future__ import annotations
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.encode.models import ModelSet, load_models
 from toolrag.errors import (
     CatalogError,
+    HubModelUnavailable,
     ImageError,
     ModelUnavailable,
     Problem,
@@ -26,6 +28,7 @@ from toolrag.errors import (
     QueryError,
     SettingsError,
     StoreError,
+    ToolNotFound,
     ToolragError,
 )
 from toolrag.evaluation.evaluator import EvalReport, Evaluator
@@ -51,6 +54,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "SIGNALS",
+    "Caller",
     "Candidate",
     "Catalog",
     "CatalogError",
@@ -61,6 +65,7 @@ __all__ = [
     "EvalReport",
     "Evaluator",
     "Fusion",
+    "HubModelUnavailable",
     "ImageError",
     "ModelSet",
     "ModelUnavailable",
@@ -78,6 +83,7 @@ __all__ = [
     "StoreConfig",
     "StoreError",
     "TokenReport",
+    "ToolNotFound",
     "ToolProfile",
     "ToolRetriever",
     "ToolragError",

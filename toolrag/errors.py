@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 __all__ = [
+    "CallRefused",
     "CatalogError",
     "HubModelUnavailable",
     "ImageError",
+    "IncompatibleVersion",
     "ModelUnavailable",
     "Problem",
     "ProfileError",
@@ -25,6 +27,7 @@ __all__ = [
     "StoreError",
     "ToolNotFound",
     "ToolragError",
+    "UpstreamError",
 ]
 
 
@@ -118,3 +121,24 @@ class HubModelUnavailable(ModelUnavailable):
 
 class StoreError(ToolragError):
     """The vector index cannot be opened or written (Chroma folder, server URL)."""
+
+
+class IncompatibleVersion(StoreError):
+    """A version built with other models or signals than this replica loads: refused until another is pushed."""
+
+
+class CallRefused(ToolragError):
+    """A ``call_tool`` the caller may not make: an unknown tool, a hidden one, an ambiguous name."""
+
+
+class UpstreamError(ToolragError):
+    """An MCP server cannot be reached, does not answer in time or answers something unusable. ``lost``: the
+    connection itself failed (the process died, the connection dropped or was refused), so a new session may
+    help; ``cause``: what failed, in one line; ``kind``: ``unavailable`` (default), ``timeout`` or ``error`` (the
+    server answered a protocol error), for metrics."""
+
+    def __init__(self, message: str, *, lost: bool = False, cause: str = "", kind: str = "unavailable",
+                 file: str | None = None, line: int | None = None, tool: str | None = None,
+                 field: str | None = None) -> None:
+        super().__init__(message, file=file, line=line, tool=tool, field=field)
+        self.lost, self.cause, self.kind = lost, cause or message, kind

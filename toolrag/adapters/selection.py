@@ -182,7 +182,8 @@ def catalog_specs(selector: ToolSelector) -> list[ToolSpec]:
     """The tools of the selector's catalog that its caller sees, as framework tools are made from them
     (``catalog_tools`` of the LangChain and LlamaIndex adapters): tools the caller cannot see are not made."""
     catalog = selector.retriever.catalog
-    return [ToolSpec(tool.id, catalog.function_name(tool.id), tool.description,
+    names = selector.caller.function_names(catalog)
+    return [ToolSpec(tool.id, names[tool.id], tool.description,
                      dict(tool.parameters) if tool.parameters else {"type": "object", "properties": {}})
             for tool in selector.caller.visible(catalog)]
 
@@ -297,8 +298,11 @@ class ToolSelector:
         unknown = []
         for tool in tools:
             name = name_of(tool)
-            try:
-                out[author.resolve(catalog, name).id] = tool
+            try:  # the names this caller's tools were made with (catalog_specs), else the author's
+                try:
+                    out[self.caller.resolve(catalog, name).id] = tool
+                except QueryError:
+                    out[author.resolve(catalog, name).id] = tool
             except QueryError:
                 unknown.append(name)
         if unknown:

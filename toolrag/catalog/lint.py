@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import ImageError, Problem, ProfileError
 from toolrag.images import check_example_image, probe_example_image
@@ -133,41 +134,32 @@ def refuse_unusable_images(catalog: Catalog) -> None:
 def role_problems(catalog: Catalog) -> list[str]:
     """Roles of ``catalog.yaml`` that hold a permission code no tool needs: a misspelt code grants nothing, so
     the role sees fewer tools than meant (``role 'x': code 'y' ...; did you mean 'z'?``)."""
-    used = {c for tool in catalog.tools for c in tool.permissions}
+    used = catalog.permission_codes
     return [f"role {role!r}: permission code {code!r} is needed by no tool, so it grants nothing; "
             f"{closest(code, used)}" for role, codes in catalog.roles.items() for code in codes if code not in used]
 
 
-#: What may be a tool id or function name inside free text (trailing punctuation is not part of it).
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
-
-
 def restricted_mentions(catalog: Catalog) -> list[LintWarning]:
     """Warnings for tools whose text (description, embedding text, examples, parameter descriptions) names
-    the id or function name of a tool needing permission codes this tool does not: a caller who may see this
-    tool but not that one would read the restricted tool's name in the prompt."""
-    restricted: dict[str, ToolProfile] = {}
-    for tool in catalog.tools:
-        if tool.permissions:
-            restricted[tool.id] = tool
-            if not tool.name.isalpha():  # a plain word ("search") names no tool in particular
-                restricted.setdefault(tool.name, tool)
-    if not restricted:
+    a tool that a caller holding exactly this tool's codes may not use: such a caller would read the restricted
+    tool's name in the prompt. A name is found as a search finds the tools a request names
+    (:meth:`toolrag.catalog.caller.Caller.mentioned`: an id, original or function name, without case)."""
+    if not catalog.permission_codes:
         return []
+    everyone = Caller.author(catalog, include_deprecated=True)
     out: list[LintWarning] = []
     for tool in catalog.tools:
-        named: dict[str, ToolProfile] = {}
-        for text in _texts(tool):
-            for token in _TOKEN.findall(text):
-                other = restricted.get(token)
-                if other is not None and other.id != tool.id and set(other.permissions) - set(tool.permissions):
-                    named.setdefault(other.id, other)
-        for other in named.values():
-            codes = ", ".join(sorted(set(other.permissions) - set(tool.permissions)))
+        holder = Caller(frozenset(tool.permissions))
+        named = dict.fromkeys(i for text in _texts(tool) for i in everyone.mentioned(catalog, text) if i != tool.id)
+        for other in (catalog.get(i) for i in named):
+            missing = holder.lacks(other.permissions) if other is not None else ()
+            if other is None or not missing:
+                continue
             out.append(LintWarning(tool.id, "names-restricted-tool",
-                                   f"its text names {other.id!r} ({other.name}), which needs {codes} that this "
-                                   "tool does not: callers who may use this tool but not that one would read "
-                                   "its name in the prompt; leave it out or give this tool the same permissions"))
+                                   f"its text names {other.id!r} ({other.name}), which needs {', '.join(missing)} "
+                                   "that this tool does not: callers who may use this tool but not that one would "
+                                   "read its name in the prompt; leave it out or give this tool the same "
+                                   "permissions"))
     return out
 
 

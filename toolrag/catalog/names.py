@@ -3,17 +3,20 @@
 MCP tool names (SEP-986) use letters, digits, ``_``, ``-``, ``.`` and ``/`` and real servers go beyond them
 (leading underscores, spaces, 200 characters); OpenAI function names must match ``^[A-Za-z0-9_-]{1,64}$``.
 A profile keeps the original name (it is what ``tools/call`` needs); the OpenAI ``tools`` JSON uses a
-function name derived from it. The derivation is deterministic (the same catalog always gives the same
-names) and collision-free within a catalog, and a search result maps a function name back to its tool.
+function name derived from it. The derivation is deterministic (the same tools always give the same names) and
+collision-free among the tools it is given: one caller's visible tools
+(:meth:`toolrag.catalog.caller.Caller.function_names`, which also maps a name back to its tool). Free text names
+a tool by a whole identifier-like token (:func:`mention_index`, :func:`mentions`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
-__all__ = ["FUNCTION_NAME", "assign_function_names", "derive_function_name", "humanize", "is_function_name"]
+__all__ = ["FUNCTION_NAME", "NAME_TOKEN", "assign_function_names", "derive_function_name", "humanize",
+           "is_function_name", "mention_index", "mentions"]
 
 #: What OpenAI accepts as a function name.
 FUNCTION_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -74,3 +77,44 @@ def assign_function_names(tools: Iterable[tuple[str, str]]) -> dict[str, str]:
         out[tool_id] = candidate
         taken.add(candidate)
     return out
+
+
+#: What may be a tool's id or name inside free text (trailing punctuation is not part of it).
+NAME_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:/@+\-]*[A-Za-z0-9]")
+#: A name that reads as an identifier: a separator, a digit or an inner capital (``get_weather``, ``v2``).
+_NAME_LIKE = re.compile(r"[_.\-/:@]|\d|[a-z][A-Z]")
+
+
+def names_a_tool(value: str) -> bool:
+    """Whether ``value`` can name one tool inside free text: identifier-like and 4+ characters (a tool named
+    "search" or "Now" must not be named by every request or description that uses the word)."""
+    return len(value) >= 4 and bool(_NAME_LIKE.search(value)) and bool(NAME_TOKEN.fullmatch(value))
+
+
+def mention_index(names: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
+    """Lower-cased names -> tool id, from each tool's ``(id, its names)`` (id, original name, function name):
+    only names that :func:`names_a_tool`, compared without case; a name two tools share names neither."""
+    out: dict[str, str] = {}
+    clash: set[str] = set()
+    for tool_id, values in names:
+        for value in dict.fromkeys(values):
+            if not names_a_tool(value):
+                continue
+            key = value.lower()
+            if out.get(key, tool_id) != tool_id:
+                clash.add(key)
+            out[key] = tool_id
+    for key in clash:
+        del out[key]
+    return out
+
+
+def mentions(text: str, index: Mapping[str, str]) -> list[str]:
+    """Ids of the tools whose name or id appears in ``text`` as a whole identifier-like token (without case), in
+    order of appearance, each once (``index``: :func:`mention_index`)."""
+    found: dict[str, None] = {}
+    for match in NAME_TOKEN.finditer(text):
+        tool_id = index.get(match.group(0).lower())
+        if tool_id is not None:
+            found.setdefault(tool_id, None)
+    return list(found)

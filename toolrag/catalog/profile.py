@@ -13,7 +13,7 @@ import functools
 import hashlib
 import re
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, TypeVar, overload
@@ -23,7 +23,7 @@ from toolrag.catalog.report import LoadReport
 from toolrag.errors import CatalogError
 from toolrag.text import has_cjk
 
-__all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "perm_key"]
+__all__ = ["PERMISSION_CODE", "Catalog", "Endpoint", "Example", "ToolImage", "ToolProfile", "codes_of", "perm_key"]
 
 _T = TypeVar("_T")
 #: A permission code: no commas (a tool's codes are stored comma-joined as its ``perm_key``) and no spaces.
@@ -58,8 +58,13 @@ class _derived(Generic[_T]):
 
 def perm_key(codes: Iterable[str]) -> str:
     """A tool's permission key: its codes (valid :data:`PERMISSION_CODE`), distinct, sorted, comma-joined;
-    "" = everyone may use the tool. The filters of the index split it on commas again."""
+    "" = everyone may use the tool. :func:`codes_of` reads it back."""
     return ",".join(sorted(set(codes)))
+
+
+def codes_of(key: str) -> tuple[str, ...]:
+    """The permission codes of a :func:`perm_key` (the one parser of it; "" = no code)."""
+    return tuple(key.split(",")) if key else ()
 
 
 @dataclass(frozen=True)
@@ -218,22 +223,44 @@ class Catalog:
     report: LoadReport = field(default_factory=LoadReport, compare=False)
 
     def function_name(self, tool_id: str) -> str:
-        """The OpenAI function name of tool ``tool_id``: valid, unique in this catalog, deterministic
-        (:func:`toolrag.catalog.names.assign_function_names`, computed once per catalog)."""
-        return self._function_names()[0][tool_id]
+        """The OpenAI function name of tool ``tool_id`` among every tool of the catalog (as its author sees it);
+        a caller's names are :meth:`toolrag.catalog.caller.Caller.function_names`."""
+        return self.function_names(None, lambda tool: True)[tool_id]
 
-    def by_function_name(self, function_name: str) -> ToolProfile | None:
-        """The tool a model called by its function name (the way back from :meth:`function_name`)."""
-        tool_id = self._function_names()[1].get(function_name)
-        return self.get(tool_id) if tool_id is not None else None
+    def function_names(self, key: Hashable, sees: Callable[[ToolProfile], bool],
+                       among: Iterable[str] | None = None) -> Mapping[str, str]:
+        """Tool id -> function name among the tools ``sees`` keeps (what one caller sees; ``key`` identifies
+        it, computed once per catalog and key): valid, unique among those tools and deterministic
+        (:func:`toolrag.catalog.names.assign_function_names`). A tool's name depends only on the tools kept, so a
+        tool the caller cannot see never changes a name it gets; where two kept tools share a name, the one
+        needing fewer permission codes keeps it (then catalog order), so a tool everyone may use is called
+        the same by every caller. ``among``: ids the kept tools are among (a tool allow-list), when known."""
+        def build() -> Mapping[str, str]:
+            rows = self._position()
+            tools = self.tools if among is None else [self.tools[rows[i]] for i in sorted(
+                (i for i in among if i in rows), key=rows.__getitem__)]  # an allow-list: only its tools are read
+            kept = sorted((t for t in tools if sees(t)), key=lambda t: len(set(t.permissions)))  # stable
+            return assign_function_names((t.id, t.name) for t in kept)
+        return self.memo(("function names", key), build)
 
-    def _function_names(self) -> tuple[dict[str, str], dict[str, str]]:
-        cached: tuple[dict[str, str], dict[str, str]] | None = self.__dict__.get("_names")
-        if cached is None:
-            forward = assign_function_names((t.id, t.name) for t in self.tools)
-            cached = (forward, {fn: tool_id for tool_id, fn in forward.items()})
-            object.__setattr__(self, "_names", cached)
-        return cached
+    def memo(self, key: Hashable, build: Callable[[], _T]) -> _T:
+        """``build()``, computed once per catalog and ``key``: what one caller's view of the tools derives
+        (its function names, its name index). It holds values that depend on the tools' names, permissions,
+        categories and deprecation only (a copy made by :meth:`with_tool` keeps it when those are unchanged);
+        past 64 keys it starts over, so a stream of distinct tool allow-lists cannot grow it without bound."""
+        memo: dict[Hashable, Any] | None = self.__dict__.get("_memo")
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        try:
+            return memo[key]
+        except KeyError:
+            pass
+        value = build()
+        if len(memo) >= 64:
+            memo.clear()
+        memo[key] = value
+        return value
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -264,15 +291,14 @@ class Catalog:
         return cached
 
     def tools_named(self, name: str) -> tuple[ToolProfile, ...]:
-        """The tools whose original name or function name is ``name``, each once, in catalog order (the name
-        index is built once per catalog, so resolving a model's call does not scan the catalog)."""
+        """The tools whose original name is ``name``, in catalog order (the name index is built once per
+        catalog, so resolving a model's call does not scan the catalog)."""
         index: dict[str, tuple[ToolProfile, ...]] | None = self.__dict__.get("_by_name")
         if index is None:
-            found: dict[str, dict[str, ToolProfile]] = {}
+            found: dict[str, list[ToolProfile]] = {}
             for tool in self.tools:
-                for key in (tool.name, self.function_name(tool.id)):
-                    found.setdefault(key, {}).setdefault(tool.id, tool)
-            index = {key: tuple(tools.values()) for key, tools in found.items()}  # tools came in catalog order
+                found.setdefault(tool.name, []).append(tool)
+            index = {key: tuple(tools) for key, tools in found.items()}
             object.__setattr__(self, "_by_name", index)
         return index.get(name, ())
 
@@ -321,12 +347,21 @@ class Catalog:
             object.__setattr__(self, name, value)
         return value
 
-    def role_codes(self, role: str) -> tuple[str, ...]:
-        """The permission codes of a named role; an unknown role is an error listing the known ones."""
-        if role not in self.roles:
-            known = ", ".join(sorted(self.roles)) or "(this catalog defines no roles)"
-            raise CatalogError(f"unknown role {role!r}; roles of catalog {self.name!r}: {known}")
-        return self.roles[role]
+    @property
+    def known_codes(self) -> frozenset[str]:
+        """Every permission code a tool requires or a role holds: a code outside them grants nothing."""
+        return frozenset(self.permission_codes) | {c for codes in self.roles.values() for c in codes}
+
+    def role_codes(self, *roles: str) -> tuple[str, ...]:
+        """The permission codes the named roles hold together (the one way from a role to its codes); an unknown
+        role is an error listing the known ones."""
+        for role in roles:
+            if role not in self.roles:
+                known = ", ".join(sorted(self.roles)) or "(this catalog defines no roles)"
+                raise CatalogError(f"unknown role {role!r}; roles of catalog {self.name!r}: {known}")
+        if len(roles) == 1:
+            return tuple(self.roles[roles[0]])
+        return tuple(dict.fromkeys(c for role in roles for c in self.roles[role]))
 
     def with_tool(self, profile: ToolProfile) -> Catalog:
         """A copy with ``profile`` added or replacing the tool with the same id. The other profiles are the
@@ -344,8 +379,11 @@ class Catalog:
         for name, value in (("_by_id", by_id), ("_positions", self.__dict__["_positions"]),
                             ("_ids", self.id_order), ("_parent", (weakref.ref(self), row))):
             object.__setattr__(out, name, value)
-        kept = {"_categories": old.category == profile.category,
-                "_codes": set(old.permissions) == set(profile.permissions), "_names": old.name == profile.name,
+        same_codes = set(old.permissions) == set(profile.permissions)
+        kept = {"_categories": old.category == profile.category, "_codes": same_codes,
+                "_memo": (old.name, old.category, old.deprecated) == (profile.name, profile.category,
+                                                                       profile.deprecated) and same_codes,
+                "_by_name": old.name == profile.name,
                 "_image_rows": old.images == profile.images}
         for name, unchanged in kept.items():
             if unchanged and name in self.__dict__:

@@ -57,23 +57,26 @@ DEFAULT_BACKEND = TextBackend.ONNX_INT8
 MIN_COSINE = {TextBackend.ONNX: 0.999, TextBackend.ONNX_INT8: 0.97}
 
 _BUILD_FORMAT = 1
-#: ONNX Runtime's quantiser asks for its shape pre-processing on every call (the graph here is fused already).
-_PREPROCESS_HINT = "Please consider to run pre-processing before quantization"
+#: Where ONNX Runtime's quantiser lives: it logs through the root logger (``logging.info``/``warning``), about
+#: one line per tensor ("Quantization parameters for tensor ... not specified") and a pre-processing hint.
+_QUANTISER = f"{os.sep}onnxruntime{os.sep}quantization{os.sep}"
 
 
 @contextmanager
-def root_warning_dropped(prefix: str) -> Iterator[None]:
-    """Drop records of the root logger whose message starts with ``prefix`` while the block runs.
+def quantiser_quiet() -> Iterator[None]:
+    """Drop what ONNX Runtime's quantiser logs on the root logger while the block runs (a first
+    ``python app.py`` printed about 100 ``INFO root: Quantization parameters ...`` lines); the build says what
+    it does through toolrag's own logger instead.
 
-    ONNX Runtime's quantiser warns through ``logging.warning``, which on a root logger without handlers also
-    calls ``logging.basicConfig()``: the first build of a model would print the hint and leave the caller's
-    application with a root handler it never asked for. While the block runs, a root logger without handlers
-    gets ``logging.lastResort`` (what an unhandled warning reaches anyway), so nothing is configured and any
-    other warning still prints as before; both are taken away afterwards."""
+    The quantiser's ``logging.warning`` on a root logger without handlers would also call
+    ``logging.basicConfig()`` and leave the caller's application with a root handler it never asked for. While
+    the block runs, a root logger without handlers gets ``logging.lastResort`` (what an unhandled warning
+    reaches anyway), so nothing is configured and any other warning still prints as before; both are taken away
+    afterwards."""
     root = logging.getLogger()
 
     def keep(record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(prefix)
+        return _QUANTISER not in record.pathname
 
     stand_in = logging.lastResort if not root.handlers else None
     if stand_in is not None:
@@ -149,6 +152,8 @@ def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: 
     if "token_type_ids" in inspect.signature(auto.forward).parameters:
         names.append("token_type_ids")
     raw = folder / "export.onnx"
+    log.info("building the ONNX text model %s (%s) once: export, fuse%s, check (about a minute)", model_id,
+             backend.value, ", quantise" if backend is TextBackend.ONNX_INT8 else "")
     _export(torch, auto, names, mode, raw)
     fused = _fuse(raw, folder / "fused.onnx", auto.config)
     final = folder / "model.onnx"
@@ -161,7 +166,8 @@ def _build(location: str, folder: Path, *, model_id: str, local: bool, backend: 
         # batch depend a little on each other (queries are therefore encoded one by one). Keeping the
         # feed-forward output projections in fp32 brings e5 from cosine 0.997 to 0.999 but doubles its cost;
         # the shipped fusion does not need it (docs/benchmarks.md, "Text encoders").
-        with root_warning_dropped(_PREPROCESS_HINT):
+        log.info("quantising %s to int8 (once; its log is kept quiet)", model_id)
+        with quantiser_quiet():
             quantize_dynamic(fused, final, weight_type=QuantType.QInt8, per_channel=True,
                              extra_options={"DefaultTensorType": TensorProto.FLOAT})
     else:

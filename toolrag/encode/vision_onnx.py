@@ -15,6 +15,7 @@ features at a cosine above 0.99999 to each other, close but not identical, and a
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from collections.abc import Callable
 from enum import Enum
@@ -30,6 +31,8 @@ from toolrag.encode.onnx_text import default_threads
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["ImageBackend", "OnnxImageRuntime", "image_backend", "onnx_image_folder", "torch_runner"]
+
+log = logging.getLogger(__name__)
 
 
 class ImageBackend(str, Enum):
@@ -129,6 +132,7 @@ def _build(folder: Path, torch: Any, model: Any) -> None:
             return pooled, torch.softmax(self.net._fc(pooled), dim=-1)
 
     path = folder / "model.onnx"
+    log.info("building the ONNX image model (EfficientNet-Lite0) once: export, check against PyTorch")
     axes = {"pixels": {0: "batch"}, "features": {0: "batch"}, "probabilities": {0: "batch"}}
     try:
         with torch.inference_mode(False), torch.no_grad(), warnings.catch_warnings():

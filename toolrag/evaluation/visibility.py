@@ -55,8 +55,10 @@ def _visible_ids(catalog: Catalog, who: Caller) -> set[str]:
 
 
 def _row_visible(row: QueryRow, catalog: Catalog, who: Caller, visible: set[str]) -> bool:
-    own = {*(row.permissions or ()), *(catalog.roles.get(row.role, ()) if row.role else ())}
-    return who.permits(own) and set(row.gold) <= visible
+    """Whether ``who`` may see a labelled row: it holds every code the row's own caller holds (an unknown role
+    is a ``CatalogError`` naming the roles) and may use every expected tool."""
+    own = Caller.of(catalog, role=row.role, permissions=row.permissions)
+    return who.permits(own.codes) and set(row.gold) <= visible
 
 
 def visible_rows(rows: Sequence[QueryRow], catalog: Catalog, who: Caller | Collection[str], *,

@@ -39,7 +39,12 @@ def projection(sample: np.ndarray, dims: int = PROJECTED_DIM) -> np.ndarray | No
     if d <= dims:
         return None
     mean = data.mean(axis=0)
-    _, _, axes = np.linalg.svd(data - mean, full_matrices=False)
+    centred = data - mean
+    # the principal axes as eigenvectors of the (d, d) scatter matrix, largest first: what an SVD of the (n, d)
+    # sample gives, at a fraction of its cost (an SVD of 6,000 x 384 rows took 7-15 s with OpenBLAS's threads on
+    # a busy 2-core machine, this 0.1-0.6 s)
+    _, vectors = np.linalg.eigh(centred.T @ centred)
+    axes = vectors[:, ::-1].T
     norm = float(np.linalg.norm(mean))
     first = [mean / norm] if norm > 1e-12 else []
     basis, _ = np.linalg.qr(np.vstack([*first, axes[: dims - len(first)]]).T)

@@ -1,37 +1,41 @@
-"""Metadata filters for the vector store: permission keys, categories, deprecation, as Chroma where-clauses.
+"""Metadata filters for the vector store: a caller's view (permissions, categories, deprecation) as a Chroma
+where-clause.
 
 A tool's rows carry ``perm_key`` (its permission codes, sorted and comma-joined, see
-:attr:`toolrag.catalog.profile.ToolProfile.perm_key`; "" = everyone), ``category`` and ``deprecated``. A caller
-may see a row when it holds every code of the row's key.
+:attr:`toolrag.catalog.profile.ToolProfile.perm_key`; "" = everyone), ``category`` and ``deprecated``. Which
+rows a caller sees is the caller's answer (:class:`toolrag.catalog.caller.Caller`: its permitted keys, its
+categories, deprecation); this module only writes it in Chroma's terms. The tool allow-list is applied to the
+hits afterwards (the index's mask), not in the clause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Final
+
+from toolrag.catalog.caller import Caller
 
 __all__ = ["build_where", "matches_nothing", "prune_where"]
 
 
-def build_where(
-    *,
-    allowed_perm_keys: Collection[str] | None,
-    categories: Collection[str] | None,
-    include_deprecated: bool,
-) -> dict[str, Any] | None:
-    """Chroma where-clause over the ``perm_key``, ``category`` and ``deprecated`` row metadata.
+def build_where(caller: Caller, perm_keys: Iterable[str]) -> dict[str, Any] | None:
+    """Chroma where-clause over the ``perm_key``, ``category`` and ``deprecated`` row metadata for ``caller``,
+    among the store's distinct ``perm_keys``.
 
-    ``None`` for a filter means "do not filter on it"; an *empty* collection means "nothing passes": the
-    clause then holds an empty ``$in``, for which :meth:`VectorCollection.query` returns ``[]`` without asking
-    Chroma (Chroma rejects empty ``$in`` lists). Returns ``None`` when nothing is filtered; one condition is
-    returned bare because Chroma rejects an ``$and`` of one element.
+    A filter the caller does not narrow is left out (every key permitted, no categories, deprecated tools
+    asked for); an *empty* choice means "nothing passes": the clause then holds an empty ``$in``, for which
+    :meth:`VectorCollection.query` returns ``[]`` without asking Chroma (Chroma rejects empty ``$in`` lists).
+    Returns ``None`` when nothing is filtered; one condition is returned bare because Chroma rejects an
+    ``$and`` of one element.
     """
+    keys = set(perm_keys)
+    allowed = caller.permitted_keys(keys)
     conditions: list[dict[str, Any]] = []
-    if allowed_perm_keys is not None:
-        conditions.append({"perm_key": {"$in": sorted(allowed_perm_keys)}})
-    if categories is not None:
-        conditions.append({"category": {"$in": sorted(categories)}})
-    if not include_deprecated:
+    if allowed != keys:
+        conditions.append({"perm_key": {"$in": sorted(allowed)}})
+    if caller.categories is not None:
+        conditions.append({"category": {"$in": sorted(caller.categories)}})
+    if not caller.include_deprecated:
         conditions.append({"deprecated": {"$eq": False}})
     if not conditions:
         return None

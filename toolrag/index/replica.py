@@ -24,7 +24,7 @@ from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.wire import catalog_from_json
 from toolrag.encode.models import ModelSet
-from toolrag.errors import StoreError
+from toolrag.errors import IncompatibleVersion, StoreError
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.published import Manifest, PublishedIndex, unpack
 from toolrag.index.push import Pusher, PushResult, catalog_key
@@ -36,10 +36,6 @@ from toolrag.progress import Progress
 __all__ = ["Health", "IncompatibleVersion", "ReplicaIndex"]
 
 log = logging.getLogger(__name__)
-
-
-class IncompatibleVersion(StoreError):
-    """A version built with other models or signals than this replica loads: refused until another is pushed."""
 
 
 @dataclass(frozen=True)

@@ -75,25 +75,19 @@ class IndexSnapshot:
 
     def _allowed(self, caller: Caller) -> tuple[np.ndarray, int]:
         if self.perm_key_codes is not None:
-            ok = np.array([caller.permits(_codes_of(v)) for v in self.perm_key_values], dtype=bool)
-            permitted = ok[self.perm_key_codes] if len(ok) else np.zeros(len(self.perm_keys), dtype=bool)
+            values, codes = self.perm_key_values, self.perm_key_codes
         else:
-            keys = {k: caller.permits(_codes_of(k)) for k in set(self.perm_keys.tolist())}
-            permitted = np.fromiter((keys[k] for k in self.perm_keys), bool, len(self.perm_keys))
-        mask = permitted.copy()
-        if caller.categories is not None:
-            mask &= np.isin(self.categories, list(caller.categories))
-        if caller.tools is not None:
-            mask &= np.fromiter((i in caller.tools for i in self.ids), bool, len(self.ids))
-        if not caller.include_deprecated:
-            mask &= ~self.deprecated
+            parts = perm_codes(self.perm_keys.tolist())
+            values, codes = parts["perm_key_values"], parts["perm_key_codes"]
+        permitted, mask = caller.mask(perm_keys=values, key_of_row=codes, categories=self.categories,
+                                      ids=self.ids, deprecated=self.deprecated)
         mask.flags.writeable = False
         return mask, int(permitted.sum() - mask.sum())
 
-
-def _codes_of(perm_key: str) -> list[str]:
-    """The permission codes of a tool's ``perm_key`` (sorted codes, comma-joined; "" = none)."""
-    return perm_key.split(",") if perm_key else []
+    @property
+    def distinct_perm_keys(self) -> tuple[str, ...]:
+        """The distinct permission keys of the tools (what the store's filter chooses among)."""
+        return self.perm_key_values or tuple(sorted(set(self.perm_keys.tolist())))
 
 
 def perm_codes(keys: list[str]) -> dict[str, Any]:

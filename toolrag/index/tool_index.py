@@ -156,10 +156,7 @@ class ToolIndex:
             rows = rows[mask[rows]] if len(rows) else rows
             if len(rows) >= k or share == 1.0:
                 return rows[:k]
-        keys = {k for k in (snap.perm_key_values or set(snap.perm_keys.tolist()))
-                if caller.permits(k.split(",") if k else [])}
-        where = build_where(allowed_perm_keys=keys, categories=caller.categories,
-                            include_deprecated=caller.include_deprecated)
+        where = build_where(caller, snap.distinct_perm_keys)
         rows = self._rows(snap, collection.query(vector, k=k, where=where))
         return rows[mask[rows]] if len(rows) else rows
 

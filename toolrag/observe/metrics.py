@@ -33,7 +33,7 @@ CONTENT_TYPE: Final = "text/plain; version=0.0.4; charset=utf-8"
 #: Latency buckets in seconds: from a cached search (a few ms) to a slow upstream call.
 _BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 #: Each stage of a search and the timing keys of :attr:`SearchResult.timing_ms` it sums, in the order they run.
-STAGES: Final = (("encode", ("encode_text", "encode_image", "ocr", "gloss")), ("candidates", ("index_search", "bm25")),
+STAGES: Final = (("encode", ("encode_text", "encode_image")), ("candidates", ("index_search", "bm25")),
                  ("score", ("score",)), ("fuse", ("fusion",)), ("rerank", ("rerank",)), ("decide", ("decision",)))
 
 _lock = threading.Lock()

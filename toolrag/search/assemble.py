@@ -15,7 +15,6 @@ from toolrag.decision.view import SELECTION_FEATURES, DecisionView
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.search.prompting import openai_tools, prompt_block, tokenizer_name
 from toolrag.search.query import QueryFeatures
-from toolrag.search.request import visible_successor
 from toolrag.search.results import Candidate, SearchResult, TokenReport
 from toolrag.search.scoring import RawScores
 
@@ -63,9 +62,9 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
     chosen = [] if outcome.decision is Decision.NO_TOOL else [candidates[i] for i in outcome.selected
                                                                 if i < len(candidates)]
     # A successor the caller may not see is not named in the prompt either.
-    profiles = [dataclasses.replace(p, replaced_by=visible_successor(snap.catalog, p, parts.caller))
+    profiles = [dataclasses.replace(p, replaced_by=parts.caller.successor(snap.catalog, p))
                 if p.replaced_by else p for c in chosen if (p := snap.catalog.get(c.id)) is not None]
-    names = [snap.catalog.function_name(p.id) for p in profiles]
+    names = [parts.caller.function_names(snap.catalog)[p.id] for p in profiles]
     mask = parts.mask
     # Every count is a sum of per-tool counts, so selected <= candidates <= all holds exactly.
     permitted = snap.memo(("tokens", parts.key), lambda: int(per_tool[mask].sum()))

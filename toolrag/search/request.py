@@ -10,17 +10,18 @@ Nothing here needs a model, so a bad request is refused in milliseconds.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from toolrag.catalog.caller import Caller, closest
-from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.catalog.profile import Catalog
 from toolrag.errors import QueryError
 from toolrag.search.query import MAX_QUERY_CHARS
 from toolrag.text import clean_text
 
-__all__ = ["MAX_QUERY_CHARS", "Request", "prepare_request", "unknown_codes", "visible_successor"]
+__all__ = ["MAX_QUERY_CHARS", "Request", "prepare_request", "unknown_codes"]
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
     """Check a request against ``catalog``; raise QueryError (CatalogError for an unknown role) naming the
     bad value, or return the cleaned request with notes on what was cleaned, cut or not recognised. The caller is
     ``caller``, else the one ``role``, ``permissions``, ``categories`` and ``include_deprecated`` describe
-    (:meth:`toolrag.catalog.caller.Caller.of`)."""
+    (:meth:`toolrag.catalog.caller.Caller.of`); ``include_deprecated=True`` also widens a given ``caller``."""
     if not isinstance(query, str):
         raise QueryError(f"query must be text, got {type(query).__name__}", field="query")
     if history is None or isinstance(history, str | bytes) or not isinstance(history, Sequence):
@@ -66,26 +67,14 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
     if caller is None:
         caller = Caller.of(catalog, role=role, permissions=permissions, categories=categories,
                            include_deprecated=include_deprecated)
+    elif include_deprecated and not caller.include_deprecated:
+        caller = dataclasses.replace(caller, include_deprecated=True)
     for code in unknown_codes(catalog, caller.codes):  # given as codes or held by a caller made elsewhere
         notes.append(f"permission code {code!r} is used by no tool or role of this catalog"
-                     f"{closest(code, _all_codes(catalog))}; it grants nothing")
+                     f"{closest(code, catalog.known_codes)}; it grants nothing")
     return Request(cleaned.text, tuple(turns), caller, tuple(notes))
 
 
 def unknown_codes(catalog: Catalog, permissions: Iterable[str]) -> list[str]:
     """The given permission codes that no tool requires and no role of ``catalog`` holds (sorted)."""
-    known = _all_codes(catalog)
-    return sorted({c for c in permissions if c not in known})
-
-
-def visible_successor(catalog: Catalog, tool: ToolProfile, caller: Caller) -> str | None:
-    """``tool.replaced_by`` when ``caller`` may use that successor, else ``None``: a successor the caller lacks
-    permission for is never named (in results, the prompt or JSON)."""
-    successor = catalog.get(tool.replaced_by) if tool.replaced_by else None
-    if successor is None or not caller.may_use(successor):
-        return None
-    return successor.id
-
-
-def _all_codes(catalog: Catalog) -> set[str]:
-    return set(catalog.permission_codes) | {c for codes in catalog.roles.values() for c in codes}
+    return sorted(set(permissions) - catalog.known_codes)

@@ -136,15 +136,6 @@ class SearchResult:
     def ids(self) -> list[str]:
         return [c.id for c in self.candidates]
 
-    def candidate_for(self, function_name: str) -> Candidate | None:
-        """The candidate a model's tool call names (by function name, else by original name or id): the way
-        from the OpenAI ``tools`` JSON back to the tool to call."""
-        for key in ("function_name", "name", "id"):
-            for c in self.candidates:
-                if getattr(c, key) == function_name:
-                    return c
-        return None
-
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,

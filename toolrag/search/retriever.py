@@ -39,11 +39,10 @@ from toolrag.progress import Progress
 from toolrag.search.assemble import ResultParts, assemble_result, top_cosine
 from toolrag.search.auditing import search_record
 from toolrag.search.fuse_step import fuse_signals, top_positions
-from toolrag.search.named import name_lookup, named_tools
 from toolrag.search.no_tool_bank import bank_decider, bank_folder
 from toolrag.search.prompting import schema_tokens
 from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
-from toolrag.search.request import prepare_request, visible_successor
+from toolrag.search.request import prepare_request
 from toolrag.search.results import Candidate, SearchResult, SignalScore
 from toolrag.search.scoring import RawScores, score_signals
 from toolrag.search.warmup import warm_up
@@ -246,7 +245,8 @@ class ToolRetriever:
         mask, filtered_out = snap.allowed(who)
         visible = None if mask.all() else mask
         rows = self._candidates(snap, mask, features, cfg, who, timing)
-        named = named_tools(query, self._name_lookup(snap, who, mask))
+        # the tools the request names (Caller.mentioned: ids, original and function names the caller sees)
+        named = [snap.row_of[i] for i in who.mentioned(snap.catalog, query)]
         if named and not np.isin(named, rows).all():
             rows = np.union1d(rows, np.asarray(named, dtype=np.int64))
         t2 = time.perf_counter()
@@ -330,8 +330,8 @@ class ToolRetriever:
         tool = snap.catalog.tools[row]
         kept = {k: v for k, v in signals.items() if v.rank > 0}
         return Candidate(tool.id, tool.name, score, kept, tool.description, tool.category, tool.mutation,
-                         tool.deprecated, visible_successor(snap.catalog, tool, caller),
-                         function_name=snap.catalog.function_name(tool.id))
+                         tool.deprecated, caller.successor(snap.catalog, tool),
+                         function_name=caller.function_names(snap.catalog)[tool.id])
 
     def _rerank(self, snap: IndexSnapshot, q: QueryFeatures, candidates: list[Candidate], cfg: Settings,
                 timing: dict[str, float], notes: list[str]) -> list[Candidate]:
@@ -358,18 +358,6 @@ class ToolRetriever:
                 except ModelUnavailable as exc:
                     self.reranker_note = self.reranker_fallback or f"reranker off: {exc}"
             return self.reranker
-
-    def _name_lookup(self, snap: IndexSnapshot, caller: Caller, mask: np.ndarray) -> dict[str, int]:
-        """Lower-cased identifier-like names, function names and ids of the tools ``caller`` sees -> row (a name
-        two visible tools share names neither), kept per snapshot and caller: a hidden tool is never named, and
-        its name cannot take a visible tool's."""
-        def build() -> dict[str, int]:
-            cat = snap.catalog
-            rows = np.flatnonzero(mask)
-            lookup = name_lookup([(cat.tools[r].name, cat.function_name(cat.tools[r].id), cat.tools[r].id)
-                                  for r in rows])
-            return {name: int(rows[i]) for name, i in lookup.items()}
-        return snap.memo(("names", caller.key), build)
 
     def _decide(self, snap: IndexSnapshot, query: str, q: QueryFeatures, rows: np.ndarray, scores: RawScores,
                 mask: np.ndarray, order: np.ndarray, candidates: list[Candidate], cfg: Settings,

@@ -22,21 +22,16 @@ from typing import Any
 from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.schema import argument_problems
-from toolrag.errors import ImageError, QueryError, ToolragError
+from toolrag.errors import CallRefused, ImageError, QueryError, ToolragError, UpstreamError
 from toolrag.index.replica import ReplicaIndex
 from toolrag.observe import metrics, tracing
 from toolrag.search.retriever import ToolRetriever
 from toolrag.search.warmup import warm_up_in_background
 from toolrag.serve.gateway import Gateway
-from toolrag.serve.upstream import UpstreamError
 
 __all__ = ["MAX_K", "CallRefused", "ToolService"]
 
 MAX_K = 50
-
-
-class CallRefused(ToolragError):
-    """A ``call_tool`` the caller may not make: an unknown tool, a hidden one, an ambiguous name."""
 
 
 class ToolService:

@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from toolrag.errors import ToolragError
+from toolrag.errors import UpstreamError
 
 __all__ = ["Listing", "ServerSpec", "UpstreamError", "connect", "describe_error", "list_all_tools", "require_mcp",
            "upstream_errors"]
@@ -31,18 +31,6 @@ DEFAULT_TIMEOUT = 30.0
 
 #: The JSON-RPC code the MCP SDK gives a request whose connection closed (``mcp_types.jsonrpc.CONNECTION_CLOSED``).
 CONNECTION_CLOSED = -32000
-
-
-class UpstreamError(ToolragError):
-    """An MCP server cannot be reached, does not answer in time or answers something unusable. ``lost``: the
-    connection itself failed (the process died, the connection dropped or was refused), so a new session may
-    help; ``cause``: what failed, in one line; ``kind``: ``unavailable`` (default), ``timeout`` or ``error`` (the
-    server answered a protocol error), for metrics."""
-
-    def __init__(self, message: str, *, lost: bool = False, cause: str = "", kind: str = "unavailable",
-                 **fields: str | int | None) -> None:
-        super().__init__(message, **fields)  # type: ignore[arg-type]
-        self.lost, self.cause, self.kind = lost, cause or message, kind
 
 
 @contextlib.contextmanager

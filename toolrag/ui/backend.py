@@ -142,8 +142,12 @@ class View:
     def everything(self) -> bool:
         return self.codes is None
 
+    def caller(self, catalog: Catalog) -> Caller:
+        """The :class:`Caller` this view is: the catalog's author (every code) or the holder of ``codes``."""
+        return Caller.author(catalog, include_deprecated=True) if self.codes is None else Caller(self.codes)
+
     def sees(self, tool: ToolProfile) -> bool:
-        return self.codes is None or Caller(self.codes).permits(tool.permissions)
+        return self.codes is None or Caller(self.codes).may_use(tool)
 
     def catalog(self, catalog: Catalog) -> Catalog:
         """``catalog`` with only the tools this caller may see."""
@@ -154,7 +158,8 @@ class View:
 
     def roles(self, catalog: Catalog) -> list[str]:
         """The catalog's roles this caller may act as: those granting no code beyond the caller's."""
-        return [r for r, codes in catalog.roles.items() if self.codes is None or Caller(self.codes).permits(codes)]
+        caller = self.caller(catalog)
+        return [r for r in catalog.roles if caller.permits(catalog.role_codes(r))]
 
     def check_role(self, catalog: Catalog, role: str | None) -> None:
         """Refuse a role that grants more than this caller holds (the role picker offers only the others)."""
@@ -353,7 +358,7 @@ class Backend:
         catalog = self.retriever.catalog if self.ready and self.retriever is not None else self.catalog
         own = self.access.user_roles.get(user, ()) if user else ()
         roles = [r for r in (self.access.public_role, *own) if r]
-        codes = frozenset(c for r in roles if r in catalog.roles for c in catalog.roles[r])
+        codes = frozenset(catalog.role_codes(*(r for r in roles if r in catalog.roles)))
         public = (f"the tools of the public role {self.access.public_role!r}" if self.access.public_role
                   else "the tools that need no permission")
         if not user:

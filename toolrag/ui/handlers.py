@@ -20,7 +20,7 @@ import gradio as gr
 
 from toolrag.catalog.editor import CatalogEditor, RankProbe, profile_text
 from toolrag.catalog.lint import lint_profile
-from toolrag.catalog.profile import Catalog, ToolProfile
+from toolrag.catalog.profile import Catalog
 from toolrag.errors import ImageError, QueryError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.evaluation.reliability import ReliabilityBin, reliability_figure
@@ -292,7 +292,8 @@ class Handlers:
             read = self.b.editor.read_profile(tool_id)
             text, version = read.text, read.version
         else:
-            text, version = profile_text(_without_hidden_successor(tool, catalog)), ""
+            successor = view.caller(catalog).successor(catalog, tool)  # a hidden successor is not named
+            text, version = profile_text(dataclasses.replace(tool, replaced_by=successor)), ""
         lint = "".join(f"\n- ⚠ {w.message}" for w in lint_profile(tool)) or "\n- ✓ no lint warnings"
         info = f"`{tool.id}` · {tool.source.name if tool.source else '?'}:{tool.line}{lint}"
         images = [i.path for i in tool.images]
@@ -380,13 +381,6 @@ class Handlers:
         catalog = self.visible_catalog(self.b.require().catalog, view)
         return (gr.update(choices=self._tool_choices(view)), fmt.catalog_table(catalog),
                 gr.update(choices=catalog.categories), gr.update(choices=catalog.categories))
-
-
-def _without_hidden_successor(tool: ToolProfile, visible: Catalog) -> ToolProfile:
-    """``tool`` without a ``replaced_by`` the caller may not see (its id would name a hidden tool)."""
-    if tool.replaced_by and visible.get(tool.replaced_by) is None:
-        return dataclasses.replace(tool, replaced_by=None)
-    return tool
 
 
 def checked_image(**kwargs: Any) -> gr.Image:
