@@ -11,7 +11,8 @@ import pytest
 
 #: (language, request, its tool): rows of sample_tools/queries_multilingual.yaml whose ranking has a margin.
 REQUESTS = [
-    ("ja", "今朝SSOのパスワードの有効期限が切れました。新しいパスワードはどう設定すればいいですか", "it.password.reset"),
+    ("ja", "今朝SSOのパスワードの有効期限が切れました。新しいパスワードはどう設定すればいいですか",
+     "it.password.reset"),
     ("ko", "이 답장을 독일어로 번역해 줘: 감사합니다, 부품은 다음 주에 발송하겠습니다", "comm.translate.text"),
     ("ru", "Сколько будет 500 долларов в иенах по сегодняшнему курсу", "finance.currency.convert"),
     ("es", "¿Cuánto tiempo compensatorio he acumulado?", "hr.leave.balance"),
@@ -32,6 +33,7 @@ def test_a_request_in_another_language_finds_its_tool(sample_retriever: Any, lan
     first, second = result.candidates[:2]
     assert first.id == tool and first.score - second.score >= MARGIN, [(c.id, c.score) for c in result.candidates]
     assert "dense_en" in result.absent_signals  # the English model cannot read it: its weight went elsewhere
+    assert result.decision_features["lang_match"] == 0.0  # the sample tools are written in English and Chinese
     assert json.loads(result.to_json_str())["language"] == lang
 
 
@@ -40,6 +42,7 @@ def test_english_and_chinese_requests_keep_every_signal(sample_retriever: Any) -
         result = sample_retriever.search(query)
         assert result.language == lang
         assert "dense_en" not in result.absent_signals
+        assert result.decision_features["lang_match"] == 1.0
 
 
 def test_bm25_weighs_a_foreign_request_by_the_share_it_reads(sample_retriever: Any) -> None:
