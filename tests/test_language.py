@@ -3,6 +3,8 @@ issue 43. The real detector and stemmers, no stand-ins."""
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from toolrag.index.tokenize import tokenize
@@ -89,3 +91,22 @@ def test_english_and_chinese_tokens_are_as_before() -> None:
     assert tokenize("Edit Order") == ["edit", "order"]
     assert tokenize("lines Order lines.") == ["line", "order", "line"]
     assert tokenize("帮我发邮件") == ["邮件", "发邮件"]
+
+
+def test_stemming_from_many_threads_gives_the_stems_of_one() -> None:
+    """A Snowball stemmer holds the word it works on: searches in several threads must not mix their words."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from toolrag.index import tokenize as tk
+
+    words = [f"{w}{s}" for w in ("переговорн", "отпуск", "заявк", "сотрудник") for s in ("ая", "ую", "ой", "ами", "ов")]
+    stem = tk._stemmer("ru").__wrapped__  # past the remembered stems: every call stems
+    expected = {w: stem(w) for w in words}
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often: unlocked, this raised IndexError inside snowballstemmer
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            for _ in range(20):
+                assert list(pool.map(stem, words * 10)) == [expected[w] for w in words * 10]
+    finally:
+        sys.setswitchinterval(interval)

@@ -180,7 +180,8 @@ def _bigrams(run: str) -> list[str]:
 @functools.cache
 def _stemmer(language: str) -> Any:
     """The Snowball stem function of ``language`` (ISO 639-1; ``None`` for a language without one), kept per
-    process (a stemmer keeps no state between words)."""
+    process. A Snowball stemmer holds the word it works on, so one thread stems at a time (behind a lock; the
+    words' stems are remembered)."""
     name = STEMMED.get(language)
     if name is None:
         return None
@@ -188,7 +189,14 @@ def _stemmer(language: str) -> Any:
         import snowballstemmer
     except ImportError as exc:  # pragma: no cover - a pinned dependency
         raise ModelUnavailable("stemming needs snowballstemmer: pip install snowballstemmer==3.1.1") from exc
-    return functools.lru_cache(maxsize=65_536)(snowballstemmer.stemmer(name).stemWord)
+    stemmer, lock = snowballstemmer.stemmer(name), threading.Lock()
+
+    @functools.lru_cache(maxsize=65_536)
+    def stem(word: str) -> str:
+        with lock:
+            return str(stemmer.stemWord(word))
+
+    return stem
 
 
 def tokenize(text: str) -> list[str]:
