@@ -218,8 +218,8 @@ def test_evaluate_json_and_table() -> None:
     assert set(data) == {"metrics", "n_queries", "n_tools", "per_query"}
     assert data["n_tools"] == 17 and data["n_queries"] == 4
     assert data["per_query"][0] == {
-        "query": "q1", "gold": ["b", "d"], "returned": ["a", "b", "c", "d"], "decision": "EXECUTE",
-        "expect": "EXECUTE",
+        "query": "q1", "gold": ["b", "d"], "returned": ["a", "b", "c", "d"], "selected": [],
+        "decision": "EXECUTE", "expect": "EXECUTE",
     }  # fmt: skip
     assert data["per_query"][1]["expect"] is None
     json.dumps(data)  # serialisable

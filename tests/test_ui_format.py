@@ -189,3 +189,15 @@ def test_catalog_lookalike_tables_and_roles(tmp_path: Path) -> None:
     assert fmt.role_choices(guest, ["guest"]) == [fmt.GUEST]
     granting = dataclasses.replace(catalog, roles={"guest": ("hr.payroll.approve",)})
     assert fmt.role_choices(granting) == [fmt.GUEST, "guest"]
+
+
+@pytest.mark.parametrize(("language", "shown"), [("ru", "request in русский (ru)"), ("en", "request in English (en)"),
+                                                 ("it", "request in it ·"), ("und", "request in no letters (und)")])
+def test_banner_names_the_requests_language(language: str, shown: str) -> None:
+    assert shown in fmt.decision_banner(dataclasses.replace(make_result(), language=language))
+
+
+def test_the_request_box_names_the_measured_languages() -> None:
+    for name in ("English", "中文", "日本語", "한국어", "русский", "español", "Deutsch", "français", "português",
+                 "Tiếng Việt"):
+        assert name in fmt.REQUEST_LABEL

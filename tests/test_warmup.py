@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # real models or a real Chroma index
 def test_warm_up_loads_ocr_and_runs_every_model(models: Any) -> None:
     fresh = dataclasses.replace(models, ocr_factory=OcrEngine)  # a new OCR engine, not the shared one
     warmed = warm_up(fresh)
-    assert warmed == ["ocr", "image", "text", "english", "tokenizer", "dictionary"]
+    assert warmed == ["ocr", "image", "text", "english", "tokenizer", "dictionary", "language"]
     engine = fresh.get_ocr()._engine
     assert engine.text_det is not None and engine.text_rec is not None  # loaded before any request
 

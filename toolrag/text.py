@@ -3,7 +3,8 @@ of text that no encoder can read (invalid UTF-8, lone surrogates, control charac
 
 The tokenizer segments CJK runs with jieba, the English model skips mostly-CJK texts, and the clarifying
 question is asked in Chinese for a Chinese request: all three use :data:`CJK_RANGES`, so they never disagree
-about what counts as Chinese. Every request text (the library, the CLI's arguments, the app) goes through
+about what counts as Chinese; the language detector (:mod:`toolrag.language`) reads the other writing systems
+from :data:`SCRIPT_RANGES`. Every request text (the library, the CLI's arguments, the app) goes through
 :func:`clean_text` before anything else reads it.
 """
 
@@ -13,10 +14,30 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["CJK_RANGES", "CleanText", "clean_text", "has_cjk", "is_mostly_cjk"]
+__all__ = ["CJK_RANGES", "SCRIPT_RANGES", "CleanText", "clean_text", "has_cjk", "is_mostly_cjk"]
 
 #: CJK Unified Ideographs with Extension A, the compatibility ideographs and Extensions B-F (a regex class body).
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
+#: The letters of each writing system the language detector (:mod:`toolrag.language`) tells apart, as regex class
+#: bodies; ``Han`` is :data:`CJK_RANGES`. Kana: Hiragana, Katakana (with the prolonged sound mark), its phonetic
+#: extensions and the half-width forms; Hangul: syllables, Jamo and compatibility Jamo; Latin: ASCII letters,
+#: Latin-1, Extended-A/B and Extended Additional (Vietnamese).
+SCRIPT_RANGES = {
+    "Han": CJK_RANGES,
+    "Kana": "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\uff66-\uff9f",
+    "Hangul": "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f",
+    "Cyrillic": "\u0400-\u052f",
+    "Greek": "\u0370-\u03ff",
+    "Hebrew": "\u0590-\u05ff",
+    "Arabic": "\u0600-\u06ff\u0750-\u077f\u08a0-\u08ff",
+    "Devanagari": "\u0900-\u097f",
+    "Bengali": "\u0980-\u09ff",
+    "Tamil": "\u0b80-\u0bff",
+    "Thai": "\u0e00-\u0e7f",
+    "Georgian": "\u10a0-\u10ff",
+    "Armenian": "\u0530-\u058f",
+    "Latin": "A-Za-z\u00c0-\u00d6\u00d8-\u00f6\u00f8-\u024f\u1e00-\u1eff",
+}
 _CJK = re.compile(f"[{CJK_RANGES}]")
 #: Share of CJK letters from which an English-only model cannot read a text.
 MOSTLY_CJK = 0.2

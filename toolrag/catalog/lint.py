@@ -18,6 +18,7 @@ from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.errors import ImageError, Problem, ProfileError
 from toolrag.images import check_example_image, probe_example_image
 from toolrag.strict import closest
+from toolrag.text import CJK_RANGES, has_cjk
 
 __all__ = ["STUFFING_THRESHOLD", "LintWarning", "image_problems", "keyword_stuffing", "lint_catalog", "lint_profile",
            "refuse_unusable_images", "repeats_name", "restricted_mentions", "role_problems", "stuffing_warnings"]
@@ -200,7 +201,7 @@ _FUNCTION_WORDS = frozenset([
 _CJK_FUNCTION = frozenset("的了和与或及并在把为从对将被以可是也都而且则但若如")
 #: Punctuation that ends a list item or a clause (ASCII and CJK).
 _BREAK = re.compile(r"[,;:|/()\[\]{}.!?\n\u3001\uff0c\uff1b\uff1a\u3002\uff01\uff1f]")
-_STUFFING_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'-]*|[0-9]+|[\u4e00-\u9fff]+")
+_STUFFING_WORD = re.compile(f"[A-Za-z][A-Za-z0-9_'-]*|[0-9]+|[{CJK_RANGES}]+")
 #: A run of this many content words with no function word or punctuation between them is not a phrase.
 _LONG_RUN = 10
 #: At least this many words, nearly all different (prose repeats its "the", "and", "of"): a list of words.
@@ -249,11 +250,11 @@ def keyword_stuffing(description: str) -> float:
 
 
 def _is_function(token: str) -> bool:
-    if token[0] >= "\u4e00":
+    if has_cjk(token[0]):
         return any(ch in _CJK_FUNCTION for ch in token)
     return token.lower() in _FUNCTION_WORDS
 
 
 def _weight(token: str) -> float:
     """A CJK run counts as one word per two characters (about one Chinese word), a Latin word as one."""
-    return max(1.0, len(token) / 2) if token[0] >= "\u4e00" else 1.0
+    return max(1.0, len(token) / 2) if has_cjk(token[0]) else 1.0

@@ -47,6 +47,9 @@ def run_eval(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(n_tools=len(retriever.catalog)), ensure_ascii=False, indent=2))
     else:
         print(report.format_table())
+        if report.languages():
+            print("\nper language (rows that name it; in brackets: points against the same rows in English)")
+            print(report.format_languages())
     unmeasured = [m for m, _ in gates if m not in report.metrics]
     if unmeasured:  # a gate on nothing measured neither passes nor fails silently
         raise SettingsError(f"--fail-under {unmeasured[0]}: {report.unmeasured(unmeasured[0])}")

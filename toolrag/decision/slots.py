@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from toolrag.decision.addresses import has_web_address
+from toolrag.text import CJK_RANGES
 
 __all__ = ["open_parameters", "required_parameters"]
 
@@ -30,7 +31,7 @@ _NUMBER = re.compile(r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")
 _IDENT = re.compile(r"\b(?=[A-Za-z_-]*\d)[A-Za-z0-9][A-Za-z0-9_-]{2,}\b|\b\d{3,}\b")
 _QUOTED = re.compile(r"[\"“”'‘’「」『』《》][^\"“”'‘’「」『』《》]{1,80}[\"“”'‘’「」『』《》]")
-_WORDS = re.compile(r"[A-Za-z]+|[\u4e00-\u9fff]")
+_WORDS = re.compile(f"[A-Za-z]+|[{CJK_RANGES}]")
 #: Words of a parameter's name or description that say which kind of value it takes.
 _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"e-?mail|邮箱", re.I)),

@@ -38,6 +38,7 @@ from toolrag.decision.addresses import has_web_address, takes_web_address
 from toolrag.decision.nulls import NullBank
 from toolrag.decision.slots import open_parameters
 from toolrag.index.snapshot import IndexSnapshot
+from toolrag.language import UNDETERMINED, detect_language
 
 __all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
 
@@ -70,6 +71,9 @@ class RequestFacts(Protocol):
 
     @property
     def cjk(self) -> bool: ...
+
+    @property
+    def language(self) -> str: ...
 
     @property
     def vectors(self) -> dict[str, np.ndarray]: ...
@@ -116,10 +120,10 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
             f[f"{name}_top"] = float(values[pos[0]])
             f[f"{name}_z"], f[f"{name}_gap"] = _standing(values, here, int(pos[0]))
         if bank is not None:
-            f[f"{name}_chat"] = bank.closest(space, vector)
+            f[f"{name}_chat"] = bank.closest(space, vector, language=request.language)
             for slot, at in ((f"{name}_null", 0), (f"{name}_null2", 1)):
                 if at < len(pos) and here[pos[at]]:
-                    f[slot] = bank.z(space, snap.vectors[space][head[at]], vector, cjk=request.cjk)
+                    f[slot] = bank.z(space, snap.vectors[space][head[at]], vector, language=request.language)
     if "bm25" in raw:
         kw = np.log1p(np.maximum(raw["bm25"].astype(np.float64), 0.0))
         f["kw_z"] = _standing(kw, present["bm25"], int(pos[0]))[0]
@@ -147,7 +151,7 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
     f["cjk"] = float(request.cjk)
-    f["lang_match"] = float(_reads_language(snap, head[0], request.cjk))
+    f["lang_match"] = float(_reads_language(snap, head[0], request.language))
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
     return DecisionView(np.array([f[k] for k in FEATURES], dtype=np.float64),
@@ -199,16 +203,20 @@ def _selection(snap: IndexSnapshot, raw: Mapping[str, np.ndarray], present: Mapp
         if kw is not None:
             row[3] = float(kw[pos[0]] - kw[pos[j]])
         if bank is not None and sem is not None and sem in request.vectors and present[sem][pos[j]]:
-            row[4] = bank.z("dense", dense[head[j]], request.vectors[sem], cjk=request.cjk)
+            row[4] = bank.z("dense", dense[head[j]], request.vectors[sem], language=request.language)
         row[5] = novel[j] if j < len(novel) else 0.0
         row[6] = float(dense[head[0]] @ dense[head[j]])
     return out
 
 
-def _reads_language(snap: IndexSnapshot, row: int, cjk: bool) -> bool:
-    """Whether the tool at ``row`` is written in the request's language: some Chinese in its text for a Chinese
-    request, mostly Latin text for another (a bilingual tool reads both). A property of the tool, not of the
-    catalog: a catalog of English descriptions with Chinese tags serves English requests as well as any."""
-    if not cjk:
+def _reads_language(snap: IndexSnapshot, row: int, language: str) -> bool:
+    """Whether the tool at ``row`` is written in the request's ``language`` (:func:`toolrag.language.detect_language`):
+    some Chinese in its text for a Chinese request, not mostly Chinese for an English one (or one without letters;
+    a bilingual tool reads both), its text detected as the request's language for any other. A property of the
+    tool, not of the catalog: a catalog of English descriptions with Chinese tags serves English requests as well
+    as any."""
+    if language in ("en", UNDETERMINED):
         return bool(snap.english[row])
-    return snap.catalog.chinese_tools[row]
+    if language == "zh":
+        return snap.catalog.chinese_tools[row]
+    return detect_language(snap.catalog.tools[row].document_text()) == language

@@ -26,7 +26,7 @@ from toolrag.search.request import unknown_codes
 from toolrag.search.results import Decision, SearchResult
 from toolrag.settings import Settings
 
-__all__ = ["EvalReport", "Evaluator", "QueryOutcome", "Searcher", "evaluate"]
+__all__ = ["EvalReport", "Evaluator", "LanguageLine", "QueryOutcome", "Searcher", "evaluate"]
 
 #: Rows whose request texts are encoded together before they are searched (see ToolRetriever.prepare).
 _PREPARE_CHUNK = 256
@@ -45,11 +45,34 @@ class Searcher(Protocol):
 
 @dataclass(frozen=True)
 class QueryOutcome:
-    """What the search returned for one row: ids in rank order and its decision."""
+    """What the search returned for one row: ids in rank order, its decision and the tools it injected
+    (``SearchResult.selected``)."""
 
     row: QueryRow
     returned: tuple[str, ...]
     decision: Decision
+    selected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LanguageLine:
+    """One language's rows of an evaluation: the share whose first tool is a gold one (``top1``) and whose
+    injected tools hold a gold one (``injected``), both over rows with gold tools, and the decision accuracy
+    over rows with ``expect``; ``None`` where no row defines it."""
+
+    lang: str
+    rows: int
+    top1: float | None
+    injected: float | None
+    decision_accuracy: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lang": self.lang, "rows": self.rows, "top1": self.top1, "injected": self.injected,
+                "decision_accuracy": self.decision_accuracy}
+
+
+def _share(values: list[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 @dataclass(frozen=True)
@@ -71,12 +94,50 @@ class EvalReport:
                     "query": o.row.query,
                     "gold": list(o.row.gold),
                     "returned": list(o.returned),
+                    "selected": list(o.selected),
                     "decision": o.decision.value,
                     "expect": o.row.expect.value if o.row.expect is not None else None,
+                    **({"lang": o.row.lang} if o.row.lang else {}),
                 }
                 for o in self.per_query
             ],
+            **({"languages": [line.to_json() for line in self.languages()]} if self.languages() else {}),
         }
+
+    def languages(self) -> list[LanguageLine]:
+        """Each language's figures over the rows that name it (``lang``), English first, then by tag; empty
+        when no row names a language."""
+        groups: dict[str, list[QueryOutcome]] = {}
+        for o in self.per_query:
+            if o.row.lang:
+                groups.setdefault(o.row.lang, []).append(o)
+        return [LanguageLine(
+            lang, len(outs),
+            _share([bool(o.returned) and o.returned[0] in o.row.gold for o in outs if o.row.gold]),
+            _share([any(t in o.row.gold for t in o.selected) for o in outs if o.row.gold]),
+            _share([o.decision == o.row.expect for o in outs if o.row.expect is not None]),
+        ) for lang, outs in sorted(groups.items(), key=lambda item: (item[0] != "en", item[0]))]
+
+    def format_languages(self) -> str:
+        """:meth:`languages` as an aligned text table in percent, each figure beside its difference from the
+        English rows (``en``) where the file has them; empty when no row names a language."""
+        lines = self.languages()
+        if not lines:
+            return ""
+        base = next((line for line in lines if line.lang == "en"), None)
+
+        def cell(line: LanguageLine, name: str) -> str:
+            value = getattr(line, name)
+            if value is None:
+                return f"{'-':>16}"
+            ref = getattr(base, name) if base is not None and line is not base else None
+            delta = f" ({100 * (value - ref):+5.1f})" if ref is not None else " " * 8
+            return f"{100 * value:7.1f}%{delta}"
+
+        out = [f"{'lang':<6}{'rows':>5}  {'top-1':>16}  {'injected':>16}  {'decision':>16}"]
+        out += [f"{line.lang:<6}{line.rows:>5}  {cell(line, 'top1')}  {cell(line, 'injected')}  "
+                f"{cell(line, 'decision_accuracy')}" for line in lines]
+        return "\n".join(out)
 
     def unmeasured(self, name: str) -> str:
         """Why metric ``name`` is not in :attr:`metrics` (what a ``--fail-under`` on it says)."""
@@ -208,7 +269,7 @@ class Evaluator:
             result = self.run_row(retriever, row, settings=cfg, top_k=depth)
             done = done_before + 1
             say(done / max(total, 1), f"evaluated {done}/{total} labelled requests")
-            return QueryOutcome(row, tuple(result.ids), result.decision)
+            return QueryOutcome(row, tuple(result.ids), result.decision, tuple(result.selected))
 
         return evaluate(run, self.rows, ks=self.ks)
 

@@ -33,12 +33,16 @@ class QueryRow:
     expect: Decision | None = None
     history: tuple[str, ...] = ()
     line: int | None = None
+    lang: str | None = None
 
 
-FIELDS = ("query", "gold", "image", "permissions", "role", "expect", "history")
+FIELDS = ("query", "gold", "image", "permissions", "role", "expect", "history", "lang")
 #: The columns a CSV file may have (earlier turns need YAML or JSON Lines).
-CSV_FIELDS = ("query", "gold", "image", "permissions", "role", "expect")
+CSV_FIELDS = ("query", "gold", "image", "permissions", "role", "expect", "lang")
 _LIST_SEPARATORS = re.compile(r"[|;,\s]+")
+#: A language tag: an ISO 639 code (two or three lower-case letters), optionally with a region or script
+#: ("en", "pt-BR", "zh-Hant"); what `toolrag eval` groups its per-language table by.
+_LANG_TAG = re.compile(r"[a-z]{2,3}(-[A-Za-z0-9]{2,8})*")
 
 
 class _Row:
@@ -111,7 +115,17 @@ def _parse_row(ctx: _Row, data: object, folder: Path) -> QueryRow:
         expect=expect,
         history=ctx.text_list(data, "history", '["my earlier message"]') or (),
         line=ctx.line,
+        lang=_parse_lang(ctx, data.get("lang")),
     )
+
+
+def _parse_lang(ctx: _Row, value: object) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _LANG_TAG.fullmatch(value.strip()):
+        raise ctx.fail("lang", f"{value!r} is not a language tag; write an ISO 639 code such as lang: ru "
+                               "(two or three lower-case letters, optionally a region: pt-BR)")
+    return value.strip()
 
 
 def _parse_expect(ctx: _Row, value: object) -> Decision | None:
@@ -213,8 +227,9 @@ def load_queries(path: Path) -> list[QueryRow]:
 
     Fields: ``query`` (text; "" only with ``image``), ``gold`` (tool ids; [] = no tool fits), optional
     ``image`` (relative to the file's folder; must exist), ``permissions``, ``role``, ``expect``
-    (EXECUTE/CLARIFY/NO_TOOL, any case) and ``history`` (earlier user turns). Every problem raises
-    QueryError naming the file, row, line, field and the fix.
+    (EXECUTE/CLARIFY/NO_TOOL, any case), ``history`` (earlier user turns) and ``lang`` (the request's
+    language, an ISO 639 code such as ``ru`` or ``pt-BR``: ``toolrag eval`` reports each language apart).
+    Every problem raises QueryError naming the file, row, line, field and the fix.
     """
     path = Path(path)
     if not path.is_file():

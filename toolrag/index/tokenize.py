@@ -12,8 +12,14 @@ Tokenisation choices (each measured on the mini catalog of tests/test_lexical.py
   digits stay together ("V2" -> "v2", "utf8"). The whole identifier is *not* emitted as an extra token:
   it changed nothing measurable while inflating term frequencies and document lengths; its parts already match.
 * A tiny plural stripper ("invoices" -> "invoice", "queries" -> "query", "batches" -> "batch") is applied
-  to documents and queries alike ("claim my travel expenses" was missed without it). It is deliberately not a
-  full stemmer: verb forms stay as written.
+  to English words of documents and queries alike ("claim my travel expenses" was missed without it). It is
+  deliberately not a full stemmer: verb forms stay as written.
+* Other languages (issue 43): a line's language comes from :func:`toolrag.language.detect_language`, and the words
+  of a line in a language with inflections are cut to their Snowball stems (``snowballstemmer``, pure Python:
+  "переговорную"/"переговорной" -> "переговорн", "reuniones"/"reunión" -> "reunion"); Japanese (a line with kana),
+  Korean and Thai runs, written without spaces between words or with particles glued to them, become overlapping
+  character bigrams ("会議室を" -> 会議, 議室, 室を), as CJK search engines index them. Chinese keeps jieba; English
+  keeps its plural stripper, so English and Chinese tokens are as before.
 """
 
 from __future__ import annotations
@@ -29,19 +35,38 @@ from typing import Any
 
 from toolrag.config import data_dir
 from toolrag.errors import ModelUnavailable, SettingsError
-from toolrag.text import CJK_RANGES
+from toolrag.language import DETECTOR_KEY, detect_language
+from toolrag.text import CJK_RANGES, SCRIPT_RANGES
 
-__all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "ZH_STOPWORDS", "load_segmenter", "segment", "tokenize"]
+__all__ = ["EN_STOPWORDS", "LEXICAL_VERSION", "STEMMED", "ZH_STOPWORDS", "load_segmenter", "segment", "tokenize"]
 
 #: Bumped whenever :func:`tokenize` changes what it returns: saved serving states (their BM25 arrays) and
 #: decision models are keyed by it, so an index built with other tokens is rebuilt, never mixed.
-LEXICAL_VERSION = 2
+#: 3: Snowball stems of inflected languages, character bigrams of Japanese, Korean and Thai (issue 43); the stems
+#: follow each line's language, so the language detector's key is part of it.
+LEXICAL_VERSION = f"3|{DETECTOR_KEY}"
+
+#: The Snowball stemmer of each language whose words are stemmed (ISO 639-1 -> snowballstemmer's name).
+STEMMED = {"ru": "russian", "uk": "russian", "es": "spanish", "de": "german", "fr": "french", "pt": "portuguese",
+           "it": "italian", "nl": "dutch", "sv": "swedish", "da": "danish", "fi": "finnish", "ro": "romanian",
+           "hu": "hungarian", "tr": "turkish", "pl": "polish", "cs": "czech", "id": "indonesian", "el": "greek",
+           "ar": "arabic", "fa": "persian", "hi": "hindi"}
+#: Runs written without spaces between words, read as character bigrams: Hangul and Thai always, kana and Han
+#: together in a line with kana (Japanese); a Han run in a line without kana is Chinese (jieba).
+_BIGRAM_SCRIPTS = SCRIPT_RANGES["Hangul"] + SCRIPT_RANGES["Thai"]
+_KANA = SCRIPT_RANGES["Kana"]
+_HAS_KANA = re.compile(f"[{_KANA}]")
 
 logger = logging.getLogger(__name__)
 
 _CJK = CJK_RANGES
-# A CJK run, or a run of letters/digits (no underscore, no CJK): every other character separates tokens.
-_SEGMENT_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<word>[^\W_{_CJK}]+)")
+_SPACELESS = _CJK + _KANA + _BIGRAM_SCRIPTS
+# A CJK run, a Japanese run (Han and kana), a Hangul or Thai run, or a run of other letters/digits (no
+# underscore): every other character separates tokens.
+_SEGMENT_RE = re.compile(rf"(?P<cjk>[{_CJK}]+)|(?P<kana>[{_CJK}{_KANA}]+)|(?P<bigram>[{_BIGRAM_SCRIPTS}]+)"
+                         rf"|(?P<word>[^\W_{_SPACELESS}]+)")
+_JA_SEGMENT_RE = re.compile(rf"(?P<kana>[{_CJK}{_KANA}]+)|(?P<bigram>[{_BIGRAM_SCRIPTS}]+)"
+                            rf"|(?P<word>[^\W_{_SPACELESS}]+)")
 # Split points inside a word: lower/digit -> Upper ("getWeather", "V2Api"), and the end of an acronym
 # ("HTTPServer" -> HTTP | Server). Letter -> digit is not a split point ("V2", "utf8").
 _CAMEL_RE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -138,13 +163,40 @@ def _singular(word: str) -> str:
     return word[:-1]  # invoices -> invoice
 
 
-def _word_tokens(word: str) -> list[str]:
+def _word_tokens(word: str, stem: Any = None) -> list[str]:
     out = []
     for part in _CAMEL_RE.split(word):
         low = part.lower()
         if low and low not in EN_STOPWORDS:
-            out.append(_singular(low))
+            out.append(_singular(low) if stem is None or not low.isalpha() else stem(low))
     return out
+
+
+def _bigrams(run: str) -> list[str]:
+    """Overlapping character pairs of a run written without spaces; a one-character run is itself."""
+    return [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+
+
+@functools.cache
+def _stemmer(language: str) -> Any:
+    """The Snowball stem function of ``language`` (ISO 639-1; ``None`` for a language without one), kept per
+    process. A Snowball stemmer holds the word it works on, so one thread stems at a time (behind a lock; the
+    words' stems are remembered)."""
+    name = STEMMED.get(language)
+    if name is None:
+        return None
+    try:
+        import snowballstemmer
+    except ImportError as exc:  # pragma: no cover - a pinned dependency
+        raise ModelUnavailable("stemming needs snowballstemmer: pip install snowballstemmer==3.1.1") from exc
+    stemmer, lock = snowballstemmer.stemmer(name), threading.Lock()
+
+    @functools.lru_cache(maxsize=65_536)
+    def stem(word: str) -> str:
+        with lock:
+            return str(stemmer.stemWord(word))
+
+    return stem
 
 
 def tokenize(text: str) -> list[str]:
@@ -169,13 +221,18 @@ def tokenize(text: str) -> list[str]:
 def _line_tokens(line: str) -> tuple[str, ...]:
     text = unicodedata.normalize("NFKC", line)
     tokens: list[str] = []
-    for match in _SEGMENT_RE.finditer(text):
-        cjk = match.group("cjk")
-        if cjk:
-            for piece in _jieba().lcut_for_search(cjk):
+    stem = _stemmer(detect_language(text))
+    pattern = _JA_SEGMENT_RE if _HAS_KANA.search(text) else _SEGMENT_RE
+    for match in pattern.finditer(text):
+        kind = match.lastgroup
+        run = match.group()
+        if kind == "cjk":
+            for piece in _jieba().lcut_for_search(run):
                 piece = piece.strip()
                 if piece and piece not in ZH_STOPWORDS:
                     tokens.append(piece)
+        elif kind in ("kana", "bigram"):
+            tokens.extend(_bigrams(run))
         else:
-            tokens.extend(_word_tokens(match.group("word")))
+            tokens.extend(_word_tokens(run, stem))
     return tuple(tokens)

