@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.common import parse_args
 from bench.decisions import Row, format_tables, summarise
 
 __all__ = ["main", "rescore"]
@@ -62,11 +63,12 @@ def rescore(rows: list[Row], *, target: float | None, clean: float | None) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.decision_rescore", description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="a bench.decisions results file (JSON)")
-    parser.add_argument("--precision-target", type=float, default=None)
-    parser.add_argument("--clean-target", type=float, default=None)
-    args = parser.parse_args(argv)
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("results", type=Path, help="a bench.decisions results file (JSON)")
+        parser.add_argument("--precision-target", type=float, default=None)
+        parser.add_argument("--clean-target", type=float, default=None)
+
+    args = parse_args("bench.decision_rescore", "stored bench.decisions rows decided again, offline", argv, options)
     stored: dict[str, Any] = json.loads(args.results.read_text(encoding="utf-8"))
     sets = {}
     for name, raw in stored.get("rows", {}).items():

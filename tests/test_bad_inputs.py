@@ -228,6 +228,7 @@ def test_invalid_utf8_argv_from_a_real_shell(small_catalog_dir: Path, tmp_path: 
     assert not (tmp_path / "d").exists()
 
 
+@pytest.mark.slow  # a child process
 @pytest.mark.parametrize("url", ["localhost:7871", "ftp://127.0.0.1:7871"])
 def test_a_replica_with_a_malformed_chroma_url_exits_at_start(small_catalog_dir: Path, tmp_path: Path,
                                                               url: str) -> None:

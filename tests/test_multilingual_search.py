@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # real models
+
 #: (language, request, its tool): rows of sample_tools/queries_multilingual.yaml whose ranking has a margin.
 REQUESTS = [
     ("ja", "今朝SSOのパスワードの有効期限が切れました。新しいパスワードはどう設定すればいいですか",

@@ -158,6 +158,7 @@ def test_manifest_versions_and_leases_on_a_real_chroma(tmp_path: Path) -> None:
     assert index.lease_holder("v9") is None
 
 
+@pytest.mark.slow
 def test_expired_leases_of_versions_never_pushed_are_removed(tmp_path: Path) -> None:
     """A builder killed before its flip, whose folder is never pushed again: its lease (and half-written data)
     is removed at the next lease taken or flip, not left on the server; a live lease and complete data stay."""
