@@ -1,7 +1,8 @@
 """The labelled sets ``bench.decisions`` decides: each catalog's retriever opened once,
 its query analysis cached in the bench folder, and each set's rows.
 
-Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``bundled_tuned`` (the odd
+Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``multilingual`` (30 of them
+in English and translated into eight languages, sample_tools/queries_multilingual.yaml: one set per language), ``bundled_tuned`` (the odd
 rows, at the precision target ``toolrag tune`` chose from the even ones: a catalog's own labelled rows move only
 the operating point), ``mcp_zh`` / ``mcp_en`` (50 requests written for this project, in Chinese and the same in
 English, to the 31 English tools of tests/data/published_mcp), ``metatool_task1`` (520 need-a-tool + 520
@@ -25,7 +26,7 @@ from bench.common import REPO, SETS, index_dir, open_retriever, prepare
 
 __all__ = ["DECISION_SETS", "REPO_SETS", "SMALL_DRAWS", "SMALL_SIZES", "SetOpener", "expected_decision"]
 
-DECISION_SETS = ("bundled", "bundled_tuned", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
+DECISION_SETS = ("bundled", "bundled_tuned", "multilingual", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
                  "metatool_multi", "seal_in", "seal_out", "gorilla", "small")
 #: The small catalogs of the ``small`` set: 1-5 tools, 4 draws per size and source (MetaTool, the bundled catalog).
 SMALL_SIZES = (1, 2, 3, 4, 5)
@@ -127,6 +128,9 @@ class SetOpener:
         """(retriever, labelled rows) of set ``name`` (``bundled_tuned``: the odd rows)."""
         from toolrag import load_queries
 
+        if name == "multilingual":  # 30 bundled rows in English and 8 translations (bench.decisions splits them)
+            retriever, _ = self.bundled()
+            return retriever, load_queries(REPO / "sample_tools" / "queries_multilingual.yaml")
         if name in ("bundled", "bundled_tuned"):
             retriever, rows = self.bundled()
             return retriever, _limit(rows[1::2] if name == "bundled_tuned" else rows, self.args.limit)

@@ -202,10 +202,15 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             retriever, rows = opener.rows(name)
             outcome = run_rows(retriever, rows, target=target)
             opener.save()
-        results["sets"][name] = summarise(outcome, **extra)
-        results.setdefault("rows", {})[name] = [r.__dict__ for r in outcome]
-        say(f"{name}: {len(outcome)} rows in {time.perf_counter() - start:.0f}s: " + ", ".join(
-            f"{k} {v:.3f}" for k, v in results["sets"][name].items() if isinstance(v, float)))
+        parts = {name: outcome}
+        if name == "multilingual":  # one set per language, English first: the same rows in each
+            langs = [row.lang or "en" for row in rows]
+            parts = {f"{name}_{lang}": [r for r, x in zip(outcome, langs, strict=True) if x == lang]
+                     for lang in sorted(set(langs), key=lambda x: (x != "en", x))}
+        for part, got in parts.items():
+            results["sets"][part] = summarise(got, **extra)
+            results.setdefault("rows", {})[part] = [r.__dict__ for r in got]
+        say(f"{name}: {len(outcome)} rows in {time.perf_counter() - start:.0f}s")
     return results
 
 
