@@ -5,6 +5,7 @@ probabilities sit nearer a threshold asserts what the ranking and the invariants
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -13,14 +14,17 @@ import numpy as np
 from toolrag.decision.outcome import Decision, DecisionScores, DecisionSource
 from toolrag.decision.policy import choose, operating_point
 
-__all__ = ["MARGIN", "NOISE", "NoisyAnalyzer", "assert_decided", "robust"]
+__all__ = ["MARGIN", "NOISE", "NoisyAnalyzer", "assert_decided", "assert_reaches", "robust"]
 
-#: How far P(right) and P(no tool) may move before an asserted decision must still hold.
-MARGIN = 0.05
-#: The relative size of the perturbation of a request's vectors in the noise test (L2 norm of the added noise
-#: over the vector's norm): bench.encoder_noise's 99th percentile of 1 - cos between int8 and fp32 request
-#: vectors, as a distance (sqrt(2 (1 - cos))), doubled for the tool side.
-NOISE = 0.05
+#: How far P(right) and P(no tool) may move before an asserted decision must still hold: the 99th percentile of
+#: how far they moved between the int8 and the fp32 build of the same encoders on the bundled requests
+#: (``python -m bench.encoder_noise``: 0.14 for both; docs/development.md), an upper bound of what another CPU's
+#: int8 kernels move.
+MARGIN = 0.15
+#: Per text signal, the relative size of the perturbation of a request's vector in the noise test (L2 norm of the
+#: added noise over the vector's norm): bench.encoder_noise's 99th percentile of 1 - cos between the int8 and the
+#: fp32 request vectors (e5 0.0046, MiniLM 0.0115) as a distance, sqrt(2 (1 - cos)).
+NOISE = {"dense": 0.096, "dense_en": 0.152}
 
 
 def robust(result: Any, model: Any, *, margin: float = MARGIN, target: float | None = None,
@@ -50,13 +54,22 @@ def assert_decided(result: Any, expected: Decision, model: Any, **point: Any) ->
     assert robust(result, model, **point), f"decided {expected.value} within {MARGIN} of a threshold: {why}"
 
 
+def assert_reaches(result: Any, tool: str, model: Any) -> None:
+    """``tool`` ranks first and reaches the agent (EXECUTE calls it, CLARIFY offers it), and P(no tool) stays
+    :data:`MARGIN` below the point where nothing would be injected: whichever of the two the model picks."""
+    point = operating_point(model)
+    why = f"{result.decision.value} ({result.scores}, {result.decision_reason})"
+    assert result.ids[0] == tool and tool in result.selected, why
+    assert result.scores.no_tool < point.inject_below - MARGIN, f"within {MARGIN} of injecting nothing: {why}"
+
+
 @dataclass
 class NoisyAnalyzer:
     """A retriever's query analysis with every request vector moved by a random direction of relative size
     ``size`` (renormalised): what another machine's encoders could give (:data:`NOISE`)."""
 
     inner: Any
-    size: float
+    size: Mapping[str, float]
     seed: int
 
     def __getattr__(self, name: str) -> Any:
@@ -69,7 +82,7 @@ class NoisyAnalyzer:
         for name, vector in features.vectors.items():
             v = np.asarray(vector, dtype=np.float64)
             noise = rng.normal(size=v.shape)
-            noise *= self.size * np.linalg.norm(v) / max(float(np.linalg.norm(noise)), 1e-12)
+            noise *= self.size.get(name, 0.0) * np.linalg.norm(v) / max(float(np.linalg.norm(noise)), 1e-12)
             w = v + noise
             w *= np.linalg.norm(v) / max(float(np.linalg.norm(w)), 1e-12)
             moved[name] = w.astype(np.asarray(vector).dtype)
