@@ -88,9 +88,10 @@ MONOTONE: Mapping[str, Mapping[str, int]] = {
 #: The features of the English-only model (MiniLM), absent for a request in a language it does not read (issue 43:
 #: it steps back for every language but English, and Chinese through its gloss). The training sets hold English
 #: and Chinese requests only, so a share :data:`UNREAD_SHARE` of the episodes is also fitted as if the request
-#: were in another language (these features NaN, ``cjk`` 0, the top tool not written in its language), at
-#: :data:`UNREAD_WEIGHT` of its weight: the model learns to decide from the multilingual model alone.
-ENGLISH_ONLY = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en")
+#: were in another language (these features NaN, and BM25's too: a request in another language shares few words
+#: with the catalog; ``cjk`` 0, the top tool not written in its language), at :data:`UNREAD_WEIGHT` of its
+#: weight: the model learns to decide from the multilingual model alone.
+ENGLISH_ONLY = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en", "kw_z", "name_hit")
 UNREAD_SHARE, UNREAD_WEIGHT = 0.3, 0.5
 
 
