@@ -4,7 +4,7 @@
     python examples/langgraph_agent.py [--role employee]
 
 The graph is toolrag.adapters.langgraph.create_agent: select_tools -> agent -> tools -> agent, with a
-checkpointer keeping the conversation (the follow-up "make it 4pm instead" finds its tool through the earlier
+checkpointer keeping the conversation (the follow-up "make it 4pm instead, same room" finds its tool through the earlier
 turn). Offline it runs LangChain's own fake chat model, scripted to call the first tool it is given; with
 OPENAI_API_KEY set (and ``pip install langchain-openai``) the same script runs a real model.
 """
