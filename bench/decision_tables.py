@@ -24,6 +24,11 @@ def format_tables(results: Mapping[str, Any]) -> str:
 
     lines = [f"{results['episodes']} episodes; classes {results['classes']}; winner: {results['winner']}", ""]
     for family, r in results["families"].items():
+        if family != results["winner"]:  # the others in one line: what decided the choice
+            lines += [f"**{family}** (not chosen): mean held-out EXECUTE precision at 60-70% coverage "
+                      f"{pct(r['score'])} against the winner's {pct(results['families'][results['winner']]['score'])}; "
+                      f"no-tool AUC {pct(r['auc_none'])}", ""]
+            continue
         lines += [f"**{family}** (default point: P(right) >= {dict(r['points'])[DEFAULT_TARGET]:.3f} for "
                   f"{100 * DEFAULT_TARGET:.0f}% EXECUTE precision, candidates injected at P(no tool) < "
                   f"{dict(r['clean_points'])[DEFAULT_CLEAN]:.3f} to keep {100 * DEFAULT_CLEAN:.0f}% of requests "

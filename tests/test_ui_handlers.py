@@ -87,7 +87,8 @@ def test_the_decision_models_trade_off_and_reliability(h: Handlers) -> None:
     assert len(fig.data) == 2 and len(fig.data[1].x) >= 3  # the diagonal and the bins
     model = h.b.retriever.decider.model
     assert model.version in table and "| 90% (now) |" in table  # the slider's target is marked
-    assert table.count("\n| ") == len(model.trained["tradeoff"]) + 1  # a row per operating point, the header
+    precision_points = [p for p in model.trained["tradeoff"] if p.get("kind", "precision") == "precision"]
+    assert table.count("\n| ") == len(precision_points) + 1  # a row per precision target, the header
 
 
 def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:
