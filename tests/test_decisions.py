@@ -121,9 +121,15 @@ def test_no_word_rule_overrides_the_numbers(sample_retriever: Any) -> None:
     plain = sample_retriever.search("add this flight to my calendar", role="employee")
     pictured = sample_retriever.search("add this flight to my calendar", role="employee",
                                        image=ASSETS / "boarding_pass.png")
+    from toolrag.decision.policy import choose, operating_point
+
+    point = operating_point(sample_retriever.decider.model)
     for result in (plain, pictured):
         assert result.decided_by is DecisionSource.MODEL and result.scores is not None
         assert f"P(right) {result.scores.right:.2f}" in result.decision_reason
+        # the decision is what the numbers give under the one policy (a change asked of a reader is one of them)
+        assert result.decision is choose(result.scores, point,
+                                         change_reader=result.decision_features["change_reader"] > 0)
 
 
 @pytest.mark.parametrize("query", ["🤖🧾💸🔥🔥🔥", "\u200b\u200b\u200b", "\u200d🔥\ufeff"])
