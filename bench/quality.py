@@ -8,7 +8,7 @@ Each set is converted to a catalog folder of JSON Lines profiles + a queries fil
 with ``toolrag.load_catalog`` / ``toolrag.load_queries``, indexed once per model set (re-used afterwards) and
 scored with ``ToolRetriever.evaluate`` - the code behind ``toolrag eval``. Every method is a ``Settings``;
 only the settings change between rows, never the code path. The no-tool part runs MetaTool ``Task1.json``
-through ``search`` and reports the AUC of the decision's confidence and the accuracy of its decisions (the
+through ``search`` and reports the AUC of the top cosine and the accuracy of its decisions (the
 decision model shipped with toolrag, shipped settings).
 """
 
@@ -85,7 +85,7 @@ def auc(scores: Sequence[float], positive: Sequence[bool]) -> float:
 
 
 def no_tool(retriever: Any, rows: list[Any]) -> dict[str, Any]:
-    """AUC of the decision's confidence for "a tool is needed", and the accuracy of the shipped decision
+    """AUC of the top cosine for "a tool is needed", and the accuracy of the shipped decision
     (NO_TOOL or not, from the decision model shipped with toolrag).
 
     Calibration half = rows 4k and 4k+1 (Task1 alternates need-a-tool / no-tool rows), report half = the rest;

@@ -101,7 +101,7 @@ def write_quality_section(results: dict[str, Any]) -> None:
     if nt:
         lines += ["", "No-tool detection on MetaTool `Task1.json` (520 need-a-tool + 520 need-no-tool queries):", "",
                   "| measure | value |", "|---|---|",
-                  "| AUC of the decision's confidence (top e5 cosine among the top candidates) | "
+                  "| AUC of the top cosine (the best e5 cosine among the top candidates) | "
                   f"{pct(nt['auc_confidence'])} |"]
         for name, value in nt.get("auc_top_cosine", {}).items():
             lines.append(f"| AUC of the top {name} score over the catalog | {pct(value)} |")
