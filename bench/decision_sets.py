@@ -83,7 +83,7 @@ def cache_analysis(retriever: Any, root: Path, name: str) -> _CachedAnalyzer:
     reads a request)."""
     models = retriever.models
     tag = hashlib.sha256(f"{models.text.fingerprint}|{getattr(models.english, 'fingerprint', '-')}".encode())
-    for module in ("toolrag.search.query", "toolrag.decision.addresses", "toolrag.search.gloss", "toolrag.text"):
+    for module in ("toolrag.search.query", "toolrag.search.gloss", "toolrag.text"):
         # a change of how a request is read (its cleaning, what stands in for an address) reads it again
         tag.update(Path(importlib.import_module(module).__file__ or "").read_bytes())
     cached = _CachedAnalyzer(retriever.analyzer, root / f"query-features-{name}-{tag.hexdigest()[:12]}.pkl")

@@ -12,13 +12,14 @@ import pytest
 
 from toolrag.catalog.profile import ToolProfile
 from toolrag.decision.actions import action_match
-from toolrag.decision.addresses import has_web_address, stand_in_addresses, takes_web_address
+from toolrag.decision.addresses import takes_web_address
 from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble, load_model
 from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import RULES, Facts, choose, decide, operating_point
 from toolrag.decision.slots import open_parameters
 from toolrag.decision.view import FEATURES, SELECTION_FEATURES, DecisionView
+from toolrag.text import has_web_address, stand_in_addresses
 
 
 def _tool(tool_id: str, description: str = "", **fields: object) -> ToolProfile:

@@ -14,7 +14,8 @@ import contextlib
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["CJK_RANGES", "SCRIPT_RANGES", "CleanText", "clean_text", "has_cjk", "is_mostly_cjk"]
+__all__ = ["ADDRESS_STAND_IN", "CJK_RANGES", "SCRIPT_RANGES", "CleanText", "clean_text", "has_cjk", "has_web_address",
+           "is_mostly_cjk", "stand_in_addresses"]
 
 #: CJK Unified Ideographs with Extension A, the compatibility ideographs and Extensions B-F (a regex class body).
 CJK_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0002ebef"
@@ -136,3 +137,45 @@ def clean_text(text: str, *, limit: int | None = None) -> CleanText:
         text = text[:limit]
         cut = length - limit
     return CleanText(text, removed, length, cut)
+
+
+# Web addresses in a request. The text models read the request with each address replaced by words that say what
+# it is (:func:`stand_in_addresses`): "summarize www.python.org/downloads" is read as "summarize the web page URL".
+# The address's own pieces (python, org, downloads) otherwise pull the request towards tools that share them (a
+# code search for "python") and away from the one that opens addresses. A file name at the end of the address is
+# kept ("the web page URL whitepaper.pdf"): it says what kind of document is behind it.
+
+#: An http(s) address, or one starting with "www.".
+_ADDRESS = re.compile(r"\bhttps?://[^\s<>\"'`]+|\bwww\.[a-z0-9-]+\.[^\s<>\"'`]+", re.IGNORECASE)
+#: What the text models read in place of an address, in a Chinese request too: "URL" is what tool descriptions
+#: in any language say, while a Chinese stand-in (网页链接) also matched a document tool whose description says
+#: "网页链接请用..." (for web links use ...), and the address's own letters were no Chinese either.
+ADDRESS_STAND_IN = "the web page URL"
+#: A file name ending an address's path ("whitepaper.pdf"); page extensions (html, php, ...) say nothing more.
+_FILE_NAME = re.compile(r"/([^/?#]+\.([A-Za-z0-9]{2,5}))(?:[?#].*)?$")
+_PAGE_EXTENSIONS = frozenset({"html", "htm", "php", "asp", "aspx", "jsp", "shtml", "cgi"})
+
+
+def has_web_address(text: str) -> bool:
+    """Whether ``text`` holds an http(s) address or one starting with "www.". Example: "summarize
+    https://example.com/a.pdf" -> True; "what is HTTPS?" -> False."""
+    return _ADDRESS.search(text) is not None
+
+
+def stand_in_addresses(text: str) -> str:
+    """``text`` with each web address replaced by :data:`ADDRESS_STAND_IN`, followed by the file name the
+    address ends in, if any. Example: "summarize https://example.com/files/whitepaper.pdf" -> "summarize the web
+    page URL whitepaper.pdf"; text without an address is returned as it is."""
+    if _ADDRESS.search(text) is None:
+        return text
+
+    def stand_in(match: re.Match[str]) -> str:
+        address = match.group(0).rstrip(".,;:!?)]}，。")
+        tail = match.group(0)[len(address):]
+        name = _FILE_NAME.search(address)
+        if name is not None and name.group(2).lower() not in _PAGE_EXTENSIONS:
+            return f"{ADDRESS_STAND_IN} {name.group(1)}{tail}"
+        return ADDRESS_STAND_IN + tail
+
+    return _ADDRESS.sub(stand_in, text)
+

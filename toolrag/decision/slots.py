@@ -14,8 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from toolrag.decision.addresses import has_web_address
-from toolrag.text import CJK_RANGES
+from toolrag.text import CJK_RANGES, has_web_address
 
 __all__ = ["open_parameters", "required_parameters"]
 

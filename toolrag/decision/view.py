@@ -34,11 +34,12 @@ from typing import Protocol
 import numpy as np
 
 from toolrag.decision.actions import action_match, change_verb, reads_only, vague_word
-from toolrag.decision.addresses import has_web_address, takes_web_address
+from toolrag.decision.addresses import takes_web_address
 from toolrag.decision.nulls import NullBank
 from toolrag.decision.slots import open_parameters
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.language import UNDETERMINED, detect_language
+from toolrag.text import has_web_address
 
 __all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
 

@@ -16,14 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.decision.addresses import stand_in_addresses
 from toolrag.encode.models import ModelSet
 from toolrag.images import load_image
 from toolrag.language import LANGUAGE_NAMES, detect_language
 from toolrag.search.gloss import english_reading
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS, TEXT_SIGNALS, ModelRole
-from toolrag.text import is_mostly_cjk
+from toolrag.text import is_mostly_cjk, stand_in_addresses
 
 __all__ = ["MAX_QUERY_CHARS", "TEXT_READING", "QueryAnalyzer", "QueryFeatures"]
 
@@ -52,7 +51,7 @@ TEXT_READING = 4  # 4: the English model reads nothing of a request in a languag
 
 def _clean(text: str) -> str:
     """A request's text as every signal reads it: whitespace collapsed, web addresses replaced by words that say
-    what they are (:func:`toolrag.decision.addresses.stand_in_addresses`), cut to ``MAX_QUERY_CHARS``. The
+    what they are (:func:`toolrag.text.stand_in_addresses`), cut to ``MAX_QUERY_CHARS``. The
     decision's address rule and the named-tool match read the request as given."""
     return stand_in_addresses(_WS.sub(" ", text).strip())[:MAX_QUERY_CHARS]
 
