@@ -185,3 +185,13 @@ def test_resolution_refuses_a_shared_original_name_for_every_caller() -> None:
         with pytest.raises(QueryError, match="by its id"):
             caller.resolve(catalog, "weather.current")
     assert list(Caller().function_names(catalog)) == ["files/weather.current"]
+
+
+def test_a_blank_role_is_refused_with_the_fix() -> None:
+    """Issue 45: `role=""` silently meant no role in the library (the CLI already refused it)."""
+    catalog = Catalog([ToolProfile.from_checked({"id": "a", "name": "a", "description": "A tool."})],
+                      roles={"employee": ("x",)})
+    for blank in ("", "  "):
+        with pytest.raises(QueryError, match="is blank: give a role of the catalog \\(employee\\) or leave it out"):
+            Caller.of(catalog, role=blank)
+    assert Caller.of(catalog, role=None).role is None and Caller.of(catalog, role="employee").role == "employee"

@@ -54,6 +54,9 @@ class Caller:
         codes = set(_texts(permissions, "permission code"))
         if role is not None and not isinstance(role, str):
             raise QueryError(f"role must be a role name, got {type(role).__name__}", field="role")
+        if role is not None and not role.strip():
+            raise QueryError(f"role {role!r} is blank: give a role of the catalog ({', '.join(sorted(catalog.roles))}) "
+                             "or leave it out (None) for a caller with no role", field="role")
         if role:
             codes |= set(catalog.role_codes(role))
         wanted = None
