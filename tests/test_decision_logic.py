@@ -192,7 +192,7 @@ def test_a_stuffed_tool_is_never_injected_nor_named() -> None:
     assert also.decision is Decision.EXECUTE and also.selected == (0, 2)
     none = decide(Facts(FACTS.names, FACTS.summaries, query=FACTS.query, eligible=(False, False, False)), _view(),
                   _model(0.05, 0.95))
-    assert none.decision is Decision.NO_TOOL and none.selected == ()
+    assert none.decision is Decision.NO_TOOL and none.selected == () and "keyword stuffing" in none.reason
 
 
 def test_choose_is_the_policy_decide_applies() -> None:

@@ -160,9 +160,12 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
                    f"{point.inject_below:.2f}, {kept}) but P(right) {scores.right:.2f} < {point.execute_at:.2f} "
                    f"({precision})")
         return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {about}; {numbers}", scores, offered)
+    if not offered:  # nothing may be offered, whatever the numbers say
+        return DecisionOutcome(Decision.NO_TOOL, None, "no tool: every candidate's description is flagged as keyword "
+                               f"stuffing (never injected); {numbers}", scores)
     reads = f'; the request asks for a change ("{view.change_verb}") and {names[0]} only reads' \
         if view.change_verb else ""
-    best = f"the best visible match is {names[0]}" if top_ok else "no candidate may be injected"
+    best = f"the best visible match is {names[0]}" if top_ok else "the best match may not be injected"
     return DecisionOutcome(Decision.NO_TOOL, None,
                            f"no tool: P(no tool) {scores.no_tool:.2f} >= {point.inject_below:.2f} ({kept}) and "
                            f"P(right) {scores.right:.2f} < {point.execute_at:.2f}; {best}{reads}", scores)
