@@ -29,6 +29,7 @@ import numpy as np
 from toolrag.errors import StoreError
 from toolrag.files import write_atomic
 from toolrag.language import UNDETERMINED, detect_language
+from toolrag.stats import standard_scores
 from toolrag.yamlio import read_yaml
 
 __all__ = ["ALL", "BANK_FILE", "MIN_ROWS", "NullBank", "bank_texts", "standing"]
@@ -118,11 +119,8 @@ def standing(tool: np.ndarray, request: np.ndarray, null: np.ndarray) -> float:
     """(cos(request, tool) - mean) / std of the cosines of the ``null`` requests' vectors (rows) to ``tool``: how
     far a request stands out for a tool from other requests (NaN rows skipped; NaN without spread)."""
     values = null @ tool
-    values = values[np.isfinite(values)].astype(np.float64)
-    spread = float(values.std()) if len(values) > 1 else 0.0
-    if spread <= 0.0:
-        return math.nan
-    return (float(request @ tool) - float(values.mean())) / spread
+    scores = standard_scores(np.array([request @ tool]), values[np.isfinite(values)])
+    return math.nan if scores is None else float(scores[0])
 
 
 def _matrix(encode: Encode, signal: str, texts: Sequence[str], fingerprint: str, folder: Path | None) -> np.ndarray:

@@ -39,6 +39,7 @@ from toolrag.decision.nulls import NullBank
 from toolrag.decision.slots import open_parameters
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.language import UNDETERMINED, detect_language
+from toolrag.stats import standard_scores
 from toolrag.text import has_web_address
 
 __all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
@@ -166,9 +167,8 @@ def _standing(values: np.ndarray, here: np.ndarray, at: int) -> tuple[float, flo
     present = values[here].astype(np.float64)
     z = math.nan
     if len(present) >= 3:
-        spread = float(present.std())
-        if spread > 0:
-            z = (float(values[at]) - float(present.mean())) / spread
+        scores = standard_scores(np.array([values[at]]), present)
+        z = math.nan if scores is None else float(scores[0])
     others = here.copy()
     others[at] = False
     lead = float(values[at]) - float(values[others].max()) if others.any() else math.nan

@@ -39,6 +39,7 @@ from toolrag.search.results import SearchResult
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import TEXT_SIGNALS, Settings
 from toolrag.signals import ModelRole
+from toolrag.stats import significant_gain
 
 __all__ = ["ThresholdPoint", "ThresholdResult", "TuneResult", "TunedCandidate", "calibrate_target", "decision_at",
            "save_settings",
@@ -166,10 +167,7 @@ def tune_weights(
     order = sorted(range(1, len(configs)), key=lambda c: (-means[c], _distance(grid[c - 1], base_weights)))
     best = order[0]
     gains = [b - a for a, b in zip(per_query[0], per_query[best], strict=True)]
-    mean_gain = sum(gains) / len(gains)
-    var = sum((g - mean_gain) ** 2 for g in gains) / max(len(gains) - 1, 1)
-    stderr = math.sqrt(var / len(gains))
-    changed = mean_gain > 0 and mean_gain > z * stderr
+    mean_gain, stderr, changed = significant_gain(gains, z)
     chosen = configs[best] if changed else base
     log.info("tune_weights: %s %.4f -> %.4f (gain %.4f, stderr %.4f) %s", metric, means[0], means[best],
              mean_gain, stderr, "changed" if changed else "kept")
@@ -278,9 +276,7 @@ def calibrate_target(retriever: ToolRetriever, rows: Sequence[QueryRow], *, base
     accuracy = right.mean(axis=1)
     start = targets.index(current)
     best = min(range(len(targets)), key=lambda i: (-accuracy[i], abs(targets[i] - current)))
-    gains = right[best].astype(np.float64) - right[start].astype(np.float64)
-    stderr = float(gains.std(ddof=1) / math.sqrt(len(gains))) if len(gains) > 1 else 0.0
-    changed = bool(gains.mean() > 0 and gains.mean() > z * stderr)
+    _, stderr, changed = significant_gain(right[best].astype(np.float64) - right[start].astype(np.float64), z)
     pick = best if changed else start
     calls = decided == Decision.EXECUTE
     missed = (~calls & ~needs_none[None, :]).sum(axis=1) / max(int((~needs_none).sum()), 1)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from toolrag.stats import standard_scores
+
 __all__ = ["REFERENCE_SIZE", "reference_rows", "standardize"]
 
 #: How many permitted tools give the per-query mean and spread of each signal in a large catalog.
@@ -73,12 +75,9 @@ def standardize(
     if not (np.all(np.isfinite(values)) and np.all(np.isfinite(sample))):
         raise ValueError("raw scores of present candidates must be finite (found NaN or inf)")
     out = np.zeros(x.shape[0], dtype=np.float64)
-    if values.size == 0 or sample.size < 2:
-        return out
-    spread = float(sample.std())
-    if spread <= 1e-12 * max(1.0, float(np.abs(sample).max())):
-        return out
-    out[mask] = (values - float(sample.mean())) / spread
+    scores = standard_scores(values, sample) if values.size else None
+    if scores is not None:
+        out[mask] = scores
     return out
 
 
