@@ -28,46 +28,37 @@ removed when the next editor of the catalog starts.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import hashlib
-import json
 import logging
-import re
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from toolrag.catalog.edit_types import NEW_TOOL_TEMPLATE, EditTarget, ProfileText, RankProbe, SaveOutcome
+from toolrag.catalog.edit_types import EditTarget, ProfileText, RankProbe, SaveOutcome
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, dump_examples, file_examples, merged_examples
+from toolrag.catalog.history import HISTORY_DIR, history, keep_backup
 from toolrag.catalog.loader import load_catalog, parse_profile_yaml
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state, check_in_copy, remove_copies, version
-from toolrag.catalog.yaml_spans import (
-    ItemSpan,
-    append_item,
-    category_of,
-    dump_yaml,
-    find_span,
-    item_text,
-    profile_data,
-    replace_span,
-    with_image,
+from toolrag.catalog.tool_text import (
+    file_for_new_tool,
+    located_span,
+    new_tool_template,
+    profile_text,
+    source_file,
 )
+from toolrag.catalog.yaml_spans import append_item, category_of, item_text, profile_data, replace_span, with_image
 from toolrag.errors import CatalogError, ProfileError, QueryError
 from toolrag.files import FileLock, write_atomic
 from toolrag.images import check_example_image
 
-__all__ = ["LOCK_FILE", "CatalogEditor", "EditTarget", "ProfileText", "RankProbe", "SaveOutcome",
+__all__ = ["HISTORY_DIR", "LOCK_FILE", "CatalogEditor", "EditTarget", "ProfileText", "RankProbe", "SaveOutcome",
            "profile_text"]
 
 log = logging.getLogger(__name__)
 
-
-HISTORY_DIR = ".history"
 #: The lock file every editing process takes (hidden: never read as a catalog file).
 LOCK_FILE = ".toolrag-edit.lock"
 #: Seconds an edit waits for another process's edit before giving up with a message.
@@ -124,17 +115,11 @@ class CatalogEditor:
 
     def new_tool_template(self, category: str) -> str:
         """A valid starting profile for ``category`` with a free id (edit, then save)."""
-        slug = re.sub(r"[^A-Za-z0-9_-]+", "_", category.strip()).strip("_") or "general"
-        tool_id, n = f"{slug}.new_tool", 2
-        while self.catalog.get(tool_id) is not None:
-            tool_id, n = f"{slug}.new_tool_{n}", n + 1
-        name = re.sub(r"[^A-Za-z0-9_-]", "_", tool_id)[:64]
-        return NEW_TOOL_TEMPLATE.format(id=tool_id, name=name,
-                                category=json.dumps(category.strip() or "general", ensure_ascii=False))
+        return new_tool_template(self.catalog, category)
 
     def history(self, file: str | Path) -> list[Path]:
         """Saved previous versions of a catalog file, oldest first."""
-        return sorted((self.folder / HISTORY_DIR).glob(_history_stem(self.folder, Path(file)) + ".*.bak"))
+        return history(self.folder, file)
 
     # ---------------------------------------------------------------------------------------------- changes
 
@@ -160,7 +145,7 @@ class CatalogEditor:
         """Remove a tool from its file (validated first: a tool named by another's ``replaced_by`` stays)."""
         with self._editing(tool_id, base_version):
             tool = self._tool(tool_id)
-            file, span = self._file_of(tool), self._located(tool)
+            file, span = source_file(tool), located_span(tool)
             new_text = replace_span(file.read_text(encoding="utf-8"), span, None)
             before = self._rank(probe, tool_id)
             self._check_catalog(file, new_text, None)
@@ -254,7 +239,7 @@ class CatalogEditor:
             raise CatalogError(f"tool {tool_id!r} was deleted after you opened it (by another editor or "
                                "process); nothing was saved: copy your text, add it as a new tool if needed")
         if version(self._text_of(tool)) != base_version:
-            raise _changed(tool, self._file_of(tool))
+            raise _changed(tool, source_file(tool))
 
     def _check_unchanged(self, held: ToolProfile) -> None:
         """Refuse a change of ``held`` (the tool as this process held it before reloading the files) when the
@@ -264,7 +249,7 @@ class CatalogEditor:
             raise CatalogError(f"tool {held.id!r} was deleted after you opened it (by another editor or "
                                "process); nothing was saved: copy your text, add it as a new tool if needed")
         if now is not held and profile_data(now) != profile_data(held):
-            raise _changed(now, self._file_of(now))
+            raise _changed(now, source_file(now))
 
     def _clean_leftovers(self) -> None:
         """Remove what killed saves left (skipped while another process edits: its files are in use)."""
@@ -294,42 +279,13 @@ class CatalogEditor:
             raise CatalogError(f"no tool has id {tool_id!r}; pick one from the catalog table")
         return tool
 
-    def _file_of(self, tool: ToolProfile) -> Path:
-        if tool.source is None:
-            raise CatalogError(f"tool {tool.id!r} has no source file, so it cannot be edited")
-        return Path(tool.source)
-
-    def _span(self, tool: ToolProfile) -> ItemSpan | None:
-        self._file_of(tool)
-        return _span(tool)
-
-    def _located(self, tool: ToolProfile) -> ItemSpan:
-        span = self._span(tool)
-        if span is None:
-            raise CatalogError(f"cannot locate tool {tool.id!r} as a YAML list item in {tool.source}: edit "
-                               "that file by hand (JSON sources and flow-style lists are not edited here)")
-        return span
-
-    def _new_file(self, category: str) -> Path:
-        if self.path.is_file():
-            return self.path
-        slug = re.sub(r"[^A-Za-z0-9_-]+", "_", category).strip("_") or "general"
-        for n in range(1, 100):
-            candidate = self.folder / (f"{slug}.yaml" if n == 1 else f"{slug}-{n}.yaml")
-            if not candidate.exists():
-                return candidate
-            with contextlib.suppress(yaml.YAMLError, OSError, UnicodeDecodeError):
-                if isinstance(yaml.safe_load(candidate.read_text(encoding="utf-8")), list | None):
-                    return candidate
-        raise CatalogError(f"no free file name for category {category!r} in {self.folder}")
-
     def _prepare(self, tool_id: str | None, yaml_text: str) -> tuple[ToolProfile, Path, str]:
         """Parse the edit and build the new text of the file it lands in."""
         if not yaml_text or not yaml_text.strip():
             raise ProfileError("the profile is empty; write the tool's YAML (id, name, description, ...)")
         old = self._tool(tool_id) if tool_id else None
         assets = self.catalog.assets_dir or self.folder
-        source = self._file_of(old) if old else self._new_file(category_of(yaml_text))
+        source = source_file(old) if old else file_for_new_tool(self.path, self.folder, category_of(yaml_text))
         profile = parse_profile_yaml(yaml_text, source=source, assets_dir=assets)
         clash = self.catalog.get(profile.id)
         if clash is not None and (old is None or clash.id != old.id):
@@ -339,7 +295,7 @@ class CatalogEditor:
         current = source.read_text(encoding="utf-8") if source.exists() else ""
         if old is None:
             return profile, source, append_item(current, item)
-        return profile, source, replace_span(current, self._located(old), item)
+        return profile, source, replace_span(current, located_span(old), item)
 
     def _check_catalog(self, file: Path, new_text: str, profile: ToolProfile | None) -> Catalog:
         """Load the catalog with ``file`` replaced by ``new_text`` in a temporary copy; raise on problems."""
@@ -362,7 +318,7 @@ class CatalogEditor:
     def _commit(self, file: Path, new_text: str) -> tuple[Path | None, int]:
         """Back up, write atomically, reload the index; restore the file if the reload fails."""
         old_text = file.read_text(encoding="utf-8") if file.exists() else None
-        backup = self._backup(file) if old_text is not None else None
+        backup = keep_backup(self.folder, file, self.keep_versions) if old_text is not None else None
         write_atomic(file, new_text, error=CatalogError)
         try:
             # cache=False: keeping a large catalog's copy would add ~1.4 s to every save; the next start keeps it
@@ -376,16 +332,6 @@ class CatalogEditor:
             else:
                 write_atomic(file, old_text, error=CatalogError)
             raise
-
-    def _backup(self, file: Path) -> Path:
-        folder = self.folder / HISTORY_DIR
-        folder.mkdir(exist_ok=True)
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        backup = folder / f"{_history_stem(self.folder, file)}.{stamp}.bak"
-        shutil.copy2(file, backup)
-        for stale in self.history(file)[: -self.keep_versions]:
-            stale.unlink(missing_ok=True)
-        return backup
 
     def _rank(self, probe: RankProbe | None, tool_id: str | None) -> int | None:
         """1-based rank of ``tool_id`` for the probe over the whole permitted catalog (None: unranked)."""
@@ -412,25 +358,3 @@ def _unread(tool: ToolProfile) -> CatalogError:
 
 def _q(probe: RankProbe | None) -> str | None:
     return probe.query if probe is not None and probe.query.strip() else None
-
-
-def _history_stem(folder: Path, file: Path) -> str:
-    try:
-        rel = file.resolve().relative_to(folder.resolve())
-    except ValueError:
-        rel = Path(file.name)
-    return rel.as_posix().replace("/", "__")
-
-
-def profile_text(tool: ToolProfile) -> str:
-    """The YAML of one tool as its file holds it now (the dedented list item, comments included), or a
-    re-dump of its fields when it is not a locatable YAML item (a JSON source). Reads, never writes."""
-    span = _span(tool)
-    return span.text if span is not None else dump_yaml(profile_data(tool))
-
-
-def _span(tool: ToolProfile) -> ItemSpan | None:
-    file = tool.source
-    if file is None or file.suffix.lower() not in (".yaml", ".yml") or tool.line is None:
-        return None
-    return find_span(Path(file).read_text(encoding="utf-8"), tool.line, tool.id)
