@@ -213,11 +213,11 @@ def test_refused_requests_log_one_line_and_show_no_temporary_path(caplog: pytest
     import tempfile
 
     from toolrag.errors import QueryError
-    from toolrag.ui.handlers import _guard
+    from toolrag.ui.guard import guard
 
     upload = f"{tempfile.gettempdir()}/gradio/0a1b2c/receipt.png"
 
-    @_guard
+    @guard
     def refuse(kind: str) -> None:
         if kind == "toolrag":
             raise QueryError(f"cannot read {upload}: not an image")
@@ -225,7 +225,7 @@ def test_refused_requests_log_one_line_and_show_no_temporary_path(caplog: pytest
             raise gr.Error(f"the image {upload} is too large")
         raise KeyError(upload)
 
-    caplog.set_level(logging.INFO, logger="toolrag.ui.handlers")
+    caplog.set_level(logging.INFO, logger="toolrag.ui.guard")
     for kind in ("toolrag", "toast"):
         caplog.clear()
         with pytest.raises(gr.Error) as refused:

@@ -35,7 +35,8 @@ from toolrag.ui import evaluate_summary as health
 from toolrag.ui import format as fmt
 from toolrag.ui.backend import View
 from toolrag.ui.deeplink import LINK_CONTROLS, link_query, parse_link
-from toolrag.ui.handlers import Handlers, _guard
+from toolrag.ui.guard import guard
+from toolrag.ui.handlers import Handlers
 from toolrag.ui.studio import Studio
 
 __all__ = ["ALL_TOOLS", "EVERY_TOOL", "SETTING_CONTROLS", "StudioHandlers"]
@@ -140,7 +141,7 @@ class StudioHandlers:
 
     # ----------------------------------------------------------------------------------------- evaluate
 
-    @_guard
+    @guard
     def upload(self, file: str | None, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """Check an uploaded file of labelled requests at once (a bad row is named) and remember it."""
         state = {**(state or {}), "file": file or None}
@@ -148,7 +149,7 @@ class StudioHandlers:
         return state, f"**{len(rows)}** labelled requests from `{name}`. Press *Run evaluation*."
 
     @_named_settings
-    @_guard
+    @guard
     def evaluate(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                  *controls: Any) -> tuple[Any, ...]:
         """Every labelled request through the search; metric cards with the change since the last run, and
@@ -166,7 +167,7 @@ class StudioHandlers:
         return views.metric_cards(report.metrics, previous), summary, frame, state
 
     @_named_settings
-    @_guard
+    @guard
     def pick_failing(self, evt: gr.SelectData, state: dict[str, Any] | None, *controls: Any) -> tuple[Any, ...]:
         """A click on a failing request: its explanation (the last column) or its expected tool in Profiles."""
         records = (state or {}).get("failing") or []
@@ -192,7 +193,7 @@ class StudioHandlers:
     # ---------------------------------------------------------------------------------- retrievability
 
     @_named_settings
-    @_guard
+    @guard
     def check(self, progress: gr.Progress = gr.Progress(), scope: str | None = None,  # noqa: B008
               state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
         """Leave-one-out retrievability of every tool (or of one category's tools)."""
@@ -218,7 +219,7 @@ class StudioHandlers:
         return (views.health_cards(report, previous), summary, retrievability_figure(report), frame,
                 views.confusion_table(report), state)
 
-    @_guard
+    @guard
     def pick_tool(self, evt: gr.SelectData, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """A click on a tool of the retrievability table opens it, with its worst example as rank query."""
         records = (state or {}).get("tools") or []
@@ -228,13 +229,13 @@ class StudioHandlers:
         return self.open_tool(records[int(row)]["open"], records[int(row)]["query"], state)
 
     @_named_settings
-    @_guard
+    @guard
     def export(self, *controls: Any) -> str:
         """The last retrievability check (with the last evaluation and tuning) as a self-contained HTML page."""
         return self._export(None, controls)
 
     @_named_settings
-    @_guard
+    @guard
     def export_for(self, state: dict[str, Any] | None = None, *controls: Any) -> str:
         """:meth:`export`, naming only the tools this session may see (its "evaluate as" choice)."""
         return self._export(state, controls)
@@ -253,7 +254,7 @@ class StudioHandlers:
     # ------------------------------------------------------------------------------------------- tuning
 
     @_named_settings
-    @_guard
+    @guard
     def tune(self, progress: gr.Progress = gr.Progress(), step: str = "0.1",  # noqa: B008
              state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
         """Tune the text weights (and the decision's precision target) on the labelled requests, as ``toolrag
@@ -273,7 +274,7 @@ class StudioHandlers:
         thr = threshold_figure(threshold) if threshold else None
         return text, tuning_figure(result, base=base), thr, state
 
-    @_guard
+    @guard
     def apply(self, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """Move the Search sliders to the tuned weights (and precision target)."""
         tuned = (state or {}).get("tuned")
@@ -291,7 +292,7 @@ class StudioHandlers:
         return (*weights, threshold, f"✓ The Search sliders now hold the tuned weights{note}: search or run the "
                                      "evaluation again to see them at work.")
 
-    @_guard
+    @guard
     def save(self, state: dict[str, Any] | None) -> str:
         """The tuned settings as a settings YAML (read with ``--settings``), written as ``toolrag tune`` does."""
         tuned = (state or {}).get("tuned")
@@ -304,7 +305,7 @@ class StudioHandlers:
     # -------------------------------------------------------------------------------------- edit effect
 
     @_named_settings
-    @_guard
+    @guard
     def after_edit(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                    tool_id: str | None = None, *controls: Any) -> tuple[Any, ...]:
         """After a save: the labelled requests (once this session has evaluated them) and the tool's

@@ -16,7 +16,7 @@ from toolrag.evaluation.visibility import estimate_for
 from toolrag.ui import evaluate_format as views
 from toolrag.ui import evaluate_summary as health
 from toolrag.ui.evaluate_handlers import StudioHandlers, _named_settings
-from toolrag.ui.handlers import _guard
+from toolrag.ui.guard import guard
 from toolrag.ui.tabs import PRIVATE, ProfilesTab
 
 __all__ = ["EstimateSection", "LabelFreeHandlers", "SuggestionsPanel", "estimate_section", "suggestions_panel",
@@ -33,7 +33,7 @@ class LabelFreeHandlers:
         self.eh = eh
 
     @_named_settings
-    @_guard
+    @guard
     def estimate(self, progress: gr.Progress = gr.Progress(), state: dict[str, Any] | None = None,  # noqa: B008
                  *controls: Any) -> tuple[Any, ...]:
         """The label-free estimate of the tools without example requests (every tool when all have some)."""
@@ -47,7 +47,7 @@ class LabelFreeHandlers:
         state["facts"] = {**state.get("facts", {}), "estimate": health.estimate_facts(report)}
         return views.estimate_cards(report), views.estimate_summary(report), frame, state
 
-    @_guard
+    @guard
     def pick_estimate(self, evt: gr.SelectData, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """A click on an estimated tool opens it in Profiles (the request it lost as rank query) with its
         suggested example requests."""
@@ -63,7 +63,7 @@ class LabelFreeHandlers:
                 {**(state or {}), "suggested": {"tool": record["open"], "queries": queries}})
 
     @_named_settings
-    @_guard
+    @guard
     def suggest(self, tool_id: str | None = None, state: dict[str, Any] | None = None,
                 *controls: Any) -> tuple[Any, ...]:
         """Example requests of the bank of real requests that the search would send to the selected tool."""

@@ -28,7 +28,7 @@ from toolrag.search.results import Decision
 from toolrag.ui import evaluate_format as views
 from toolrag.ui import evaluate_summary as health
 from toolrag.ui.evaluate_handlers import SETTING_CONTROLS, StudioHandlers, _named_settings
-from toolrag.ui.handlers import _guard
+from toolrag.ui.guard import guard
 from toolrag.ui.studio import DEFAULT_QUERIES
 from toolrag.ui.tabs import PRIVATE, SearchTab
 
@@ -91,7 +91,7 @@ class UnmatchedHandlers:
                 texts |= {row.query for row in load_queries(file)}
         return texts
 
-    @_guard
+    @guard
     def show(self, below: float, state: dict[str, Any] | None, request: gr.Request | None = None,
              oauth: gr.OAuthProfile | None = None) -> tuple[Any, ...]:
         """The unmatched requests of the app's audit log (P(right) below ``below`` counts too; 0 turns it off).
@@ -119,7 +119,7 @@ class UnmatchedHandlers:
                     "request's SHA-256): requests are grouped and counted, but cannot be read or labelled.")
         return f"`{path.name}`: {report.summary()}.{note}", frame, state
 
-    @_guard
+    @guard
     def pick(self, evt: gr.SelectData, state: dict[str, Any] | None) -> tuple[Any, ...]:
         """A click on a request: it becomes the one to label, its nearest tool the proposed label."""
         records = (state or {}).get("unmatched") or []
@@ -134,7 +134,7 @@ class UnmatchedHandlers:
         return text, gr.update(value=record["nearest"] or NO_TOOL_LABEL), state
 
     @_named_settings
-    @_guard
+    @guard
     def label(self, progress: gr.Progress = gr.Progress(), how: str = AS_QUERY,  # noqa: B008
               tool: str | None = None, state: dict[str, Any] | None = None, *controls: Any) -> tuple[Any, ...]:
         """Label the picked request and show what it changed."""
