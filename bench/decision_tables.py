@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from bench.common import REPO
-from bench.decision_fit import CURVE, DEFAULT_CLEAN, DEFAULT_TARGET
+from bench.decision_measures import CURVE
+from bench.decision_points import DEFAULT_CLEAN, DEFAULT_TARGET
 
 __all__ = ["format_tables", "write_docs"]
 
