@@ -16,57 +16,28 @@ optionally the same queries against a Chroma server. Each run is a separate proc
 With the real models it also measures, in the same process and alternating request by request, a search
 (both text models, nothing cached) against one plain fp32 encode of the same request by sentence-transformers'
 all-MiniLM-L6-v2 (the ratio survives a noisy machine better than milliseconds), and the throughput of a
-labelled evaluation (``Evaluator``, batched encoding) checked against one-at-a-time search.
+labelled evaluation (``Evaluator``, batched encoding) checked against one-at-a-time search. Those measurements
+are :mod:`bench.latency_probes`; ``tokens`` is :mod:`bench.schema_tokens`.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import resource
 import shutil
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bench.common import REPO, engine_description, git_rev, machine, parse_args, say
 from bench.datasets import bench_dir
+from bench.latency_probes import edits, evaluation, rss_mb, server, stages, timed_search, versus_minilm
+from bench.schema_tokens import cmd_tokens
 from bench.synthetic import make_catalog, make_queries
 
 __all__ = ["main"]
-
-STAGES = ("encode_text", "encode_image", "index_search", "bm25", "score", "fusion", "rerank", "beyond_encoding",
-          "total")
-
-
-def _rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def _pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if values else float("nan")
-
-
-def _stages(timings: list[dict[str, float]]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {}
-    for stage in STAGES:
-        values = [t[stage] for t in timings if stage in t]
-        if values:
-            out[stage] = {"p50": _pct(values, 50), "p95": _pct(values, 95), "n": len(values)}
-    return out
-
-
-def _timed_search(retriever: Any, query: str, image: Any = None) -> dict[str, float]:
-    result = retriever.search(query, image=image)
-    timing = dict(result.timing_ms)
-    timing["beyond_encoding"] = timing["total"] - timing.get("encode_text", 0.0) - timing.get("encode_image", 0.0)
-    return timing
-
 
 def _image_queries(n: int, seed: int = 3) -> list[tuple[str, Any]]:
     """Text + image queries whose images are all different (random crops/rotations of the repo's photos), so
@@ -120,7 +91,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     models = load_models(settings) if args.encoder == "real" else _standin_models(english)
     report["encoder"] = args.encoder
     report["model_load_s"] = time.perf_counter() - start
-    report["rss_after_models_mb"] = _rss_mb()
+    report["rss_after_models_mb"] = rss_mb()
     say(f"models loaded in {report['model_load_s']:.1f}s, RSS {report['rss_after_models_mb']:.0f} MB")
 
     start = time.perf_counter()
@@ -135,7 +106,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     say(f"index open/build: {build_s:.1f}s, {encoded} texts/images encoded")
     if encoded and new_index:
         report["build"] = {"seconds": build_s, "encoded": encoded, "tools_per_s": args.tools / build_s,
-                           "peak_rss_mb": _rss_mb(), "rss_before_mb": report["rss_after_models_mb"],
+                           "peak_rss_mb": rss_mb(), "rss_before_mb": report["rss_after_models_mb"],
                            "catalog_load_s": report["catalog_load_s"], "date": report["date"]}
     elif "build" in previous:
         report["build"] = previous["build"]
@@ -154,17 +125,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     queries = make_queries(folder, args.queries + args.cache_queries)
     retriever.search("warm up the first-query caches")  # token counts etc. are computed once per snapshot
     texts = [q for q, _ in queries[: args.queries]]
-    timings = [_timed_search(retriever, q) for q in texts]
+    timings = [timed_search(retriever, q) for q in texts]
     hits = sum(1 for (q, gold), t in zip(queries, timings, strict=False) if gold in retriever.search(q).ids)
-    report["text"] = _stages(timings)
+    report["text"] = stages(timings)
     report["text_hit_at_5"] = hits / len(texts)
     say(f"text queries: p50 total {report['text']['total']['p50']:.1f} ms, beyond encoding "
         f"{report['text']['beyond_encoding']['p50']:.1f} ms")
 
     first, second = [], []
     for q, _ in queries[args.queries:]:
-        first.append(_timed_search(retriever, q)["total"])
-        second.append(_timed_search(retriever, q)["total"])
+        first.append(timed_search(retriever, q)["total"])
+        second.append(timed_search(retriever, q)["total"])
     report["cache"] = {"first_p50": statistics.median(first), "second_p50": statistics.median(second),
                        "speedup": statistics.median(first) / statistics.median(second), "n": len(first)}
     say(f"vector cache: {report['cache']}")
@@ -176,24 +147,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         warm_up(retriever.models)  # what the app does in the background once its index is ready
         report["warm_up_s"] = time.perf_counter() - start
         image_queries = _image_queries(args.image_queries)
-        image_timings = [_timed_search(retriever, q, img) for q, img in image_queries]
-        report["text_image"] = _stages(image_timings)
+        image_timings = [timed_search(retriever, q, img) for q, img in image_queries]
+        report["text_image"] = stages(image_timings)
         report["first_image_query_ms"] = image_timings[0]["total"]
         say(f"text+image: p50 total {report['text_image']['total']['p50']:.1f} ms (first after warm-up "
             f"{report['first_image_query_ms']:.0f} ms)")
 
     if args.encoder == "real" and args.ratio_queries:
-        report["vs_minilm"] = _versus_minilm(retriever, make_queries(folder, args.ratio_queries, seed=23))
+        report["vs_minilm"] = versus_minilm(retriever, make_queries(folder, args.ratio_queries, seed=23))
         say(f"search vs one plain MiniLM encode: {report['vs_minilm']}")
     if args.eval_rows:
-        report["evaluation"] = _evaluation(retriever, make_queries(folder, args.eval_rows, seed=29))
+        report["evaluation"] = evaluation(retriever, make_queries(folder, args.eval_rows, seed=29))
         say(f"evaluation: {report['evaluation']}")
 
-    report["edit"] = _edits(retriever, args.edits)
+    report["edit"] = edits(retriever, args.edits)
     say(f"edit one profile: {report['edit']}")
     if args.server:
-        report["server"] = _server(root, folder, data_dir, settings, models, retriever, texts)
-    report["peak_rss_mb"] = _rss_mb()
+        report["server"] = server(root, folder, data_dir, settings, models, retriever, texts)
+    report["peak_rss_mb"] = rss_mb()
     out_file.write_text(json.dumps(report, indent=1), encoding="utf-8")
     say(f"wrote {out_file}")
     return 0
@@ -214,74 +185,6 @@ def _standin_models(english: bool) -> Any:
     return models
 
 
-def _edits(retriever: Any, n: int) -> dict[str, Any]:
-    """Edit one profile's embedded text and re-index, then restore it; both directions are one edit. The
-    serving state is saved in the background after each edit: that is waited for (and timed) between edits,
-    outside the edit's own time. The decision needs nothing per catalog, so nothing is refitted."""
-    catalog = retriever.index.catalog
-    times, encoded, saves = [], [], []
-    wait = getattr(retriever.index, "wait_saved", lambda: None)
-    for tool in catalog.tools[1: 1 + n]:
-        field = "embedding_text" if tool.embedding_text else "description"
-        edited = dataclasses.replace(tool, **{field: getattr(tool, field) + " Edited for the benchmark."})
-        for version in (edited, tool):
-            start = time.perf_counter()
-            encoded.append(retriever.reload(retriever.index.catalog.with_tool(version)))
-            times.append((time.perf_counter() - start) * 1000)
-            start = time.perf_counter()
-            wait()
-            saves.append(time.perf_counter() - start)
-    return {"p50_ms": statistics.median(times), "max_ms": max(times), "encoded_per_edit": sorted(set(encoded)),
-            "n": len(times), "background_save_s": statistics.median(saves)}
-
-
-def _versus_minilm(retriever: Any, queries: list[tuple[str, str]]) -> dict[str, Any]:
-    """A search (both text models, nothing cached) against one plain fp32 encode of the same request with
-    sentence-transformers' all-MiniLM-L6-v2, alternating request by request in this process."""
-    from sentence_transformers import SentenceTransformer
-
-    from toolrag.encode.resolve import resolve_text_model
-    from toolrag.search.query import QueryAnalyzer
-
-    plain = SentenceTransformer(resolve_text_model("minilm").location, local_files_only=True)
-    plain.encode(["warm up"])
-    retriever.analyzer = QueryAnalyzer(retriever.index.models, cache_size=4096)
-    searches, encodes, encode_text = [], [], []
-    for i, (query, _) in enumerate(queries):
-        request = f"{query} ({i})"  # distinct text: nothing cached
-        start = time.perf_counter()
-        result = retriever.search(request)
-        searches.append((time.perf_counter() - start) * 1000)
-        encode_text.append(result.timing_ms.get("encode_text", 0.0))
-        start = time.perf_counter()
-        plain.encode([request], convert_to_numpy=True, normalize_embeddings=True)
-        encodes.append((time.perf_counter() - start) * 1000)
-    search_p50, encode_p50 = statistics.median(searches), statistics.median(encodes)
-    return {"search_p50_ms": search_p50, "plain_minilm_p50_ms": encode_p50, "ratio": search_p50 / encode_p50,
-            "encode_text_p50_ms": statistics.median(encode_text), "n": len(queries),
-            "text_backend": getattr(retriever.models.text, "backend", "torch").__str__()}
-
-
-def _evaluation(retriever: Any, pairs: list[tuple[str, str]]) -> dict[str, Any]:
-    """Labelled requests per second through Evaluator (batched encoding), nothing cached; the first rows are
-    checked against one-at-a-time search with a fresh cache."""
-    from toolrag.evaluation.evaluator import Evaluator
-    from toolrag.evaluation.queries import QueryRow
-    from toolrag.search.query import QueryAnalyzer
-
-    rows = [QueryRow(query=f"{q} [{i}]", gold=(gold,)) for i, (q, gold) in enumerate(pairs)]
-    retriever.analyzer = QueryAnalyzer(retriever.index.models)
-    start = time.perf_counter()
-    report = Evaluator(rows)(retriever)
-    seconds = time.perf_counter() - start
-    check = rows[: min(100, len(rows))]
-    retriever.analyzer = QueryAnalyzer(retriever.index.models)
-    single = [tuple(retriever.search(r.query, top_k=10).ids) for r in check]
-    same = sum(o.returned == ids for o, ids in zip(report.per_query, single, strict=False)) / len(check)
-    return {"rows": len(rows), "seconds": seconds, "requests_per_s": len(rows) / seconds,
-            "identical_to_one_at_a_time": same, "checked": len(check), "ndcg@10": report.metrics.get("ndcg@10")}
-
-
 def cmd_sizes(args: argparse.Namespace) -> int:
     """Each size in its own process (so peak RSS is its own), then the table of all runs."""
     import subprocess
@@ -297,70 +200,6 @@ def cmd_sizes(args: argparse.Namespace) -> int:
     print(latency_tables(bench_dir(args.bench_dir)))
     return 0
 
-
-def _server(root: Path, folder: Path, data_dir: Path, settings: Any, models: Any, embedded: Any,
-            texts: list[str]) -> dict[str, Any]:
-    """The same queries against a Chroma server holding a copy of the embedded index (nothing re-encoded)."""
-    import sys
-
-    sys.path.insert(0, str(REPO / "tests"))
-    from chroma_server import running_chroma_server  # type: ignore[import-not-found]
-
-    from toolrag.search.retriever import ToolRetriever
-
-    with tempfile.TemporaryDirectory(dir=root) as tmp:
-        shutil.copytree(data_dir / "chroma", Path(tmp) / "chroma-server")
-        with running_chroma_server(Path(tmp)) as url:
-            start = time.perf_counter()
-            served = ToolRetriever.from_catalog(folder, settings=settings, data_dir=data_dir, models=models,
-                                                chroma_url=url)
-            open_s = time.perf_counter() - start
-            served.analyzer = embedded.analyzer  # the same cached query vectors: only the store differs
-            timings = [_timed_search(served, q) for q in texts]
-            same = sum(served.search(q).ids == embedded.search(q).ids for q in texts[:50]) / min(50, len(texts))
-    say(f"server: open {open_s:.1f}s, p50 beyond encoding {_stages(timings)['beyond_encoding']['p50']:.1f} ms")
-    return {"open_s": open_s, "encoded": served.index.encoded_last_sync, "text": _stages(timings),
-            "same_top5_share": same}
-
-
-def cmd_tokens(args: argparse.Namespace) -> int:
-    """Schema tokens injected for the top 5 vs the whole catalog, averaged over real queries."""
-    from bench.common import index_dir, open_retriever, prepare
-    from toolrag import load_queries
-    from toolrag.search.retriever import ToolRetriever
-
-    root = prepare(args.benchmarks, args.bench_dir)
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(),
-                           "command": args.command_line}
-    sample = ToolRetriever.from_catalog(REPO / "sample_tools", data_dir=index_dir(root))
-    rows = [r for r in load_queries(REPO / "sample_tools" / "queries.yaml") if r.query.strip()][: args.n]
-    seal = open_retriever(root, "seal_tools")
-    seal_rows = load_queries(root / "sets" / "seal_tools" / "test_in.jsonl")[: args.n]
-    for name, retriever, items in (("sample", sample, rows), ("seal_tools", seal, seal_rows)):
-        top5, selected, whole, tokenizer = [], [], 0, ""
-        for row in items:
-            result = retriever.search(row.query, top_k=5)
-            if result.candidates:
-                top5.append(result.tokens.candidates or _top5_tokens(retriever, result))
-                selected.append(result.tokens.selected)  # 0 when the decision is NO_TOOL: nothing injected
-            whole, tokenizer = result.tokens.all, result.tokens.tokenizer
-        mean_top5, mean_sel = statistics.mean(top5), statistics.mean(selected)
-        out[name] = {"tools": len(retriever.index.catalog), "queries": len(items), "top5_tokens_mean": mean_top5,
-                     "selected_tokens_mean": mean_sel, "catalog_tokens": whole, "reduction": 1 - mean_top5 / whole,
-                     "selected_reduction": 1 - mean_sel / whole, "tokenizer": tokenizer}
-        say(f"{name}: {out[name]}")
-    target = bench_dir(args.bench_dir) / "latency" / "tokens.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps(out, indent=1), encoding="utf-8")
-    return 0
-
-
-def _top5_tokens(retriever: Any, result: Any) -> int:
-    """Tokens of the top 5 tools even when the decision was NO_TOOL (then nothing is injected)."""
-    from toolrag.search.prompting import schema_tokens
-
-    catalog = retriever.index.catalog
-    return schema_tokens([catalog.get(c.id).openai_tool() for c in result.candidates[:5]])
 
 
 def main(argv: list[str] | None = None) -> int:
