@@ -2,6 +2,7 @@
 
     python -m bench.label_free                      # every set: measure, print the agreement tables
     python -m bench.label_free --fit                # ... and fit the risk model on the training catalogs
+    python -m bench.label_free --fit --export       # ... and write it as toolrag/data/risk_model.json
     python -m bench.label_free --sets sample_tools --write-docs
     python -m bench.label_free --timing 500         # time toolrag report on 500 tools without examples
 
@@ -34,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import subprocess
 import sys
@@ -48,7 +50,7 @@ from bench.datasets import write_json, write_jsonl
 from bench.label_free_stats import agreement, evaluate_agreement, fit_model, format_tables, split_half
 from bench.train_data import training_dir
 
-__all__ = ["agreement", "command_line", "fit_model", "main", "stripped"]
+__all__ = ["agreement", "command_line", "export_model", "fit_model", "main", "stripped"]
 
 DOC = REPO / "docs" / "label_free.md"
 TRAINING = ("hammerbench_en", "hammerbench_zh", "gorilla_apizoo", "gorilla_torchhub", "callnavi", "toolalpaca_eval")
@@ -255,7 +257,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     configure_environment()
     from toolrag.encode.models import load_models
-    from toolrag.evaluation.risk import RISK_MODEL, RiskModel
+    from toolrag.evaluation.risk import RiskModel, risk_model
     from toolrag.settings import Settings
 
     args.root = prepare(args.benchmarks, args.bench_dir)
@@ -271,7 +273,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.candidates and name in args.candidates.split(",") and not sets[name].get("candidates"):
             sets[name]["candidates"] = measure_candidates(args, name, models, [r["tool_id"] for r in sets[name]["rows"]])
         out_file.write_text(json.dumps({"sets": {**old["sets"], **sets}}, indent=1), "utf-8")
-    model = RISK_MODEL
+    model = risk_model()
     if args.fit:
         train = [r for n, s in sets.items() if n.startswith("train_") for r in s["rows"] if r["n_labelled"] >= 2]
         model = RiskModel(first=fit_model(train, "labelled_first"), top5=fit_model(train, "labelled_top5"),
@@ -281,8 +283,29 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                "model": {"first": dict(model.first), "top5": dict(model.top5), "fitted_on": model.fitted_on}}
     results["agreement"] = evaluate_agreement(results, model)
     results["split_half"] = split_half(sets)
+    if args.export:
+        results["exported"] = export_model(model, args.command_line)
+        say(f"wrote {results['exported']['file']} (version {results['exported']['version']})")
     out_file.write_text(json.dumps(results, indent=1), "utf-8")
     return results
+
+
+def export_model(model: Any, command: str, path: Path | None = None) -> dict[str, str]:
+    """Write ``model`` (a fitted :class:`toolrag.evaluation.risk.RiskModel`) as the shipped risk model,
+    ``toolrag/data/risk_model.json`` (or ``path``), atomically: its coefficients, what it was fitted on, ``command``
+    and a version (the date and a digest of the coefficients). What the loader would refuse is not written."""
+    from toolrag.evaluation.risk import RISK_MODEL_FILE, RiskModel
+    from toolrag.files import write_atomic
+
+    path = path if path is not None else RISK_MODEL_FILE
+    coefficients = {"first": dict(model.first), "top5": dict(model.top5)}
+    digest = hashlib.sha256(json.dumps(coefficients, sort_keys=True).encode()).hexdigest()[:8]
+    written = dataclasses.replace(model, version=f"{time.strftime('%Y-%m-%d')}-{digest}", command=command)
+    data = written.to_json()
+    RiskModel.from_json(data)  # ValueError: not written
+    write_atomic(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    shown = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+    return {"file": shown, "version": written.version}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -293,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--sets", default=",".join(SETS))
         parser.add_argument("--per-tool", type=int, default=12, help="labelled requests per tool at most (default 12)")
         parser.add_argument("--fit", action="store_true", help="fit the risk model on the training catalogs")
+        parser.add_argument("--export", action="store_true",
+                            help="with --fit: write the fitted model as toolrag/data/risk_model.json (package data)")
         parser.add_argument("--reuse", action="store_true", help="reuse the measured sets of the last run")
         parser.add_argument("--candidates", default="",
                             help="also measure every candidate predictor on these sets (comma-separated)")
@@ -302,6 +327,9 @@ def main(argv: list[str] | None = None) -> int:
                       benchmarks=True, docs="the tables of docs/label_free.md")
     raw = args.argv
     args.command_line = command_line(raw)
+    if args.export and not args.fit:
+        print("--export writes the model --fit fits: add --fit", file=sys.stderr)
+        return 2
     if args.timing:
         args.root = prepare(args.benchmarks, args.bench_dir)
         line = time_report(args)

@@ -46,7 +46,6 @@ from toolrag.evaluation.loo import document_view
 from toolrag.evaluation.request_bank import RequestBank
 from toolrag.evaluation.risk import (
     OWN_TEXT,
-    RISK_MODEL,
     SENTENCE,
     LabelFreeReport,
     Probe,
@@ -56,6 +55,7 @@ from toolrag.evaluation.risk import (
     estimate,
     features,
     likely_rival,
+    risk_model,
 )
 from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
@@ -99,17 +99,22 @@ class LabelFreeChecker:
 
     def __init__(self, *, cache_dir: str | Path | None = None, bank: RequestBank | None = None,
                  sentences: int = 2, suggestions: int = 3, candidates: int = 16, suggest_for: int = 40,
-                 model: RiskModel = RISK_MODEL) -> None:
+                 model: RiskModel | None = None) -> None:
         for name, value in (("sentences", sentences), ("suggestions", suggestions), ("candidates", candidates),
                             ("suggest_for", suggest_for)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
         self.n_sentences, self.n_suggestions, self.n_candidates = sentences, suggestions, candidates
         self.suggest_for = suggest_for
-        self.model = model
+        self._model = model
         self._bank = bank
         self._cache = VectorCache(Path(cache_dir).expanduser() if cache_dir is not None else None)
         self._lock = threading.Lock()
+
+    @property
+    def model(self) -> RiskModel:
+        """The risk model of the estimate: the one given, else the shipped one (read when first needed)."""
+        return self._model if self._model is not None else risk_model()
 
     @property
     def bank(self) -> RequestBank:

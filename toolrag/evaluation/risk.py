@@ -6,7 +6,7 @@ of its document. This module turns those outcomes into a risk per tool (:class:`
 estimate (:class:`LabelFreeReport`). Nothing here needs models or an index: pure functions of the probes,
 tested on hand-made rows.
 
-The estimate is a logistic model of three features of the probes (:data:`RISK_MODEL`):
+The estimate is a logistic model of three features of the probes (:data:`FEATURES`; :func:`risk_model`):
 
 - ``own_first``: whether the tool's own text finds it first;
 - ``own_margin``: where the tool's fused-score margin over the runner-up on its own text ranks among the
@@ -17,44 +17,106 @@ The estimate is a logistic model of three features of the probes (:data:`RISK_MO
 
 Its coefficients are fitted by ``python -m bench.label_free --fit`` on the labelled requests of the training
 data's catalogs (never the evaluation sets), as the share of a tool's real requests that find it first (and in
-the top five); how well it tracks labelled results is measured by the same script on the bundled catalog and
-the public sets (docs/label_free.md). Candidates that did not predict were dropped there: the nearest requests
-of the bundled bank (they serve only as suggestions), the tool's name as a request, the nearest neighbour's
-cosine alone.
+the top five), and shipped as package data (:data:`RISK_MODEL_FILE`, ``toolrag/data/risk_model.json``: its
+version, the coefficients, what it was fitted on and the command), written by ``python -m bench.label_free
+--fit --export`` and read once per process when an estimate first needs it (:func:`risk_model`). How well it
+tracks labelled results is measured by the same script on the bundled catalog and the public sets
+(docs/label_free.md). Candidates that did not predict were dropped there: the nearest requests of the bundled
+bank (they serve only as suggestions), the tool's name as a request, the nearest neighbour's cosine alone.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-__all__ = ["METHOD", "OWN_TEXT", "RISK_MODEL", "SENTENCE", "TRACKED", "LabelFreeReport", "Probe", "RiskModel",
-           "Suggestion", "ToolRisk", "estimate", "features", "likely_rival", "verdict"]
+from toolrag.errors import ModelUnavailable
+
+__all__ = ["FEATURES", "METHOD", "OWN_TEXT", "RISK_MODEL_FILE", "SENTENCE", "TRACKED", "LabelFreeReport", "Probe",
+           "RiskModel", "Suggestion", "ToolRisk", "estimate", "features", "likely_rival", "load_risk_model",
+           "risk_model", "verdict"]
 
 OWN_TEXT = "own text"
 SENTENCE = "sentence"
 
 
+#: The features the risk model reads, in the order its file lists them.
+FEATURES = ("own_first", "own_margin", "sentence_first")
+#: The shipped risk model (package data). Refit when the text models or the search change: the features are
+#: read through them (docs/label_free.md).
+RISK_MODEL_FILE = Path(__file__).resolve().parent.parent / "data" / "risk_model.json"
+#: The command that fits the risk model and writes :data:`RISK_MODEL_FILE`.
+REFIT_COMMAND = "python -m bench.label_free --fit --export"
+
+
 @dataclass(frozen=True)
 class RiskModel:
-    """P(found first) and P(in the top five) = sigmoid(intercept + weights . features)."""
+    """P(found first) and P(in the top five) = sigmoid(intercept + weights . features); ``version`` and
+    ``command`` say which fit it is and how it was made (the shipped file carries both)."""
 
     first: Mapping[str, float]
     top5: Mapping[str, float]
     fitted_on: str
+    version: str = ""
+    command: str = ""
+
+    @classmethod
+    def from_json(cls, data: Any) -> RiskModel:
+        """The model of the file's JSON; ValueError saying what is wrong for anything but :meth:`to_json`'s shape
+        over :data:`FEATURES`."""
+        if not isinstance(data, dict):
+            raise ValueError(f"it holds {type(data).__name__}, not an object")
+        missing = [k for k in ("version", "features", "first", "top5", "fitted_on", "command") if k not in data]
+        if missing:
+            raise ValueError(f"it lacks {', '.join(missing)}")
+        if data["features"] != list(FEATURES):
+            raise ValueError(f"its features {data['features']!r} are not this toolrag's {list(FEATURES)}")
+        for key in ("version", "fitted_on", "command"):
+            if not isinstance(data[key], str) or not data[key].strip():
+                raise ValueError(f"its {key} is not a non-empty text")
+        heads = {}
+        for head in ("first", "top5"):
+            weights = data[head]
+            if not isinstance(weights, dict) or set(weights) != {"intercept", *FEATURES}:
+                raise ValueError(f"its {head} coefficients must be exactly intercept, {', '.join(FEATURES)}")
+            bad = [k for k, v in weights.items()
+                   if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)]
+            if bad:
+                raise ValueError(f"its {head} coefficients {', '.join(sorted(bad))} are not finite numbers")
+            heads[head] = {k: float(weights[k]) for k in ("intercept", *FEATURES)}
+        return cls(heads["first"], heads["top5"], data["fitted_on"], data["version"], data["command"])
+
+    def to_json(self) -> dict[str, Any]:
+        """What :data:`RISK_MODEL_FILE` holds (:meth:`from_json` reads it back)."""
+        return {"version": self.version, "features": list(FEATURES), "first": dict(self.first),
+                "top5": dict(self.top5), "fitted_on": self.fitted_on, "command": self.command}
 
 
-#: Fitted by ``python -m bench.label_free --fit`` on 1,668 tools of six training catalogs (its output, pasted;
-#: docs/label_free.md). Refit when the text models or the search change: the features are read through them.
-RISK_MODEL = RiskModel(
-    first={"intercept": -2.276, "own_first": 1.952, "own_margin": 0.834, "sentence_first": 0.851},
-    top5={"intercept": -0.316, "own_first": 1.433, "own_margin": 0.235, "sentence_first": 0.791},
-    fitted_on="1668 tools of the training catalogs (hammerbench_en, hammerbench_zh, gorilla_apizoo, "
-              "gorilla_torchhub, callnavi, toolalpaca_eval)",
-)
+def load_risk_model(path: Path = RISK_MODEL_FILE) -> RiskModel:
+    """The risk model in ``path``; ModelUnavailable naming the file and the fix when it is missing, unreadable or
+    malformed (the label-free estimate cannot be made without it)."""
+    fix = f"reinstall toolrag, or write it again with {REFIT_COMMAND}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ModelUnavailable(f"the label-free risk model {path} cannot be read ({exc.strerror or exc}); "
+                               f"{fix}") from None
+    try:
+        return RiskModel.from_json(json.loads(text))
+    except ValueError as exc:  # json.JSONDecodeError is a ValueError
+        raise ModelUnavailable(f"the label-free risk model {path} is malformed ({exc}); {fix}") from None
+
+
+@functools.lru_cache(maxsize=1)
+def risk_model() -> RiskModel:
+    """The shipped risk model (:data:`RISK_MODEL_FILE`), read once per process, when first needed."""
+    return load_risk_model(RISK_MODEL_FILE)
 
 #: How the estimate is made, in words (the report shows it next to the figures).
 METHOD = ("estimated from the descriptions alone, through the real search: each tool's own text (its margin over "
@@ -169,7 +231,7 @@ class LabelFreeReport:
 
     tools: tuple[ToolRisk, ...]
     method: str = METHOD
-    fitted_on: str = RISK_MODEL.fitted_on
+    fitted_on: str = field(default_factory=lambda: risk_model().fitted_on)
     searched: int = 0
     encoded: int = 0
     seconds: float = 0.0
@@ -245,8 +307,10 @@ def _percentiles(values: Mapping[str, float]) -> dict[str, float]:
     return out
 
 
-def estimate(feats: Mapping[str, float], model: RiskModel = RISK_MODEL) -> tuple[float, float]:
-    """(P(found first), P(in the top five)) of one tool's features; the second is never below the first."""
+def estimate(feats: Mapping[str, float], model: RiskModel | None = None) -> tuple[float, float]:
+    """(P(found first), P(in the top five)) of one tool's features under ``model`` (default: the shipped
+    :func:`risk_model`); the second is never below the first."""
+    model = model if model is not None else risk_model()
     def prob(weights: Mapping[str, float]) -> float:
         z = weights.get("intercept", 0.0) + sum(w * feats.get(k, 0.0) for k, w in weights.items() if k != "intercept")
         return 1.0 / (1.0 + math.exp(-z))
