@@ -14,7 +14,12 @@ reads a catalog of one tool and one of thousands:
   tool's (log in / log out), a web address and a tool that takes one, required parameters left open, a
   placeholder ("schedule something");
 - the catalog and the request: how many tools are visible, the request's language and whether the top tool is
-  written in it, earlier turns, an image.
+  written in it, earlier turns, an image;
+- the image: how far the text read in it (OCR) stands out for the top tool from requests that need no tool, the
+  top tool's z among the visible tools and lead over the next by that text, how much text was read, and the top
+  tool's z by the image's concepts, so a screenshot or a receipt with "handle this" (or nothing typed) is read
+  by what it shows. The visual signal (example images) is ranked but not read here: no training catalog has
+  example images to learn its standing from (docs/decisions.md).
 
 Figures whose meaning depends on how a catalog is written (raw BM25 scores, the share of a request's words its
 tools cover, how many parameters a schema lists, a request's length) were measured and left out: the catalogs an
@@ -57,6 +62,7 @@ FEATURES: tuple[str, ...] = (
     "lookalike", "lookalike_en",
     "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "open",
     "tools", "cjk", "lang_match", "history", "image", "text",
+    "ocr_null", "ocr_z", "ocr_gap", "ocr_len", "concepts_z",
 )
 #: The features of one lower candidate (position 2, 3, ...): is it also needed?
 SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
@@ -85,6 +91,9 @@ class RequestFacts(Protocol):
 
     @property
     def lexical(self) -> str: ...
+
+    @property
+    def ocr_text(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -156,9 +165,32 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["lang_match"] = float(_reads_language(snap, head[0], request.language))
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
+    _image_standing(f, snap, raw, present, int(pos[0]), head[0], request, bank)
     return DecisionView(np.array([f[k] for k in FEATURES], dtype=np.float64),
                         _selection(snap, raw, present, pos, head, request, bank, novel, sem),
                         verb if f["change_reader"] else "", vague, open_names)
+
+
+def _image_standing(f: dict[str, float], snap: IndexSnapshot, raw: Mapping[str, np.ndarray],
+                    present: Mapping[str, np.ndarray], at: int, top: int, request: RequestFacts,
+                    bank: NullBank | None) -> None:
+    """The image's features of ``f`` (NaN when the request has no image, or the image gave no such signal): the
+    text read in it against the no-tool requests (in the language it is written in) and among the visible
+    tools, how much of it there is, and the concepts' standing."""
+    text = request.ocr_text
+    if text:
+        f["ocr_len"] = math.log1p(len(text))
+        if "ocr" in request.vectors and bank is not None:
+            f["ocr_null"] = bank.z("dense", snap.vectors["dense"][top], request.vectors["ocr"],
+                                   language=detect_language(text))
+    elif request.image_given:
+        f["ocr_len"] = 0.0
+    for signal in ("ocr", "concepts"):
+        if signal in raw and present[signal][at]:
+            z, lead = _standing(raw[signal], present[signal], at)
+            f[f"{signal}_z"] = z
+            if signal == "ocr":
+                f["ocr_gap"] = lead
 
 
 def _standing(values: np.ndarray, here: np.ndarray, at: int) -> tuple[float, float]:
