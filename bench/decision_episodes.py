@@ -82,6 +82,8 @@ class Episode:
     gold: tuple[str, ...]
     expect: str
     lang: str
+    image: Any = None
+    """How to draw the request's image (a :class:`bench.decision_images.Picture`; ``None``: no image)."""
 
     @property
     def group(self) -> str:

@@ -30,6 +30,7 @@ from bench.decision_points import (
     CLEAN_TARGETS,
     DEFAULT_CLEAN,
     DEFAULT_TARGET,
+    SIBLINGS,
     TARGETS,
     clean_points,
     decide,
@@ -60,7 +61,7 @@ def labels(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
 #: hardest case, and half of the episodes built, but rarely what an agent sends (a request its tools serve, or
 #: one nothing listed serves); at full weight the model learned a prior of "no tool" that real small catalogs
 #: do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled catalog).
-KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25}
+KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25}
 
 
 def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
@@ -79,9 +80,9 @@ def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
 LEFT_OUT = ("sem_top", "en_top")
 #: Per head, features whose effect has a known direction (+1: more of it never lowers the probability).
 MONOTONE: Mapping[str, Mapping[str, int]] = {
-    "call": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
+    "call": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "ocr_null": 1, "ocr_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
               "vague": -1, "open": -1},
-    "none": {"sem_null": -1, "en_null": -1, "name_hit": -1,
+    "none": {"sem_null": -1, "en_null": -1, "ocr_null": -1, "name_hit": -1,
              "sem_chat": 1, "en_chat": 1},
 }
 
@@ -176,18 +177,20 @@ def _heads(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str
     ``call`` (right) on the episodes a listed tool serves."""
     from toolrag.decision.view import FEATURES
 
-    cols = used()
+    cols = [c for c in used() if np.isfinite(x[:, c]).any()]  # a feature no episode has (--no-images) is left out
     names = [FEATURES[i] for i in cols]
     served = y != 2
-    return {"none": _fit(family, x[:, cols], (y == 2).astype(np.int64), w, MONOTONE["none"], names),
-            "call": _fit(family, x[served][:, cols], (y[served] == 0).astype(np.int64), w[served], MONOTONE["call"],
-                         names)}
+    heads = {"none": _fit(family, x[:, cols], (y == 2).astype(np.int64), w, MONOTONE["none"], names),
+             "call": _fit(family, x[served][:, cols], (y[served] == 0).astype(np.int64), w[served], MONOTONE["call"],
+                          names)}
+    for model in heads.values():
+        model.toolrag_cols = cols
+    return heads
 
 
 def _predict(heads: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
     """The composed distribution (columns right, ask, none), as :meth:`DecisionModel.probabilities` gives it."""
-    cols = used()
-    none, call = (_proba(heads[name], x[:, cols])[:, 1] for name in ("none", "call"))
+    none, call = (_proba(heads[name], x[:, heads[name].toolrag_cols])[:, 1] for name in ("none", "call"))
     return np.column_stack([(1 - none) * call, (1 - none) * (1 - call), none])
 
 
@@ -239,19 +242,53 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                                               records, base)}
         if score > best_score:
             best_family, best_score = family, score
+        results["families"][family]["oof"] = oof
     results["winner"] = best_family
+    for family in families:
+        oof = results["families"][family].pop("oof")
+        if family == best_family:
+            results["images"] = _image_outcome(family, records, x, y, w, pick, oof, results["families"][family],
+                                               base, reader)
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick)
     return results
+
+
+def _image_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
+                   pick: np.ndarray, oof: np.ndarray, chosen: Mapping[str, Any], base: np.ndarray,
+                   reader: np.ndarray) -> dict[str, Any]:
+    """The agent's outcome on the held-out image episodes (pooled over groups, by kind) at the default point: the
+    model fitted with the image episodes (``oof``) against one fitted on the text episodes alone, as the model
+    before them was (each group predicted by a model fitted on the others)."""
+    pictured = np.array([bool(r.get("image")) for r in records])
+    if not pictured.any():
+        return {}
+    groups = np.array([r["group"] for r in records])
+    text_only = np.zeros_like(oof)
+    for group in sorted(set(groups[pictured])):
+        held = groups == group
+        heads = _heads(family, *_with_unread(x, y, w, ~held & ~pictured, pick & ~pictured))
+        text_only[held & pictured] = _predict(heads, x[held & pictured])
+    execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
+    out: dict[str, Any] = {}
+    kinds = np.array([r["kind"] for r in records])
+    for name, p in (("with image episodes", oof), ("text episodes only", text_only)):
+        d = decide(p, execute_at, inject_below, reader)
+        rows = {"all": pictured, **{k: kinds == k for k in sorted(set(kinds[pictured])) if k not in SIBLINGS}}
+        out[name] = {k: {**agent_result(d[m], [records[i] for i in np.flatnonzero(m)], base[m]),
+                         "n": int(m.sum()), "accuracy": float(np.mean(
+                             [("EXECUTE", "CLARIFY", "NO_TOOL")[c] == records[i]["expect"]
+                              for c, i in zip(d[m], np.flatnonzero(m), strict=True)]))}
+                     for k, m in rows.items()}
+    return out
 
 
 def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
             chosen: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
-    cols = used()
     everything = np.ones(len(x), dtype=bool)
-    heads = {name: ensemble_json(model, x, cols)
+    heads = {name: ensemble_json(model, x, model.toolrag_cols)
              for name, model in _heads(family, *_with_unread(x, y, w, everything, pick)).items()}
     sx, sy, sg = _selection_data(records, y)
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))

@@ -79,6 +79,19 @@ def format_tables(results: Mapping[str, Any]) -> str:
             lines.append(f"| {group} | " + " | ".join(f"{pct(m.get(f'at_{int(100 * c)}'))} / "
                                                      f"{pct(m.get(f'base_at_{int(100 * c)}'))}" for c in CURVE) + " |")
         lines.append("")
+    if results.get("images"):
+        lines += ["Held-out image episodes (pooled over groups, each predicted by a model fitted on the others; "
+                  "bench/decision_images.py), at the default point: fitted with the image episodes / on the text "
+                  "episodes alone, as before them:", "",
+                  "| episodes | rows | right tool injected (served) | top three (served) | nothing injected (no tool "
+                  "serves) | tools injected per request | decision accuracy |", "|---|---|---|---|---|---|---|"]
+        fitted, before = results["images"]["with image episodes"], results["images"]["text episodes only"]
+        for kind, m in fitted.items():
+            b = before[kind]
+            lines.append(f"| {kind} | {m['n']} | {pct(m['reach'])} / {pct(b['reach'])} | {pct(m['top3_reach'])} | "
+                         f"{pct(m['clean'])} / {pct(b['clean'])} | {m['injected']:.2f} / {b['injected']:.2f} | "
+                         f"{pct(m['accuracy'])} / {pct(b['accuracy'])} |")
+        lines.append("")
     return "\n".join(lines)
 
 

@@ -5,14 +5,19 @@
     python -m bench.decision_train --write-docs        # ... and the tables of docs/decisions.md
     python -m bench.decision_train --limit 60          # a quick run: 60 requests per folder
 
+The shipped model's photos include scikit-image's sample photographs (bench/decision_images.py says which):
+
+    pip download scikit-image==0.25.2 --no-deps -d /tmp/skimg && (cd /tmp/skimg && unzip -q -o scikit_image-*.whl)
+    python -m bench.decision_train --skimage-data /tmp/skimg/skimage/data --export --write-docs
+
 Every episode (``bench.decision_episodes``) is searched through ``ToolRetriever.search`` with the episode's tools
 as the caller's visible tools, so the features are exactly what a search of that catalog reads
 (``toolrag.decision.view.build_view``: one builder for serving and training). The searches are kept in the bench
 folder (``decision-episodes-<key>.pkl``, keyed by toolrag's code and the episodes), so refitting costs seconds.
 Then ``bench.decision_fit`` fits each candidate family leave-one-source-out (never scored on a source it was
 fitted on), picks the operating points on the held-out predictions, prints the tables, and with ``--export``
-fits the winner on every source and writes it as package data. CPU only; about 15 minutes here for the
-searches, seconds for the fits.
+fits the winner on every source and writes it as package data. CPU only; about 15 minutes here for the text
+episodes' searches and 10 for the image episodes' (OCR), seconds for the fits.
 """
 
 from __future__ import annotations
@@ -48,7 +53,8 @@ def episode_key(seed: int, limit: int | None) -> str:
             digest.update(file.read_bytes())
     for data in sorted((REPO / "toolrag" / "data").rglob("*.yaml")):  # the no-tool requests the features read
         digest.update(data.read_bytes())
-    digest.update((REPO / "bench" / "decision_episodes.py").read_bytes())
+    for name in ("decision_episodes.py", "decision_images.py"):
+        digest.update((REPO / "bench" / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -71,37 +77,86 @@ def _retrievers(root: Path, index: Path, sources: Sequence[str]) -> dict[str, An
 
 
 def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The searched episodes (from the cache when toolrag's features and the episodes are unchanged)."""
+    """The searched episodes, text then image ones (each from its cache when toolrag's features and the episodes
+    are unchanged)."""
     root = prepare_training(args.training, args.bench_dir)
-    cache = bench_dir(args.bench_dir) / f"decision-episodes-{episode_key(args.seed, args.limit)}.pkl"
-    if getattr(args, "reuse", False) and not cache.is_file():
-        kept = sorted(bench_dir(args.bench_dir).glob("decision-episodes-*.pkl"), key=lambda f: f.stat().st_mtime)
-        if kept:
-            cache = kept[-1]
-            say(f"--reuse: {cache.name} was searched with other code; its features may differ from this code's")
-    if cache.is_file():
-        say(f"searched episodes from {cache.name}")
-        with cache.open("rb") as fh:
-            return list(pickle.load(fh))
+    key = episode_key(args.seed, args.limit)
+    folder = bench_dir(args.bench_dir)
+    text_cache = folder / f"decision-episodes-{key}.pkl"
+    image_cache = folder / f"decision-images-{key}.pkl"
+    if getattr(args, "reuse", False):
+        text_cache, image_cache = (_newest(folder, cache) for cache in (text_cache, image_cache))
+    want_images = not getattr(args, "no_images", False)
+    records = _load(text_cache)
+    images = _load(image_cache) if want_images else []
+    if records is not None and images is not None:
+        return _padded(records) + images
     decisions = pool_decision_sets(root, args.training)
-    retrievers = _retrievers(root, index_dir(bench_dir(args.bench_dir)), [*FOLDERS, *decisions])
+    retrievers = _retrievers(root, index_dir(folder), [*FOLDERS, *decisions])
     spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
                        np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
     episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit)
+    if records is None:
+        records = _search_all(retrievers, episodes, text_cache, histories=True)
+    if images is None:
+        from bench.decision_images import build_image_episodes, photo_files
+
+        photos = photo_files(Path(args.skimage_data) if args.skimage_data else None)
+        say(f"{len(photos)} photos for the image episodes")
+        shown = build_image_episodes(root, spaces, episodes, photos=photos, seed=args.seed + 4, limit=args.limit)
+        images = _search_all(retrievers, shown, image_cache, histories=False)
+    return _padded(records) + images
+
+
+def _newest(folder: Path, cache: Path) -> Path:
+    """``cache``, or (``--reuse``) the newest cache of its kind when it is missing."""
+    if cache.is_file():
+        return cache
+    kind = cache.name.rsplit("-", 1)[0]
+    kept = sorted(folder.glob(f"{kind}-*.pkl"), key=lambda f: f.stat().st_mtime)
+    if not kept:
+        return cache
+    say(f"--reuse: {kept[-1].name} was searched with other code; its features may differ from this code's")
+    return kept[-1]
+
+
+def _load(cache: Path) -> list[dict[str, Any]] | None:
+    if not cache.is_file():
+        return None
+    say(f"searched episodes from {cache.name}")
+    with cache.open("rb") as fh:
+        return list(pickle.load(fh))
+
+
+def _padded(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records searched before features were appended to the view (``--reuse`` of an older cache): the new
+    features NaN (right for text episodes only when the new features are the image's)."""
+    from toolrag.decision.view import FEATURES
+
+    for r in records:
+        if len(r["x"]) < len(FEATURES):
+            r["x"] = np.concatenate([r["x"], np.full(len(FEATURES) - len(r["x"]), np.nan)])
+    return records
+
+
+def _search_all(retrievers: dict[str, Any], episodes: Sequence[Episode], cache: Path, *,
+                histories: bool) -> list[dict[str, Any]]:
+    """Every episode searched (requests encoded in batches first), kept in ``cache``."""
     say(f"{len(episodes)} episodes; encoding their requests")
     analyzer = next(iter(retrievers.values())).analyzer
-    texts = list(dict.fromkeys(e.query for e in episodes))
+    texts = [t for t in dict.fromkeys(e.query for e in episodes) if t]
     for start in range(0, len(texts), 512):
         next(iter(retrievers.values())).prepare(texts[start:start + 512])
-    histories = list(dict.fromkeys(e.history for e in episodes if e.history))
-    for start in range(0, len(histories), 256):
-        batch = histories[start:start + 256]
-        analyzer.prepare([e[-1] for e in batch], histories=[list(e) for e in batch])
+    if histories:
+        turns = list(dict.fromkeys(e.history for e in episodes if e.history))
+        for start in range(0, len(turns), 256):
+            batch = turns[start:start + 256]
+            analyzer.prepare([e[-1] for e in batch], histories=[list(e) for e in batch])
     records = []
     begin = time.perf_counter()
     for n, episode in enumerate(episodes, start=1):
         records.append(_search(retrievers[episode.source], episode))
-        if n % 2000 == 0:
+        if n % 500 == 0:
             say(f"{n}/{len(episodes)} searched ({(time.perf_counter() - begin) / n * 1000:.1f} ms each)")
     tmp = cache.with_suffix(".tmp")
     with tmp.open("wb") as fh:
@@ -111,14 +166,15 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def _search(retriever: Any, episode: Episode) -> dict[str, Any]:
+    from bench.decision_images import image_of
     from toolrag.catalog.caller import Caller
     from toolrag.decision.view import FEATURES, SELECTION_FEATURES
 
-    result = retriever.search(episode.query, history=episode.history,
+    result = retriever.search(episode.query, history=episode.history, image=image_of(episode),
                               caller=Caller(tools=frozenset(episode.visible)), top_k=5, audited=False)
     return {"source": episode.source, "group": episode.group, "kind": episode.kind, "expect": episode.expect,
             "gold": episode.gold, "lang": episode.lang, "n": len(episode.visible), "query": episode.query,
-            "history": bool(episode.history), "top": tuple(result.ids),
+            "history": bool(episode.history), "image": episode.image is not None, "top": tuple(result.ids),
             "x": np.array([result.decision_features.get(f, np.nan) for f in FEATURES], dtype=np.float64),
             "cand": np.array([[row.get(f, np.nan) for f in SELECTION_FEATURES] for row in result.candidate_features],
                              dtype=np.float64).reshape(-1, len(SELECTION_FEATURES))}
@@ -131,6 +187,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--limit", type=int, default=None, help="at most this many requests per folder")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--families", default="trees,logistic", help="model families to compare")
+        parser.add_argument("--skimage-data", default=None,
+                            help="scikit-image's skimage/data folder: its photos the bundled assets do not use join "
+                                 "the image episodes' photos (bench/decision_images.py)")
+        parser.add_argument("--no-images", action="store_true", help="text episodes only")
         parser.add_argument("--export", action="store_true", help="write toolrag/decision/model.json")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "
