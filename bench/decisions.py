@@ -207,6 +207,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             langs = [row.lang or "en" for row in rows]
             parts = {f"{name}_{lang}": [r for r, x in zip(outcome, langs, strict=True) if x == lang]
                      for lang in sorted(set(langs), key=lambda x: (x != "en", x))}
+        if name == "bundled":  # issue 44 asks for the text rows and the image rows each
+            pictured = [row.image is not None for row in rows]
+            parts |= {f"{name}_text": [r for r, p in zip(outcome, pictured, strict=True) if not p],
+                      f"{name}_images": [r for r, p in zip(outcome, pictured, strict=True) if p]}
         for part, got in parts.items():
             results["sets"][part] = summarise(got, **extra)
             results.setdefault("rows", {})[part] = [r.__dict__ for r in got]
