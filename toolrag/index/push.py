@@ -27,7 +27,6 @@ from toolrag.errors import StoreError
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.held import HeldVectors, kept_contents
 from toolrag.index.published import (
-    KEEP_VERSIONS,
     Manifest,
     PublishedIndex,
     owner_id,
@@ -127,8 +126,9 @@ class Pusher:
                lease: Any, manifest: Manifest) -> PushResult:
         published = self.published
         self.progress(0.0, f"building version {version} of index {published.name}")
-        # The versions still kept once this one is flipped: the vectors of what they hold are kept (held).
-        records = self._records(manifest.kept[:KEEP_VERSIONS], strict=False)
+        # What the kept versions hold: a vector this build replaces is kept (held) while one of them holds its
+        # content (the oldest one's too: the build may fail before its flip; the flip's collection drops it).
+        records = self._records(manifest.kept, strict=False)
         held = HeldVectors(published.client, collection_specs(self.models, catalog_key(published.name)),
                            kept_contents(records.values(), specs))
         if self._index is None:
