@@ -139,6 +139,16 @@ def test_a_push_encodes_only_what_no_kept_version_holds(tmp_path: Path, small_ca
 
     again, counted = push("A")
     assert counted == 2, "A's texts that a kept version holds were encoded again"
+    published = PublishedIndex(client, "tools")
+    record = published.contents(again.version)
+    assert record is not None and record["texts"] == sorted({h[:CONTENT_PREFIX] for h in a.values()})
+    assert record["collections"] == {kind: name for kind, (name, _, _) in specs.items()}
+    # A record changed under a reader holds nothing (less is kept, nothing is mixed).
+    data = client.get_collection(published.data_name(again.version), embedding_function=None)
+    data.update(ids=["contents-00000"], metadatas=[{"data": "AAAA"}])
+    assert published.contents(again.version) is None
+    data.update(ids=["contents-00000"], metadatas=[{"data": "not base64!"}])
+    assert published.contents(again.version) is None
     fresh, _ = push("A", index="fresh")  # another index: its own collections, every text encoded
     assert sorted(fresh.snapshot.vectors) == sorted(again.snapshot.vectors) == ["dense", "dense_en"]
     for kind, matrix in fresh.snapshot.vectors.items():

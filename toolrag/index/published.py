@@ -339,13 +339,13 @@ class PublishedIndex:
         if not meta or not meta.get("complete") or not meta.get("contents_chunks"):
             return None
         collection = chroma_call(f"open {name!r}", self._open, name)
-        packed = self._read_chunks(collection, name, "contents", int(meta["contents_chunks"]))
-        if len(packed) != int(meta.get("contents_bytes", -1)) or \
-                hashlib.sha256(packed).hexdigest() != meta.get("contents_sha256"):
-            return None
         try:
+            packed = self._read_chunks(collection, name, "contents", int(meta["contents_chunks"]))
+            if len(packed) != int(meta.get("contents_bytes", -1)) or \
+                    hashlib.sha256(packed).hexdigest() != meta.get("contents_sha256"):
+                return None
             found = json.loads(zlib.decompress(packed).decode())
-        except (ValueError, zlib.error):
+        except (ValueError, zlib.error):  # a chunk rewritten or deleted while read, not base64 or not JSON
             return None
         return found if isinstance(found, dict) else None
 

@@ -172,6 +172,7 @@ class Pusher:
                  specs: dict[str, str]) -> int:
         """Delete the held vectors no version kept now holds (after the flip: a failure only leaves them for the
         next push to delete); the vectors deleted."""
+        known = {v: record for v, record in known.items() if record is not None}  # the others are read again
         try:
             records = {**self._records([v for v in manifest.kept if v not in known], strict=True), **known}
             return held.collect(kept_contents((records[v] for v in manifest.kept), specs))
