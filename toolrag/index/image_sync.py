@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from toolrag.index.mirror import MirroredCollection
 from toolrag.index.text_sync import text_meta
 from toolrag.progress import Progress
 from toolrag.signals import COLLECTIONS, CollectionSpec, ModelRole
+
+if TYPE_CHECKING:
+    from toolrag.index.held import HeldVectors
 
 __all__ = ["ImageSync"]
 
@@ -55,10 +58,12 @@ class ImageSync:
                     raise ImageError(f"tool {iid.split('#', 1)[0]!r}: {exc}") from None
 
     def sync_text(self, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
-                  image_ids: Sequence[str]) -> tuple[dict[str, str], int]:
+                  image_ids: Sequence[str], held: HeldVectors | None = None) -> tuple[dict[str, str], int]:
         """OCR text of every example image (read once per image, by content hash), encoded by the text model
         so a query image's text can be matched with the text of the tools' example images. Returns the text
-        of each image and how many images were read and encoded."""
+        of each image and how many images were read and encoded. ``held``: a published index's vectors kept by
+        content hash (:mod:`toolrag.index.held`): rows deleted are kept there first, and an image whose text
+        and vector are held there is not read again."""
         collection = self._collections.get("image_text")
         if collection is None or not rows:
             return {}, 0
@@ -66,22 +71,34 @@ class ImageSync:
         known = {iid: str(meta.get("ocr_text", "")) for iid, meta in stored.items()}
         wanted = set(image_ids)
         todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in known]
-        ocr = self.models.get_ocr() if todo else None
-        if todo and ocr is None:
+        # The same picture used by several tools is read and encoded once (ids are tool_id#content_hash).
+        by_hash = {iid.split("#", 1)[-1]: iid for iid in known}
+        found_held: dict[str, tuple[str, np.ndarray]] = {}
+        if held is not None:
+            needed = {iid.split("#", 1)[-1] for iid, _ in todo} - by_hash.keys()
+            for image_hash, (vector, meta) in held.find("image_text", needed).items():
+                if "ocr_text" in meta:  # a row without the text read is of no use
+                    found_held[image_hash] = (str(meta["ocr_text"]), vector)
+        unread = [iid for iid, _ in todo if iid.split("#", 1)[-1] not in by_hash.keys() | found_held.keys()]
+        ocr = self.models.get_ocr() if unread else None
+        if unread and ocr is None:
             return {i: t for i, t in known.items() if i in wanted}, 0
         gone = [i for i in stored if i not in wanted]
+        if gone and held is not None:
+            held.retire("image_text", collection, {i: i.split("#", 1)[-1] for i in gone})
         if gone:
             collection.delete(gone)
         encoded = 0
         owner = {iid: tools[row].id for (row, _), iid in zip(rows, image_ids, strict=True)}
-        # The same picture used by several tools is read and encoded once (ids are tool_id#content_hash).
-        by_hash = {iid.split("#", 1)[-1]: iid for iid in known}
         for iid, path in todo:
             image_hash = iid.split("#", 1)[-1]
             source = by_hash.get(image_hash)
             found, vec = collection.vectors([source]) if source is not None else ([], np.zeros((0, collection.dim)))
             if source is not None and found:
                 text = known[source]
+            elif image_hash in found_held:
+                text, held_vector = found_held[image_hash]
+                vec = held_vector[None, :]
             else:
                 text = ocr.read(load_image(path)).text.strip()[:2000]  # type: ignore[union-attr]
                 # Images without text get a row too (not read again) with the vector of a blank line.
@@ -93,10 +110,12 @@ class ImageSync:
         return {iid: known.get(iid, "") for iid in image_ids}, encoded
 
     def sync(self, spec: CollectionSpec, tools: Sequence[ToolProfile], rows: Sequence[tuple[int, Path]],
-             image_ids: Sequence[str], progress: Progress) -> tuple[np.ndarray, int]:
+             image_ids: Sequence[str], progress: Progress, held: HeldVectors | None = None) -> tuple[np.ndarray, int]:
         """One image collection brought in step with the catalog's example images (new ones encoded in
         batches, removed ones deleted, changed metadata rewritten): its matrix in ``image_ids`` order and how
-        many images were encoded."""
+        many images were encoded. ``held``: a published index's vectors kept by content hash
+        (:mod:`toolrag.index.held`): rows deleted are kept there first, and an image whose vector is in this
+        collection under another tool or held there is not encoded again."""
         kind = spec.kind
         collection = self._collections[kind]
         stored = collection.metadata()
@@ -105,9 +124,11 @@ class ImageSync:
         for meta in wanted.values():
             meta.pop("text_hash")
         gone = [i for i in stored if i not in wanted]
+        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in stored]
+        if held is not None and (todo or gone):
+            todo = self._reuse(kind, collection, todo, gone, wanted, held)
         if gone:
             collection.delete(gone)
-        todo = [(iid, path) for iid, (_, path) in zip(image_ids, rows, strict=True) if iid not in stored]
         moved = [iid for iid in wanted if iid in stored and stored[iid] != wanted[iid]]
         model: Any = getattr(self.models, spec.model.value)
         encoded = 0
@@ -123,3 +144,25 @@ class ImageSync:
             got_ids, got = collection.vectors(moved)
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
         return collection.matrix(list(image_ids)), encoded
+
+    @staticmethod
+    def _reuse(kind: str, collection: MirroredCollection, todo: list[tuple[str, Path]], gone: Sequence[str],
+               wanted: Mapping[str, dict[str, Any]], held: HeldVectors) -> list[tuple[str, Path]]:
+        """Before the rows ``gone`` are deleted: keep them in ``held`` (when a kept version holds their image),
+        write the vector of every new row (``todo``) whose image is in this collection (another tool's row) or
+        held there, and return the rows left to encode."""
+        held.retire(kind, collection, {i: i.split("#", 1)[-1] for i in gone})
+        stored_by_hash = {iid.split("#", 1)[-1]: iid for iid in collection.metadata()}
+        needed = {iid.split("#", 1)[-1] for iid, _ in todo}
+        found: dict[str, np.ndarray] = {}
+        local = {h: stored_by_hash[h] for h in needed if h in stored_by_hash}
+        if local:
+            got_ids, got = collection.vectors(list(local.values()))
+            by_row = dict(zip(got_ids, got, strict=True))
+            found.update({h: by_row[row_id] for h, row_id in local.items() if row_id in by_row})
+        found.update({h: vector for h, (vector, _) in held.find(kind, needed - found.keys()).items()})
+        reused = [iid for iid, _ in todo if iid.split("#", 1)[-1] in found]
+        if reused:
+            collection.upsert(reused, np.stack([found[iid.split("#", 1)[-1]] for iid in reused]),
+                              [wanted[iid] for iid in reused])
+        return [(iid, path) for iid, path in todo if iid.split("#", 1)[-1] not in found]

@@ -13,7 +13,9 @@ Chroma objects of index ``NAME`` (every write is one Chroma call; readers check 
   ``pushed_at``, ``tools``, the ``kept`` versions). Flipped last: a version is served only once complete.
 - ``toolrag-index-NAME-v-VERSION``: the version's data in chunks of the records' metadata, and in the collection's
   metadata ``complete`` (set after the last chunk), the data's SHA-256 and size. A half-written version (a build
-  killed while writing) is never complete, so never flipped to; the next builder rewrites it.
+  killed while writing) is never complete, so never flipped to; the next builder rewrites it. Beside the data, in
+  ``contents-*`` records, what the version holds by content hash (:func:`version_contents`): a push keeps the
+  vectors of every text and image a kept version holds (:mod:`toolrag.index.held`).
 - ``toolrag-index-NAME-lease-VERSION``: who builds the version (``owner``) until when (``expires``, renewed every
   third of the lease). Creating a collection is atomic on the server, so two processes starting together cannot
   both take it; an expired lease (its holder was killed) is taken over and the build finished.
@@ -33,7 +35,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -48,7 +50,8 @@ from toolrag.index.tokenize import LEXICAL_VERSION
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
-__all__ = ["FORMAT", "Lease", "Manifest", "PublishedIndex", "check_index_name", "pack", "unpack", "version_of"]
+__all__ = ["CONTENT_PREFIX", "FORMAT", "Lease", "Manifest", "PublishedIndex", "check_index_name", "pack", "unpack",
+           "version_contents", "version_of"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,21 @@ def version_of(catalog_json: Mapping[str, Any], image_ids: Sequence[str], collec
     digest.update(json.dumps(head, sort_keys=True).encode())
     digest.update(json.dumps(catalog_json, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()[:16]
+
+
+#: Hex digits of a content hash a version's contents record keeps (a filter: a vector is reused only under the
+#: full hash it was stored with, :mod:`toolrag.index.held`).
+CONTENT_PREFIX: Final = 16
+
+
+def version_contents(collections: Mapping[str, str], text_hashes: Iterable[str], image_hashes: Iterable[str]
+                     ) -> dict[str, Any]:
+    """What a version holds by content hash, kept beside its data (:meth:`PublishedIndex.contents`): its
+    collections (kind -> Chroma name), the text hashes of its tools and the content hashes of its example images
+    (their first :data:`CONTENT_PREFIX` hex digits). A push keeps the vectors of what the kept versions hold."""
+    return {"collections": dict(sorted(collections.items())),
+            "texts": sorted({h[:CONTENT_PREFIX] for h in text_hashes}),
+            "images": sorted({h[:CONTENT_PREFIX] for h in image_hashes})}
 
 
 def pack(*, name: str, version: str, catalog_json: Mapping[str, Any], state: SavedState,
@@ -279,20 +297,57 @@ class PublishedIndex:
         meta = self._metadata(self.data_name(version))
         return bool(meta and meta.get("complete"))
 
-    def write(self, version: str, blob: bytes) -> None:
-        """Store a version's data (a half-written copy is replaced), marked complete after its last chunk."""
+    def write(self, version: str, blob: bytes, *, contents: Mapping[str, Any] | None = None) -> None:
+        """Store a version's data (a half-written copy is replaced), marked complete after its last chunk;
+        ``contents``: what it holds by content hash (:func:`version_contents`), read back by :meth:`contents`."""
         name = self.data_name(version)
         self.drop(name)
         digest = hashlib.sha256(blob).hexdigest()
         if not self._create(name, {"complete": False}):
             raise StoreError(f"version {version} of index {self.name!r} is being written by another process")
         collection = chroma_call(f"open {name!r}", self._open, name)
+        chunks = self._write_chunks(collection, name, "chunk", blob)
+        done: dict[str, Any] = {"complete": True, "sha256": digest, "bytes": len(blob), "chunks": chunks}
+        if contents is not None:
+            packed = zlib.compress(json.dumps(contents, sort_keys=True).encode(), 6)
+            done.update(contents_chunks=self._write_chunks(collection, name, "contents", packed),
+                        contents_sha256=hashlib.sha256(packed).hexdigest(), contents_bytes=len(packed))
+        chroma_call(f"mark {name!r} complete", collection.modify, metadata=done)
+
+    @staticmethod
+    def _write_chunks(collection: Any, name: str, prefix: str, blob: bytes) -> int:
         chunks = [blob[i:i + CHUNK_BYTES] for i in range(0, len(blob), CHUNK_BYTES)] or [b""]
         for n, chunk in enumerate(chunks):
-            chroma_call(f"write chunk {n + 1}/{len(chunks)} of {name!r}", collection.add, ids=[f"chunk-{n:05d}"],
+            chroma_call(f"write {prefix} {n + 1}/{len(chunks)} of {name!r}", collection.add, ids=[f"{prefix}-{n:05d}"],
                         embeddings=[[0.0]], metadatas=[{"data": base64.b64encode(chunk).decode("ascii")}])
-        chroma_call(f"mark {name!r} complete", collection.modify,
-                    metadata={"complete": True, "sha256": digest, "bytes": len(blob), "chunks": len(chunks)})
+        return len(chunks)
+
+    def _read_chunks(self, collection: Any, name: str, prefix: str, count: int) -> bytes:
+        ids = [f"{prefix}-{n:05d}" for n in range(count)]
+        parts: dict[str, bytes] = {}
+        for start in range(0, len(ids), 8):
+            got = chroma_call(f"read {name!r}", collection.get, ids=ids[start:start + 8], include=["metadatas"])
+            for row_id, row in zip(got["ids"], got["metadatas"] or [], strict=True):
+                parts[row_id] = base64.b64decode(str((row or {}).get("data", "")))
+        return b"".join(parts.get(i, b"") for i in ids)
+
+    def contents(self, version: str) -> dict[str, Any] | None:
+        """What a complete version holds by content hash (:func:`version_contents`); ``None`` when it is gone,
+        incomplete, or was pushed without it (by an older toolrag) or its record does not match its checksum."""
+        name = self.data_name(version)
+        meta = self._metadata(name)
+        if not meta or not meta.get("complete") or not meta.get("contents_chunks"):
+            return None
+        collection = chroma_call(f"open {name!r}", self._open, name)
+        try:
+            packed = self._read_chunks(collection, name, "contents", int(meta["contents_chunks"]))
+            if len(packed) != int(meta.get("contents_bytes", -1)) or \
+                    hashlib.sha256(packed).hexdigest() != meta.get("contents_sha256"):
+                return None
+            found = json.loads(zlib.decompress(packed).decode())
+        except (ValueError, zlib.error):  # a chunk rewritten or deleted while read, not base64 or not JSON
+            return None
+        return found if isinstance(found, dict) else None
 
     def read(self, version: str) -> bytes:
         """A complete version's data, checked against its SHA-256."""
@@ -301,13 +356,7 @@ class PublishedIndex:
         if not meta or not meta.get("complete"):
             raise StoreError(f"version {version} of index {self.name!r} is missing or incomplete on {self.where}")
         collection = chroma_call(f"open {name!r}", self._open, name)
-        ids = [f"chunk-{n:05d}" for n in range(int(meta["chunks"]))]
-        parts: dict[str, bytes] = {}
-        for start in range(0, len(ids), 8):
-            got = chroma_call(f"read {name!r}", collection.get, ids=ids[start:start + 8], include=["metadatas"])
-            for row_id, row in zip(got["ids"], got["metadatas"] or [], strict=True):
-                parts[row_id] = base64.b64decode(str((row or {}).get("data", "")))
-        blob = b"".join(parts.get(i, b"") for i in ids)
+        blob = self._read_chunks(collection, name, "chunk", int(meta["chunks"]))
         if len(blob) != int(meta["bytes"]) or hashlib.sha256(blob).hexdigest() != meta["sha256"]:
             raise StoreError(f"version {version} of index {self.name!r} on {self.where} does not match its checksum "
                              "(deleted or rewritten while read); it is read again")

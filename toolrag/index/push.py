@@ -15,6 +15,7 @@ import dataclasses
 import hashlib
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +25,15 @@ from toolrag.config import INDEX_LEASE_ENV, seconds_setting
 from toolrag.encode.models import ModelSet
 from toolrag.errors import StoreError
 from toolrag.index.client import StoreConfig, open_client
-from toolrag.index.published import Manifest, PublishedIndex, owner_id, pack, version_of
+from toolrag.index.held import HeldVectors, kept_contents
+from toolrag.index.published import (
+    Manifest,
+    PublishedIndex,
+    owner_id,
+    pack,
+    version_contents,
+    version_of,
+)
 from toolrag.index.snapshot import IndexSnapshot
 from toolrag.index.tool_index import ToolIndex, collection_specs
 from toolrag.progress import Progress, no_progress
@@ -102,7 +111,7 @@ class Pusher:
                     if published.complete(version):  # written by a build that stopped before its flip
                         return PushResult(version, built=False, flipped=True,
                                           manifest=published.flip(version, tools=len(catalog)))
-                    return self._build(catalog, version, catalog_json, specs, lease)
+                    return self._build(catalog, version, catalog_json, specs, lease, manifest)
             holder = published.lease_holder(version)
             if not waited and holder is not None:
                 log.info("index %s: version %s is being built by %s; waiting for it", published.name, version,
@@ -114,27 +123,63 @@ class Pusher:
             time.sleep(self.poll)
 
     def _build(self, catalog: Catalog, version: str, catalog_json: dict[str, Any], specs: dict[str, str],
-               lease: Any) -> PushResult:
+               lease: Any, manifest: Manifest) -> PushResult:
         published = self.published
         self.progress(0.0, f"building version {version} of index {published.name}")
+        # What the kept versions hold: a vector this build replaces is kept (held) while one of them holds its
+        # content (the oldest one's too: the build may fail before its flip; the flip's collection drops it).
+        records = self._records(manifest.kept, strict=False)
+        held = HeldVectors(published.client, collection_specs(self.models, catalog_key(published.name)),
+                           kept_contents(records.values(), specs))
         if self._index is None:
             self._index = ToolIndex(catalog, self.models, store=self.store, progress=self.progress,
-                                    catalog_key=catalog_key(published.name))
+                                    catalog_key=catalog_key(published.name), held=held)
             encoded = self._index.encoded_last_sync
         else:
-            encoded = self._index.update(catalog, self.progress)
+            encoded = self._index.update(catalog, self.progress, held=held)
         lease.check()
         blob = pack(name=published.name, version=version, catalog_json=catalog_json, state=self._index.state(),
                     collections=specs)
+        contents = version_contents(specs, (t.text_hash() for t in catalog.tools),
+                                    (self._content_hash(img.file) for t in catalog.tools for img in t.images))
         lease.check()
-        published.write(version, blob)
+        published.write(version, blob, contents=contents)
         lease.check()
         manifest = published.flip(version, tools=len(catalog))
-        log.info("index %s: version %s pushed (%d tools, %d texts/images encoded, %.1f MB)", published.name,
-                 version, len(catalog), encoded, len(blob) / 1e6)
+        collected = self._collect(held, manifest, {**records, version: contents}, specs)
+        log.info("index %s: version %s pushed (%d tools, %d texts/images encoded, %d vectors taken from the held "
+                 "ones, %d kept there, %d no longer kept; %.1f MB)", published.name, version, len(catalog), encoded,
+                 held.reused, held.retired, collected, len(blob) / 1e6)
         snapshot = dataclasses.replace(self._index.snapshot, version=version)
-        return PushResult(version, built=True, flipped=True, manifest=manifest, snapshot=snapshot, encoded=encoded,
-)
+        return PushResult(version, built=True, flipped=True, manifest=manifest, snapshot=snapshot, encoded=encoded)
+
+    def _records(self, versions: Sequence[str], *, strict: bool) -> dict[str, dict[str, Any] | None]:
+        """What each version holds by content hash (``None``: a version without that record); a failed read is
+        a StoreError when ``strict``, else counts as ``None`` (less is kept, nothing is mixed)."""
+        out: dict[str, dict[str, Any] | None] = {}
+        for version in versions:
+            try:
+                out[version] = self.published.contents(version)
+            except StoreError as exc:
+                if strict:
+                    raise
+                log.warning("index %s: reading what version %s holds failed (%s); its vectors are not kept this "
+                            "time", self.published.name, version, exc)
+                out[version] = None
+        return out
+
+    def _collect(self, held: HeldVectors, manifest: Manifest, known: dict[str, dict[str, Any] | None],
+                 specs: dict[str, str]) -> int:
+        """Delete the held vectors no version kept now holds (after the flip: a failure only leaves them for the
+        next push to delete); the vectors deleted."""
+        known = {v: record for v, record in known.items() if record is not None}  # the others are read again
+        try:
+            records = {**self._records([v for v in manifest.kept if v not in known], strict=True), **known}
+            return held.collect(kept_contents((records[v] for v in manifest.kept), specs))
+        except StoreError as exc:
+            log.warning("index %s: deleting the held vectors no kept version holds failed (%s); the next push "
+                        "deletes them", self.published.name, exc)
+            return 0
 
 
 def open_pusher(url: str, index: str, models: ModelSet, *, progress: Progress | None = None) -> Pusher:

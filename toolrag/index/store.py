@@ -260,6 +260,40 @@ class VectorCollection:
             return [], np.zeros((0, self.dim), dtype=np.float32)
         return kept, np.stack([found[row_id] for row_id in kept]).astype(np.float32)
 
+    def get_rows(self, ids: Sequence[str]) -> tuple[list[str], np.ndarray, list[dict[str, MetadataValue]]]:
+        """The stored rows of ``ids`` as (ids, float32 matrix, metadatas), in the order asked (ids not stored
+        are left out)."""
+        order = list(dict.fromkeys(ids))
+        found: dict[str, tuple[np.ndarray, dict[str, MetadataValue]]] = {}
+        with self._lock:
+            for start in range(0, len(order), self._batch):
+                page = chroma_call(f"read rows of {self._name!r}", self._collection.get,
+                                   ids=order[start:start + self._batch], include=["embeddings", "metadatas"])
+                for row_id, vec, meta in zip(page["ids"], np.asarray(page["embeddings"]), page["metadatas"] or [],
+                                             strict=True):
+                    found[row_id] = (vec, dict(meta or {}))
+        kept = [row_id for row_id in order if row_id in found]
+        if not kept:
+            return [], np.zeros((0, self.dim), dtype=np.float32), []
+        return (kept, np.stack([found[row_id][0] for row_id in kept]).astype(np.float32),
+                [found[row_id][1] for row_id in kept])
+
+    def present(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored."""
+        order = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        with self._lock:
+            for start in range(0, len(order), self._batch):
+                page = chroma_call(f"read rows of {self._name!r}", self._collection.get,
+                                   ids=order[start:start + self._batch], include=[])
+                found.update(page["ids"])
+        return found
+
+    def ids(self) -> list[str]:
+        """The ids of every stored row (read in pages)."""
+        with self._lock:
+            return [row_id for page in self._pages([]) for row_id in page["ids"]]
+
     def query(self, vector: np.ndarray, *, k: int, where: Mapping[str, Any] | None = None,
               with_metadata: bool = True) -> list[Hit]:
         """The ``k`` rows most cosine-similar to ``vector`` that satisfy ``where``, best first.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.encode.spread import passage_jobs, spread
 from toolrag.index.mirror import MirroredCollection
 from toolrag.progress import Progress
+
+if TYPE_CHECKING:
+    from toolrag.index.held import HeldVectors
 
 __all__ = ["AllBut", "sync_texts", "text_meta"]
 
@@ -42,7 +45,7 @@ class AllBut(Container[str]):
 def sync_texts(
     collections: Mapping[str, tuple[MirroredCollection, Any]], tools: Sequence[ToolProfile], same: Container[str],
     progress: Progress, *, meta: Callable[[ToolProfile], dict[str, Any]], edited: Sequence[int] | None = None,
-    ids: Sequence[str] | None = None,
+    ids: Sequence[str] | None = None, held: HeldVectors | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, list[int]], int]:
     """For each text collection (kind -> (collection, model)): encode the texts that changed, re-label rows
     whose metadata (``meta``) changed, delete removed tools. Returns the vectors in catalog order and the
@@ -50,8 +53,19 @@ def sync_texts(
     very object of the last sync (not checked at all). ``edited``: when the catalog has exactly the tools
     of the last sync in the same order, the rows whose profile is not the last sync's object (only these
     are checked, and nothing is deleted: an edit at 100,000 tools must not loop over every tool). ``ids``:
-    the tools' ids in order, when the caller has them already."""
+    the tools' ids in order, when the caller has them already. ``held``: a published index's vectors kept by
+    content hash (:mod:`toolrag.index.held`): the rows replaced or deleted are kept there first, and a text
+    whose vector is among them or held there is not encoded again (it does not count as encoded)."""
     plans = {kind: _plan(collection, tools, same, meta, edited) for kind, (collection, _) in collections.items()}
+    stale_of = {kind: plan[0] for kind, plan in plans.items()}  # rows written (encoded or reused)
+    for kind, (collection, _) in collections.items():
+        stale, wanted, moved, gone = plans[kind]
+        if held is not None and stale:
+            plans[kind] = (_reuse(kind, collection, stale, wanted, gone, held), wanted, moved, gone)
+        elif held is not None and gone:
+            held.retire(kind, collection, _hashes(collection, gone))
+        if gone:
+            collection.delete(gone)
     total = sum(len(plan[0]) for plan in plans.values())
     done = 0
     batches = max((len(plan[0]) for plan in plans.values()), default=0)
@@ -70,7 +84,8 @@ def sync_texts(
     vectors: dict[str, np.ndarray]
     ids = ids if ids is not None else [t.id for t in tools]
     for kind, (collection, _) in collections.items():
-        stale, wanted, moved = plans[kind]
+        _, wanted, moved, _ = plans[kind]
+        stale = stale_of[kind]
         if moved:  # metadata changed (permissions, category...) but not the text: keep the vectors
             got_ids, got = collection.vectors([t.id for t in moved])
             collection.upsert(got_ids, got, [wanted[i] for i in got_ids])
@@ -94,9 +109,10 @@ def sync_texts(
 
 def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Container[str],
           meta: Callable[[ToolProfile], dict[str, Any]], edited: Sequence[int] | None,
-          ) -> tuple[list[ToolProfile], dict[str, dict[str, Any]], list[ToolProfile]]:
+          ) -> tuple[list[ToolProfile], dict[str, dict[str, Any]], list[ToolProfile], list[str]]:
     """What one text collection needs: (profiles to encode, sorted by text length so batches pad little;
-    wanted metadata by id; profiles whose metadata alone changed). Rows of removed tools are deleted here."""
+    wanted metadata by id; profiles whose metadata alone changed; ids of removed tools, whose rows the caller
+    deletes)."""
     stored = collection.metadata()
     if edited is not None and len(stored) == len(tools):  # the same tools as the last sync: nothing to delete
         check = [tools[n] for n in edited]
@@ -104,7 +120,7 @@ def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Co
         stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
         stale_ids = {t.id for t in stale}
         moved = [t for t in check if t.id not in stale_ids and stored.get(t.id) != wanted[t.id]]
-        return stale, wanted, moved
+        return stale, wanted, moved, []
     check = [t for t in tools if t.id not in same] if same else list(tools)
     wanted = {t.id: meta(t) for t in check}
     stale = [t for t in check if stored.get(t.id, {}).get("text_hash") != wanted[t.id]["text_hash"]]
@@ -112,10 +128,36 @@ def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Co
     moved = [t for t in check if t.id in stored and t.id not in stale_ids and stored[t.id] != wanted[t.id]]
     present = {t.id for t in tools} if same else wanted
     gone = [i for i in stored if i not in present]
-    if gone:
-        collection.delete(gone)
     stale.sort(key=lambda t: len(t.document_text()))  # similar lengths share a batch: less padding
-    return stale, wanted, moved
+    return stale, wanted, moved, gone
+
+
+def _hashes(collection: MirroredCollection, ids: Sequence[str]) -> dict[str, str]:
+    """Row id -> the text hash stored with it (rows without one are left out)."""
+    stored = collection.metadata()
+    return {i: str(stored[i]["text_hash"]) for i in ids if i in stored and stored[i].get("text_hash")}
+
+
+def _reuse(kind: str, collection: MirroredCollection, stale: list[ToolProfile], wanted: Mapping[str, dict[str, Any]],
+           gone: Sequence[str], held: HeldVectors) -> list[ToolProfile]:
+    """Before the rows of ``stale`` tools are rewritten and those of removed tools (``gone``) deleted: keep them
+    in ``held`` (when a kept version holds their text), write the vector of every stale tool whose text is among
+    them or held there, and return the tools left to encode."""
+    replaced = _hashes(collection, [*(t.id for t in stale), *gone])
+    held.retire(kind, collection, replaced)
+    needed = {t.text_hash() for t in stale}
+    found: dict[str, np.ndarray] = {}
+    local = {content: row_id for row_id, content in replaced.items() if content in needed}
+    if local:
+        got_ids, got = collection.vectors(list(local.values()))
+        by_row = dict(zip(got_ids, got, strict=True))
+        found.update({content: by_row[row_id] for content, row_id in local.items() if row_id in by_row})
+    found.update({content: vector for content, (vector, _) in held.find(kind, needed - found.keys()).items()})
+    reused = [t for t in stale if t.text_hash() in found]
+    if reused:
+        collection.upsert([t.id for t in reused], np.stack([found[t.text_hash()] for t in reused]),
+                          [wanted[t.id] for t in reused])
+    return [t for t in stale if t.text_hash() not in found]
 
 
 def text_meta(tool: ToolProfile) -> dict[str, Any]:

@@ -22,7 +22,7 @@ import logging
 import threading
 from collections.abc import Container, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,9 @@ from toolrag.index.text_sync import AllBut, sync_texts, text_meta
 from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, ModelRole
 from toolrag.text import is_mostly_cjk
+
+if TYPE_CHECKING:
+    from toolrag.index.held import HeldVectors
 
 __all__ = ["ToolIndex", "collection_specs"]
 
@@ -93,10 +96,12 @@ class ToolIndex:
         progress: Progress | None = None,
         serving_dir: Path | None = None,
         catalog_key: str | None = None,
+        held: HeldVectors | None = None,
     ) -> None:
         """``serving_dir``: where the serving state is saved (default: ``serving`` beside an embedded store's
         folder, else in the data folder). ``catalog_key``: what the collections are named after (default: the
-        catalog's folder; a published index uses its name, so every machine shares one set of vectors)."""
+        catalog's folder; a published index uses its name, so every machine shares one set of vectors).
+        ``held``: a published index's vectors kept by content hash (:mod:`toolrag.index.held`), for this sync."""
         self.models = models
         self.store_config = store or StoreConfig(path=data_dir() / "chroma")
         self._client = open_client(self.store_config)
@@ -111,7 +116,7 @@ class ToolIndex:
         self._serving = ServingStore(self._serving_folder(key, serving_dir))
         restored = self._restore(catalog)
         self.restored = restored is not None
-        self._snapshot = restored if restored is not None else self._sync(catalog, progress or no_progress)
+        self._snapshot = restored if restored is not None else self._sync(catalog, progress or no_progress, held)
         if restored is None:
             self._save(background=False)
 
@@ -170,11 +175,12 @@ class ToolIndex:
                 seen.setdefault(row, None)
         return np.fromiter(seen, dtype=np.int64, count=len(seen))
 
-    def update(self, catalog: Catalog, progress: Progress | None = None) -> int:
+    def update(self, catalog: Catalog, progress: Progress | None = None, *, held: HeldVectors | None = None) -> int:
         """Bring the index in line with ``catalog`` (an edit, an addition, a removal); returns how many
-        texts and images were encoded. Only changed profiles are re-encoded."""
+        texts and images were encoded. Only changed profiles are re-encoded (``held``: and only those whose
+        vectors a published index does not keep, :mod:`toolrag.index.held`)."""
         with self._lock:
-            self._snapshot = self._sync(catalog, progress or no_progress)
+            self._snapshot = self._sync(catalog, progress or no_progress, held)
             self._save(background=True)
             return self.encoded_last_sync
 
@@ -252,7 +258,7 @@ class ToolIndex:
 
         self._serving.save(state, background=background)
 
-    def _sync(self, catalog: Catalog, progress: Progress) -> IndexSnapshot:
+    def _sync(self, catalog: Catalog, progress: Progress, held: HeldVectors | None = None) -> IndexSnapshot:
         tools = catalog.tools
         ids = catalog.id_order
         self.encoded_last_sync = 0
@@ -276,17 +282,17 @@ class ToolIndex:
         progress(0.0, "indexing tool texts")
         vectors, changed, encoded = sync_texts({kind: (self._collections[kind], model) for kind, model in text_kinds},
                                                tools, same, progress, meta=text_meta, edited=edited,
-                                               ids=ids)
+                                               ids=ids, held=held)
         self.encoded_last_sync += encoded
         image_vectors: dict[str, np.ndarray] = {}
         for spec in COLLECTIONS:
             if spec.rows == "image" and spec.kind in self._collections:
                 progress(0.0, f"indexing tool images ({spec.kind})")
                 image_vectors[spec.kind], encoded = self._images.sync(spec, tools, image_rows, image_ids,
-                                                                      progress)
+                                                                      progress, held)
                 self.encoded_last_sync += encoded
         progress(0.8, "reading text in tool images")
-        ocr_texts, encoded = self._images.sync_text(tools, image_rows, image_ids)
+        ocr_texts, encoded = self._images.sync_text(tools, image_rows, image_ids, held)
         self.encoded_last_sync += encoded
         text_rows = [row for (row, _), iid in zip(image_rows, image_ids, strict=True) if ocr_texts.get(iid)]
         text_ids = [iid for iid in image_ids if ocr_texts.get(iid)]
