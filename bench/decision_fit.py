@@ -210,17 +210,30 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                "classes": {c: int((y == k).sum()) for k, c in enumerate(("right", "ask", "none",
                                                                                           "missed"))}}
     pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
+    pictured = np.array([bool(r.get("image")) for r in records])
+    text = ~pictured
+    wt = _text_weights(groups, records, w)
     best_family, best_score = None, -math.inf
     for family in families:
+        # the text heads are fitted on the text episodes, the image heads (read when a request has an image) on
+        # every episode: drawn pictures must not move a decision about a request without one
         oof = np.zeros((len(records), 3))
         oof_unread = np.zeros((len(records), 3))
+        text_on_images = np.zeros((len(records), 3))
         for group in sorted(set(groups)):
             held = groups == group
-            heads = _heads(family, *_with_unread(x, y, w, ~held, pick))
-            oof[held] = _predict(heads, x[held])
+            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text))
+            oof[held & text] = _predict(heads, x[held & text])
             oof_unread[held] = _predict(heads, unread(x[held]))
-        points = operating_points(oof, y, w)
-        cleans = clean_points(oof, records, w)
+            if (held & pictured).any():
+                text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
+                image_heads = _heads(family, *_with_unread(x, y, w, ~held, pick))
+                oof[held & pictured] = _predict(image_heads, x[held & pictured])
+                oof_unread[held & pictured] = _predict(image_heads, unread(x[held & pictured]))
+        # the operating points on the text episodes: the image episodes are drawn, their share of the whole is
+        # arbitrary, and their requests nothing serves (a photo that asks for nothing) are easy to keep clean
+        points = operating_points(oof[text], y[text], wt[text])
+        cleans = clean_points(oof[text], [r for r, t in zip(records, text, strict=True) if t], wt[text])
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
@@ -242,37 +255,37 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                                               records, base)}
         if score > best_score:
             best_family, best_score = family, score
-        results["families"][family]["oof"] = oof
+        results["families"][family]["oof"] = (oof, text_on_images)
     results["winner"] = best_family
     for family in families:
-        oof = results["families"][family].pop("oof")
-        if family == best_family:
-            results["images"] = _image_outcome(family, records, x, y, w, pick, oof, results["families"][family],
-                                               base, reader)
+        oof, text_on_images = results["families"][family].pop("oof")
+        if family == best_family and pictured.any():
+            results["images"] = _image_outcome(records, oof, text_on_images, results["families"][family], base,
+                                               reader)
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick)
     return results
 
 
-def _image_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
-                   pick: np.ndarray, oof: np.ndarray, chosen: Mapping[str, Any], base: np.ndarray,
-                   reader: np.ndarray) -> dict[str, Any]:
+def _text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
+    """The weights of the text episodes as if there were no image episodes (each group the same total among the
+    text episodes; image episodes 0): the text heads and the operating points are fitted on these."""
+    text = np.array([not r.get("image") for r in records])
+    out = np.zeros(len(records))
+    out[text] = _weights(groups[text], np.array([r["kind"] for r, t in zip(records, text, strict=True) if t]))
+    return out if not text.all() else w
+
+
+def _image_outcome(records: Sequence[Mapping[str, Any]], oof: np.ndarray, text_on_images: np.ndarray,
+                   chosen: Mapping[str, Any], base: np.ndarray, reader: np.ndarray) -> dict[str, Any]:
     """The agent's outcome on the held-out image episodes (pooled over groups, by kind) at the default point: the
-    model fitted with the image episodes (``oof``) against one fitted on the text episodes alone, as the model
-    before them was (each group predicted by a model fitted on the others)."""
+    image heads (fitted with the image episodes, ``oof``) against the text heads (fitted on the text episodes
+    alone, as the model before them was: ``text_on_images``), each group predicted by heads fitted on the others."""
     pictured = np.array([bool(r.get("image")) for r in records])
-    if not pictured.any():
-        return {}
-    groups = np.array([r["group"] for r in records])
-    text_only = np.zeros_like(oof)
-    for group in sorted(set(groups[pictured])):
-        held = groups == group
-        heads = _heads(family, *_with_unread(x, y, w, ~held & ~pictured, pick & ~pictured))
-        text_only[held & pictured] = _predict(heads, x[held & pictured])
     execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
     out: dict[str, Any] = {}
     kinds = np.array([r["kind"] for r in records])
-    for name, p in (("with image episodes", oof), ("text episodes only", text_only)):
+    for name, p in (("with image episodes", oof), ("text episodes only", text_on_images)):
         d = decide(p, execute_at, inject_below, reader)
         rows = {"all": pictured, **{k: kinds == k for k in sorted(set(kinds[pictured])) if k not in SIBLINGS}}
         out[name] = {k: {**agent_result(d[m], [records[i] for i in np.flatnonzero(m)], base[m]),
@@ -287,14 +300,19 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
             chosen: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
-    everything = np.ones(len(x), dtype=bool)
+    text = ~np.array([bool(r.get("image")) for r in records])
+    wt = _text_weights(np.array([r["group"] for r in records]), records, w)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
-             for name, model in _heads(family, *_with_unread(x, y, w, everything, pick)).items()}
-    sx, sy, sg = _selection_data(records, y)
+             for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text)).items()}
+    everything = np.ones(len(x), dtype=bool)
+    image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
+                   for name, model in _heads(family, *_with_unread(x, y, w, everything, pick)).items()} \
+        if not text.all() else {}
+    sx, sy, sg = _selection_data([r for r, t in zip(records, text, strict=True) if t], y[text])  # as the text heads
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
-    return write_model(heads, selection, points=chosen["points"], default_target=DEFAULT_TARGET,
+    return write_model(heads, selection, image_heads=image_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted(set(GROUPS)),
                                 "left_out": list(LEFT_OUT), "held_out": summary, "tradeoff": chosen["tradeoff"],

@@ -86,6 +86,9 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     image_cache = folder / f"decision-images-{key}.pkl"
     if getattr(args, "reuse", False):
         text_cache, image_cache = (_newest(folder, cache) for cache in (text_cache, image_cache))
+    if getattr(args, "text_episodes", None):
+        text_cache = Path(args.text_episodes)
+        say(f"--text-episodes: the text episodes as {text_cache.name} holds them")
     want_images = not getattr(args, "no_images", False)
     records = _load(text_cache)
     images = _load(image_cache) if want_images else []
@@ -191,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
                             help="scikit-image's skimage/data folder: its photos the bundled assets do not use join "
                                  "the image episodes' photos (bench/decision_images.py)")
         parser.add_argument("--no-images", action="store_true", help="text episodes only")
+        parser.add_argument("--text-episodes", default=None,
+                            help="a searched text-episode cache to fit on (decision-episodes-<key>.pkl), whatever "
+                                 "code searched it (the shipped model's: docs/decisions.md says which)")
         parser.add_argument("--export", action="store_true", help="write toolrag/decision/model.json")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "

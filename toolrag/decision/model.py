@@ -6,7 +6,9 @@ whichever won there) over :data:`toolrag.decision.view.FEATURES`, monotone where
 that stands out more for the top tool never lowers P(call)): ``none``, P(no listed tool serves the request), and
 ``call``, P(the top tool serves it and can be called | a listed tool serves it). They compose one distribution
 over what an agent can do, which sums to one: P(right) = (1 - P(none)) P(call), P(ambiguous) = (1 - P(none))
-(1 - P(call)) (a tool fits, but which one or what to pass is open: ask), P(no tool). A small selection model
+(1 - P(call)) (a tool fits, but which one or what to pass is open: ask), P(no tool). A request with an image is
+read by a second pair of heads, fitted with the image episodes too (``image_heads``); the text heads are fitted on
+text episodes alone, so drawn pictures move no decision about a request without one. A small selection model
 gives each lower candidate's P(also needed). The file also holds the operating points measured on held-out sources
 (the P(right) threshold of each EXECUTE precision target, the P(no tool) threshold of each share of requests
 nothing serves kept clean) and its own version: nothing is fitted per catalog.
@@ -22,7 +24,7 @@ import functools
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,7 @@ __all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "sh
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
 #: The heads of the model: P(no tool), P(call | a listed tool serves the request).
 HEADS = ("none", "call")
+_IMAGE = FEATURES.index("image")
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,9 @@ class DecisionModel:
     version: str
     trained: Mapping[str, Any]
     """Provenance: sources, episode counts, held-out results (shown in the app's decision accordion)."""
+    image_heads: Mapping[str, Ensemble] = field(default_factory=dict)
+    """The heads read when the request has an image (fitted with the image episodes as well): the text heads
+    stay those fitted on text alone, so drawn pictures move no decision about a request without one."""
 
     def operating_point(self, target: float) -> tuple[float, float]:
         """(measured target, its P(right) threshold) serving an EXECUTE precision ``target`` (0-1): the smallest
@@ -154,8 +160,9 @@ class DecisionModel:
         """The distribution over what to do for one :data:`FEATURES` vector, summing to one: ``right`` (call the
         top tool), ``ask`` (a tool fits, the call is open), ``none`` (no listed tool serves the request)."""
         x = np.asarray(features, dtype=np.float64)
-        none = float(self.heads["none"].probabilities(x)[0])
-        call = float(self.heads["call"].probabilities(x)[0])
+        heads = self.image_heads if self.image_heads and x[_IMAGE] > 0 else self.heads
+        none = float(heads["none"].probabilities(x)[0])
+        call = float(heads["call"].probabilities(x)[0])
         return {"right": (1.0 - none) * call, "ask": (1.0 - none) * (1.0 - call), "none": none}
 
     def also_needed(self, rows: np.ndarray) -> list[float]:
@@ -170,16 +177,20 @@ class DecisionModel:
         points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
         clean = tuple(sorted((float(t), float(v)) for t, v in data["clean_points"]))
         heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
-        if any(head.outputs != 1 for head in heads.values()):
+        pictured = {name: Ensemble.from_json(data["image_heads"][name], inputs=len(FEATURES)) for name in HEADS} \
+            if data.get("image_heads") else {}
+        if any(head.outputs != 1 for head in (*heads.values(), *pictured.values())):
             raise ValueError("each head must give one probability")
         if not points or not clean:
             raise ValueError("it has no operating points")
         model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
                     float(data["default_target"]), clean, float(data["default_clean"]),
-                    float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})))
+                    float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})), pictured)
         # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
         # here, where the decision can fall back, not in every search
         probabilities = model.probabilities(np.zeros(len(FEATURES)))
+        if pictured:
+            probabilities = model.probabilities(np.where(np.arange(len(FEATURES)) == _IMAGE, 1.0, 0.0))
         needed = model.also_needed(np.zeros((1, len(SELECTION_FEATURES))))
         if not all(0.0 <= p <= 1.0 for p in (*probabilities.values(), *needed)):
             raise ValueError("its probabilities fall outside 0-1")
@@ -189,6 +200,7 @@ class DecisionModel:
         return json.dumps({"version": self.version, "features": list(FEATURES),
                            "selection_features": list(SELECTION_FEATURES),
                            "heads": {name: head.to_json() for name, head in self.heads.items()},
+                           "image_heads": {name: head.to_json() for name, head in self.image_heads.items()},
                            "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
                            "default_target": self.default_target, "clean_points": [list(p) for p in self.clean_points],
                            "default_clean": self.default_clean,
