@@ -4,12 +4,14 @@ cases the issues named, small catalogs, and what happens when the model file can
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 from decision_margin import assert_decided, assert_reaches
+from pictures import boarding_pass, traceback_screenshot
 
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.view import FEATURES
@@ -243,3 +245,33 @@ def test_serving_tune_and_the_bench_apply_one_policy(sample_retriever: Any) -> N
         reader = np.array([result.decision_features["change_reader"] > 0])
         assert bench_decide(p, point.execute_at, point.inject_below, reader)[0] == codes[result.decision], row.query
     assert checked >= 40
+
+
+def test_the_decision_reads_the_image(sample_retriever: Any) -> None:
+    """Issue 44, item 3: the view holds the image's standing, not only that an image came. A picture with text:
+    the text read in it against the no-tool requests and among the visible tools, and how much was read; a
+    photo without text: nothing read (0) and no OCR standing; no image: every image figure absent."""
+    read = sample_retriever.search("", image=traceback_screenshot(), role="employee", audited=False).decision_features
+    assert read["image"] == 1.0 and read["text"] == 0.0
+    assert all(math.isfinite(read[k]) for k in ("ocr_null", "ocr_z", "ocr_len", "concepts_z")), read
+    assert read["ocr_len"] > math.log1p(100)  # seven lines of a traceback were read
+    photo = sample_retriever.search("blur the background", image=ASSETS / "queries" / "coffee_crop.jpg",
+                                    role="employee", audited=False).decision_features
+    assert photo["ocr_len"] == 0.0 and math.isnan(photo["ocr_null"]) and math.isfinite(photo["concepts_z"])
+    plain = sample_retriever.search("blur the background", role="employee", audited=False).decision_features
+    assert all(math.isnan(plain[k]) for k in ("ocr_null", "ocr_z", "ocr_gap", "ocr_len", "concepts_z"))
+
+
+@pytest.mark.parametrize(("query", "picture", "tool", "decision"), [
+    # issue 44's playground cases, with pictures drawn for the test (tests/pictures.py): answered NO_TOOL at
+    # P(no tool) 0.92-0.94 while the ranking had the right tool first, because the view did not read the image
+    ("why does my job fail?", traceback_screenshot, "dev.error.explain", Decision.EXECUTE),
+    ("", traceback_screenshot, "dev.error.explain", Decision.EXECUTE),
+    ("add this flight to my calendar", boarding_pass, "travel.ticket.parse", None),
+])
+def test_a_picture_brings_its_tool_to_the_agent(sample_retriever: Any, query: str, picture: Any, tool: str,
+                                                decision: Decision | None) -> None:
+    result = sample_retriever.search(query, image=picture(), role="employee", audited=False)
+    assert_reaches(result, tool, sample_retriever.decider.model)
+    if decision is not None:
+        assert_decided(result, decision, sample_retriever.decider.model)
