@@ -7,7 +7,7 @@ on the training sets only), so every number here is on data it never saw. Each r
     python -m bench.decisions                       # every set, prints the tables
     python -m bench.decisions --sets bundled,metatool_task1 --limit 200
     python -m bench.decisions --precision-target 0.9  # another operating point
-    python -m bench.decisions --write-docs          # ... and the tables of docs/decisions.md
+    python -m bench.decisions --write-docs          # ... and the tables of docs/decision_sets.md
 
 The sets: ``bench.decision_sets``. For every set, first what an agent gets (``bench.agent_outcome``: a right tool
 among the injected tools, nothing injected where nothing serves, tools injected per request, beside always the top
@@ -38,7 +38,7 @@ from bench.decision_sets import DECISION_SETS, SetOpener, expected_decision
 __all__ = ["COVERAGES", "DECISION_SETS", "Row", "auc", "main", "precision_at", "reliability", "run_rows"]
 
 COVERAGES = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3)
-DOC = REPO / "docs" / "decisions.md"
+DOC = REPO / "docs" / "decision_sets.md"
 
 
 @dataclass(frozen=True)
@@ -223,7 +223,7 @@ def _pct(v: Any) -> str:
 
 
 def format_tables(results: dict[str, Any]) -> str:
-    """The markdown tables of docs/decisions.md (values in percent)."""
+    """The markdown tables of docs/decision_sets.md (values in percent)."""
     sets = results["sets"]
     lines = ["What the agent gets: a right tool among the injected tools (rows a listed tool serves), nothing "
              "injected (rows nothing listed serves), tools injected per request; beside always injecting the top "
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                             help="the operating point (Settings.precision_target; default: the model's)")
 
     args = parse_args("bench.decisions", "decision accuracy, precision against coverage, reliability, selection", argv,
-                      options, benchmarks=True, results="decisions.json", docs="the tables of docs/decisions.md")
+                      options, benchmarks=True, results="decisions.json", docs="the tables of docs/decision_sets.md")
     return keep_results(args, run(args), "decisions.json", format_tables, write_docs)
 
 
