@@ -49,7 +49,9 @@ __all__ = ["ENGINE", "REPO", "SETS", "BenchSet", "at_least", "engine_description
            "machine", "model_ids", "open_retriever", "parse_args", "prepare", "say", "shown_command"]
 
 #: Options whose value is a path of the machine that ran a command: not written into docs/.
-PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks", "--training", "--relevance-dir")
+PATH_OPTIONS = ("--out", "--bench-dir", "--benchmarks", "--training", "--relevance-dir", "--skimage-data")
+#: Options naming a file of the bench folder: shown by its name alone (which cache a result was fitted on).
+NAME_OPTIONS = ("--text-episodes",)
 
 _T0 = time.perf_counter()
 
@@ -58,10 +60,18 @@ def shown_command(module: str, raw: Sequence[str]) -> str:
     """The command as docs/ show it: ``python -m <module>`` and ``raw`` (its arguments) without the options that
     name a path of this machine (:data:`PATH_OPTIONS`, as ``--out F`` or ``--out=F``)."""
     shown: list[str] = []
-    skip = False
+    skip = name = False
     for arg in raw:
         if skip:
             skip = False
+            continue
+        if name:
+            name = False
+            shown.append(f"<bench dir>/{Path(arg).name}")
+            continue
+        if arg in NAME_OPTIONS:
+            name = True
+            shown.append(arg)
             continue
         if arg in PATH_OPTIONS:
             skip = True
