@@ -1,5 +1,5 @@
 """An index published on a Chroma server under a name: its versions, the manifest naming the one to serve, and
-the lease of the process that builds a version.
+(:mod:`toolrag.index.lease`) the lease of the process that builds a version.
 
 Several replicas serve one index from one Chroma server; the server is the truth. A *version* is everything a
 search needs, frozen: the profiles (:mod:`toolrag.catalog.wire`), the serving state (vectors in catalog order,
@@ -28,12 +28,8 @@ import hashlib
 import io
 import json
 import logging
-import os
 import re
-import socket
-import threading
 import time
-import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,6 +39,7 @@ import numpy as np
 
 from toolrag.errors import SettingsError, StoreError
 from toolrag.index.client import chroma_call, chroma_errors, error_text
+from toolrag.index.lease import Lease, owner_id
 from toolrag.index.serving import FORMAT as STATE_FORMAT
 from toolrag.index.serving import SavedState, state_from_parts, state_parts
 from toolrag.index.tokenize import LEXICAL_VERSION
@@ -50,8 +47,8 @@ from toolrag.index.tokenize import LEXICAL_VERSION
 if TYPE_CHECKING:
     from chromadb.api import ClientAPI
 
-__all__ = ["CONTENT_PREFIX", "FORMAT", "Lease", "Manifest", "PublishedIndex", "check_index_name", "pack", "unpack",
-           "version_contents", "version_of"]
+__all__ = ["CONTENT_PREFIX", "FORMAT", "Lease", "Manifest", "PublishedIndex", "check_index_name", "owner_id", "pack",
+           "unpack", "version_contents", "version_of"]
 
 log = logging.getLogger(__name__)
 
@@ -146,63 +143,6 @@ class Manifest:
     def to_json(self) -> dict[str, Any]:
         return {"index": self.name, "version": self.version, "serial": self.serial,
                 "pushed_at": round(self.pushed_at, 3), "tools": self.tools}
-
-
-def owner_id() -> str:
-    """Who holds a lease, in words an operator can trace: host, process id and a random suffix."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-class Lease:
-    """The right to build one version, held in a collection's metadata until ``expires``; renewed every third of
-    the lease by a daemon thread while held (``heartbeat=False``: only by :meth:`renew`). :meth:`check` raises
-    when another process took it over (this one stalled past the expiry), so a stale builder never flips the
-    manifest."""
-
-    def __init__(self, index: PublishedIndex, version: str, owner: str, ttl: float, *, heartbeat: bool = True
-                 ) -> None:
-        self.index, self.version, self.owner, self.ttl = index, version, owner, ttl
-        self.lost: str | None = None
-        self._stop = threading.Event()
-        if heartbeat:
-            threading.Thread(target=self._beat, name="toolrag-lease", daemon=True).start()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(self.ttl / 3) and self.renew():
-            pass
-
-    def renew(self) -> bool:
-        """Push the expiry one lease ahead; False (and :attr:`lost` set) when another process holds it now."""
-        try:
-            holder = self.index.lease_holder(self.version)
-            if holder is None or holder[0] != self.owner:
-                self.lost = f"taken over by {holder[0] if holder else 'nobody'}"
-                return False
-            self.index.renew(self.version, self.owner, self.ttl)
-        except StoreError as exc:  # a blip: the next beat tries again, the expiry leaves room for two misses
-            log.warning("renewing the build lease of %s failed: %s", self.version, exc)
-        return True
-
-    def check(self) -> None:
-        if self.lost is not None:
-            raise StoreError(f"the lease to build version {self.version} of index {self.index.name!r} was lost "
-                             f"({self.lost}); another process finishes the build")
-
-    def release(self) -> None:
-        self._stop.set()
-        if self.lost is None:
-            try:
-                holder = self.index.lease_holder(self.version)
-                if holder is not None and holder[0] == self.owner:
-                    self.index.drop(self.index.lease_name(self.version))
-            except StoreError as exc:  # it expires on its own
-                log.warning("releasing the build lease of %s failed: %s", self.version, exc)
-
-    def __enter__(self) -> Lease:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
 
 
 class PublishedIndex:
