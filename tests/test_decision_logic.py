@@ -63,6 +63,18 @@ def test_required_parameters_left_open() -> None:
     assert open_share(email, "send the report to my boss") == 1.0
 
 
+def test_a_request_image_gives_what_a_picture_can() -> None:
+    """A boarding pass sent with "put the flight in my calendar": its image is the ticket the tool reads, and
+    the text read in it holds the values a picture shows; without an image both stay open."""
+    ticket = {"type": "object", "properties": {"image_url": {"type": "string", "format": "uri",
+                                                             "description": "Photo or screenshot of the ticket"},
+                                               "date": {"type": "string", "description": "travel date"}},
+              "required": ["image_url", "date"]}
+    assert open_parameters(ticket, "put the flight in my calendar") == (("image_url", "date"), 2)
+    assert open_parameters(ticket, "put the flight in my calendar", image=True) == (("date",), 2)
+    assert open_parameters(ticket, "put the flight in", image=True, read="CA1831 2026-12-12 PEK-SHA") == ((), 2)
+
+
 def test_standing_against_requests_that_need_no_tool_by_hand() -> None:
     tool = np.array([1.0, 0.0])
     null = np.array([[0.1, 0.99], [0.2, 0.98], [0.3, 0.95], [np.nan, np.nan]])  # cosines 0.1, 0.2, 0.3; a NaN row

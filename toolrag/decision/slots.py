@@ -4,8 +4,11 @@
 ``date`` is nowhere in the request: the agent has to ask before it can call. Each required parameter is read for
 the kind of value it takes (a date or time, a number, an e-mail or web address, an id, a choice of listed
 values, a place) and the request for a value of that kind; a parameter of free text counts as given when the
-request says something beyond its verb. Word-level and approximate on purpose: the decision model learns how
-much to trust it (``open`` in :data:`toolrag.decision.view.FEATURES`). Pure code, no model.
+request says something beyond its verb. A request with an image gives every parameter that takes an image or a
+file (``image_url``, ``photo``, ``screenshot``, ``attachment``, ``图片`` ...), and the text read in the image counts
+as the request's own (the boarding pass holds the flight and the date). Word-level and approximate on purpose:
+the decision model learns how much to trust it (``open`` in :data:`toolrag.decision.view.FEATURES`). Pure code,
+no model.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ _KINDS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("id", re.compile(r"(?:^|_|\b)id\b|ids\b|code|sku|serial|编号|单号|号码|账号", re.I)),
     ("phone", re.compile(r"phone|mobile|tel\b|电话|手机", re.I)),
 )
+#: Words of a parameter's name or description that say it takes an image or a file: given by a request's image.
+_PICTURE = re.compile(r"image|img|photo|picture|pic\b|screenshot|scan|file|attachment|upload|document|receipt|"
+                      r"图片|照片|截图|图像|扫描|文件|附件|上传", re.I)
 
 
 def required_parameters(parameters: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -89,10 +95,14 @@ def _given(kind: str, schema: Mapping[str, Any], text: str, content_words: int) 
     return content_words >= 3
 
 
-def open_parameters(parameters: Mapping[str, Any], text: str) -> tuple[tuple[str, ...], int]:
+def open_parameters(parameters: Mapping[str, Any], text: str, *, image: bool = False,
+                    read: str = "") -> tuple[tuple[str, ...], int]:
     """The required parameters of a tool for which ``text`` holds no value of their kind (schema order), and how
-    many it requires."""
+    many it requires. ``image``: the request has an image, which gives every parameter taking an image or a file;
+    ``read``: the text read in it, read as the request's own."""
     required = required_parameters(parameters)
-    content_words = len(_WORDS.findall(text))
+    said = f"{text} {read}" if read else text
+    content_words = len(_WORDS.findall(said))
     return tuple(name for name, schema in required
-                 if not _given(_kind(name, schema), schema, text, content_words)), len(required)
+                 if not (image and _PICTURE.search(f"{name} {schema.get('description', '')}"))
+                 and not _given(_kind(name, schema), schema, said, content_words)), len(required)

@@ -157,7 +157,7 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["url"], f["takes_url"] = float(has_web_address(query)), float(takes_web_address(top.parameters))
     vague = vague_word(request.text) or ""
     f["vague"] = float(bool(vague))
-    open_names, required = open_parameters(top.parameters, query)
+    open_names, required = open_parameters(top.parameters, query, image=request.image_given, read=request.ocr_text)
     f["open"] = len(open_names) / required if required else math.nan
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
