@@ -128,13 +128,13 @@ def test_prompt_tools_tokens_timings_and_notes() -> None:
 def test_build_settings_from_controls() -> None:
     weights = {s: 0.1 * i for i, s in enumerate(SIGNALS)}
     settings = fmt.build_settings(Settings(), fusion="RRF", top_k=7.0, rerank=True, precision_target=90.0,
-                                  weights=weights)
+                                  clean_target=None, weights=weights)
     assert settings.fusion is Fusion.RRF and settings.top_k == 7 and isinstance(settings.top_k, int)
     assert settings.rerank and settings.precision_target == 0.9  # the slider shows percent
     assert all(math.isclose(settings.weights[s], w) for s, w in weights.items())
     with pytest.raises(SettingsError):
         fmt.build_settings(Settings(), fusion="late", top_k=5, rerank=False, precision_target=None,
-                           weights={"dense": 11.0})
+                           clean_target=None, weights={"dense": 11.0})
 
 
 def test_signal_info_names_why_a_signal_is_off() -> None:

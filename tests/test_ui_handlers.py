@@ -25,7 +25,7 @@ WEIGHTS = [BASE.weights[s] for s in SIGNALS]
 def controls(**changes: Any) -> list[Any]:
     """The search inputs in the order the app wires them (after query and image)."""
     values = {"role": "admin", "categories": [], "top_k": 5, "fusion": "late", "rerank": False,
-              "precision_target": 85.0}
+              "precision_target": 85.0, "clean_target": 85.0}
     values.update({k: v for k, v in changes.items() if k != "weights"})
     return [*values.values(), *changes.get("weights", WEIGHTS)]
 
