@@ -61,7 +61,7 @@ def test_every_check_at_once_on_a_catalog_without_examples(server: tuple[str, An
     hh = HealthHandlers(eh, LabelFreeHandlers(eh), UnmatchedHandlers(eh))
     base = Settings()
     defaults = {"top_k": base.top_k, "fusion": base.fusion.value, "rerank": False, "precision_target": 85.0,
-                "normalization": base.normalization.value,
+                "clean_target": 85.0, "normalization": base.normalization.value,
                 **{f"w_{s}": base.weights[s] for s in SIGNALS}}  # the Search controls at the page's defaults
     said: list[float] = []
     out = hh.run_all(lambda f, desc=None: said.append(f), {"file": str(folder / "missing.csv")}, {}, 0.5, None,

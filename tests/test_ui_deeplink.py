@@ -32,10 +32,21 @@ def test_parse_link_sets_only_the_given_controls_and_names_bad_values() -> None:
     assert parse_link({"role": ["boss"]}, roles=ROLES, categories=CATEGORIES).warnings[0].startswith("role='boss'")
 
 
+def test_a_link_sets_the_clean_target_within_the_sliders_range() -> None:
+    for text, value in (("60", 60.0), ("95", 95.0), ("85", 85.0)):
+        link = parse_link({"clean_target": [text]}, roles=ROLES, categories=CATEGORIES)
+        assert link.values == {"clean_target": value} and not link.warnings
+    for text, warning in (("55", "clean_target='55' is outside [60, 95]"), ("0.9", "clean_target='0.9' is outside "
+                          "[60, 95]"), ("most", "clean_target='most' is not a number")):
+        link = parse_link({"q": ["x"], "clean_target": [text]}, roles=ROLES, categories=CATEGORIES)
+        assert link.values == {"query": "x"} and link.warnings == (warning,)  # left out, named; the rest applies
+
+
 def test_link_query_round_trips_through_parse_link() -> None:
     base = Settings()
     changed = base.with_overrides(top_k=3, fusion="rrf", weights={**base.weights, "bm25": 0.9},
-                                  precision_target=0.9 if fmt.precision_target(base) != 0.9 else 0.8)
+                                  precision_target=0.9 if fmt.precision_target(base) != 0.9 else 0.8,
+                                  clean_target=0.6 if fmt.clean_target(base) != 0.6 else 0.95)
     query = link_query(query="book a room, 3pm & coffee", role="employee", categories=["travel"], settings=changed,
                        base=base)
     params = parse_qs(urlparse(query).query)
@@ -45,7 +56,7 @@ def test_link_query_round_trips_through_parse_link() -> None:
     assert not link.warnings
     assert link.values == {"query": "book a room, 3pm & coffee", "role": "employee", "categories": ["travel"],
                            "top_k": 3, "fusion": "rrf", "precision_target": 100 * changed.precision_target,
-                           "w_bm25": 0.9}
+                           "clean_target": 100 * changed.clean_target, "w_bm25": 0.9}
     assert parse_qs(urlparse(link_query(query="x", role=GUEST, categories=None, settings=base, base=base)).query) == {
         "q": ["x"], "role": ["guest"]}
 

@@ -128,13 +128,30 @@ def test_prompt_tools_tokens_timings_and_notes() -> None:
 def test_build_settings_from_controls() -> None:
     weights = {s: 0.1 * i for i, s in enumerate(SIGNALS)}
     settings = fmt.build_settings(Settings(), fusion="RRF", top_k=7.0, rerank=True, precision_target=90.0,
-                                  weights=weights)
+                                  clean_target=None, weights=weights)
     assert settings.fusion is Fusion.RRF and settings.top_k == 7 and isinstance(settings.top_k, int)
     assert settings.rerank and settings.precision_target == 0.9  # the slider shows percent
     assert all(math.isclose(settings.weights[s], w) for s, w in weights.items())
     with pytest.raises(SettingsError):
         fmt.build_settings(Settings(), fusion="late", top_k=5, rerank=False, precision_target=None,
-                           weights={"dense": 11.0})
+                           clean_target=None, weights={"dense": 11.0})
+
+
+def test_the_clean_target_slider_shows_percent_and_starts_at_the_models_default() -> None:
+    settings = fmt.build_settings(Settings(), fusion="late", top_k=5, rerank=False, precision_target=None,
+                                  clean_target=60.0, weights={})
+    assert settings.clean_target == 0.6 and settings.precision_target is None
+    kept = Settings(clean_target=0.9)
+    assert fmt.build_settings(kept, fusion="late", top_k=5, rerank=False, precision_target=None, clean_target=None,
+                              weights={}).clean_target is None  # no value: the model's default, as the precision
+    with pytest.raises(SettingsError, match="clean_target"):
+        fmt.build_settings(Settings(), fusion="late", top_k=5, rerank=False, precision_target=None,
+                           clean_target=100.0, weights={})
+    model, _ = fmt.shipped_model()
+    assert model is not None and fmt.clean_target(Settings()) == model.default_clean
+    assert fmt.clean_target(kept) == 0.9
+    # the slider's range (and the links', tests/test_ui_deeplink.py) is what the model measured: 60% to 95%
+    assert (round(100 * model.clean_points[0][0]), round(100 * model.clean_points[-1][0])) == (60, 95)
 
 
 def test_signal_info_names_why_a_signal_is_off() -> None:

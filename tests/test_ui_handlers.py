@@ -25,7 +25,7 @@ WEIGHTS = [BASE.weights[s] for s in SIGNALS]
 def controls(**changes: Any) -> list[Any]:
     """The search inputs in the order the app wires them (after query and image)."""
     values = {"role": "admin", "categories": [], "top_k": 5, "fusion": "late", "rerank": False,
-              "precision_target": 85.0}
+              "precision_target": 85.0, "clean_target": 85.0}
     values.update({k: v for k, v in changes.items() if k != "weights"})
     return [*values.values(), *changes.get("weights", WEIGHTS)]
 
@@ -89,6 +89,19 @@ def test_the_decision_models_trade_off_and_reliability(h: Handlers) -> None:
     assert model.version in table and "| 90% (now) |" in table  # the slider's target is marked
     precision_points = [p for p in model.trained["tradeoff"] if p.get("kind", "precision") == "precision"]
     assert table.count("\n| ") == len(precision_points) + 1  # a row per precision target, the header
+
+
+def test_the_clean_target_slider_moves_the_decision(h: Handlers) -> None:
+    """A request the model doubts a tool serves (P(no tool) about 0.74 on the sample catalog): kept clean at a 95%
+    clean target, asked about with its candidates at 60% (P(no tool) thresholds about 0.40 and 0.90)."""
+    query = "check my account"
+    out = h.search(query, None, *controls(clean_target=60.0), [])
+    low, low_last = out[7], out[10]
+    high = h.search(query, None, *controls(clean_target=95.0), [])[7]
+    assert low_last["settings"]["clean_target"] == 0.6  # the slider's percent reaches the settings as a share
+    assert low["decision"] == "CLARIFY" and low["selected"] and "60%" in low["decision_reason"]
+    assert high["decision"] == "NO_TOOL" and not high["selected"]
+    assert high["probabilities"] == low["probabilities"]  # the same distribution, read at another operating point
 
 
 def test_moving_a_weight_reranks_without_reencoding(h: Handlers, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,7 @@ BASE = Settings()
 def controls(**changes: Any) -> list[Any]:
     """The Search tab's setting controls in SETTING_CONTROLS order, at the shipped defaults."""
     values: dict[str, Any] = {"top_k": BASE.top_k, "fusion": BASE.fusion.value, "rerank": False,
-                              "precision_target": 85.0,
+                              "precision_target": 85.0, "clean_target": 85.0,
                               "normalization": BASE.normalization.value,
                               **{f"w_{s}": BASE.weights[s] for s in SIGNALS}}
     values.update(changes)

@@ -150,6 +150,25 @@ def test_a_link_opens_one_search_with_its_settings(page: Any, ui_server: Any) ->
     expect(share).to_have_attribute("href", re.compile(r"\?q=I\+need\+to\+approve.*&role=finance_manager&top_k=3"))
 
 
+def test_a_link_sets_the_clean_target_and_its_slider_moves_the_decision(page: Any, ui_server: Any) -> None:
+    """The clean target (the share of requests nothing serves that get no tool) read from a link, shown on its
+    slider and in the link to the search; moving the slider decides again, as the library does at that target."""
+    query, retriever = "find the document", ui_server.backend.retriever
+    decided = {c: retriever.search(query, role="employee",
+                                   settings=retriever.settings.with_overrides(clean_target=c / 100)).decision.value
+               for c in (60, 95)}
+    assert decided == {60: "CLARIFY", 95: "NO_TOOL"}  # the candidates asked about, or nothing injected
+    page.goto(f"{ui_server.url}?q={query.replace(' ', '+')}&role=employee&clean_target=60")
+    banner, slider = page.locator("#decision-banner [data-decision]"), page.locator("#clean-target input[type=number]")
+    expect(banner).to_have_attribute("data-decision", decided[60])
+    expect(slider).to_have_value("60")
+    expect(page.locator("#share-link a")).to_have_attribute("href", re.compile(r"&clean_target=60(&|$)"))
+    slider.fill("95")
+    slider.press("Tab")  # blur = release: decide again
+    expect(banner).to_have_attribute("data-decision", decided[95])
+    expect(page.locator("#decision-banner")).to_contain_text("95%")  # the reason quotes the new operating point
+
+
 def test_the_tab_opens_with_the_catalogs_health_and_one_button_runs_every_check(page: Any, ui_server: Any) -> None:
     """Before any check each section says in one line what fills it (no empty table or plot); *Run every check*
     fills every section that needs no upload, and the summary names the figures of the library's own checks,

@@ -11,6 +11,7 @@ After every search the tab shows the link that reproduces it. Parameters (all op
 | ``category`` | category filter (repeat, or comma-separated) | ``category=travel,finance`` |
 | ``top_k``, ``fusion``, ``normalization``, ``rerank`` | retrieval controls | ``top_k=3&fusion=rrf&rerank=1`` |
 | ``precision_target`` | the decision's operating point (EXECUTE precision, percent) | ``precision_target=90`` |
+| ``clean_target`` | the other one (requests nothing serves that get no tool, percent) | ``clean_target=90`` |
 | ``w_<signal>`` | a signal's weight | ``w_dense=0.5&w_bm25=0.3`` |
 
 A value that is not valid is left out and named in a warning; the rest of the link still applies.
@@ -25,13 +26,13 @@ from urllib.parse import urlencode
 
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
-from toolrag.ui.format import GUEST, precision_target
+from toolrag.ui.format import GUEST, clean_target, precision_target
 
 __all__ = ["LINK_CONTROLS", "Link", "link_query", "parse_link"]
 
 #: The controls a link can set, in the order :class:`Link` lists their values.
 LINK_CONTROLS = ("query", "role", "categories", "top_k", "fusion", "normalization", "rerank", "precision_target",
-                 *(f"w_{s}" for s in SIGNALS))
+                 "clean_target", *(f"w_{s}" for s in SIGNALS))
 _TRUE, _FALSE = {"1", "true", "yes", "on"}, {"0", "false", "no", "off"}
 
 
@@ -99,7 +100,8 @@ def parse_link(params: Mapping[str, str | Sequence[str]], *, roles: Sequence[str
             out["rerank"] = text.strip().lower() in _TRUE
         else:
             warnings.append(f"rerank={text!r}: use 1 or 0")
-    for name, low, high in (("precision_target", 70.0, 95.0), *((f"w_{s}", 0.0, 1.0) for s in SIGNALS)):
+    for name, low, high in (("precision_target", 70.0, 95.0), ("clean_target", 60.0, 95.0),
+                            *((f"w_{s}", 0.0, 1.0) for s in SIGNALS)):
         for text in values(name)[-1:]:
             number = _number(name, text, low, high, warnings)
             if number is not None:
@@ -122,6 +124,8 @@ def link_query(*, query: str, role: str | None, categories: Sequence[str] | None
             items.append((name, str(shown)))
     if precision_target(settings) != precision_target(base):
         items.append(("precision_target", f"{100 * precision_target(settings):g}"))
+    if clean_target(settings) != clean_target(base):
+        items.append(("clean_target", f"{100 * clean_target(settings):g}"))
     items += [(f"w_{s}", f"{settings.weights.get(s, 0.0):g}") for s in SIGNALS
               if abs(settings.weights.get(s, 0.0) - base.weights.get(s, 0.0)) > 1e-9]
     return "?" + urlencode(items)

@@ -43,7 +43,7 @@ __all__ = ["ALL_TOOLS", "EVERY_TOOL", "SETTING_CONTROLS", "StudioHandlers"]
 
 log = logging.getLogger(__name__)
 #: The Search controls that make the settings, in the order the handlers receive them.
-SETTING_CONTROLS = ("top_k", "fusion", "rerank", "precision_target", "normalization",
+SETTING_CONTROLS = ("top_k", "fusion", "rerank", "precision_target", "clean_target", "normalization",
                     *(f"w_{s}" for s in SIGNALS))
 #: The retrievability scope that checks every tool.
 ALL_TOOLS = "all tools"
@@ -82,6 +82,7 @@ class StudioHandlers:
         named = dict(zip(SETTING_CONTROLS, values, strict=True))
         return fmt.build_settings(self.b.require().settings, fusion=named["fusion"], top_k=named["top_k"],
                                   rerank=named["rerank"], precision_target=named["precision_target"],
+                                  clean_target=named["clean_target"],
                                   normalization=named["normalization"],
                                   weights={s: named[f"w_{s}"] for s in SIGNALS})
 

@@ -89,12 +89,14 @@ def role_choices(catalog: Catalog, roles: Iterable[str] | None = None) -> list[s
 
 
 def build_settings(base: Settings, *, fusion: str, top_k: float, rerank: bool, precision_target: float | None,
-                   weights: Mapping[str, float], normalization: str | None = None) -> Settings:
+                   clean_target: float | None, weights: Mapping[str, float],
+                   normalization: str | None = None) -> Settings:
     """Settings from the search controls (sliders give floats; top-K must be an int; no normalisation given
-    keeps the base's; the precision target as a share, the slider shows percent)."""
+    keeps the base's; the precision and clean targets as shares, the sliders show percent)."""
     changes: dict[str, Any] = {
         "fusion": Fusion(str(fusion).lower()), "top_k": int(top_k), "rerank": bool(rerank),
         "precision_target": None if precision_target is None else round(float(precision_target) / 100, 4),
+        "clean_target": None if clean_target is None else round(float(clean_target) / 100, 4),
         "weights": {s: float(w) for s, w in weights.items()},
     }
     if normalization:
@@ -109,6 +111,15 @@ def precision_target(base: Settings) -> float:
         return float(base.precision_target)
     model, _ = shipped_model()
     return model.default_target if model is not None else 0.85
+
+
+def clean_target(base: Settings) -> float:
+    """The decision's other operating point the page starts at (the share of requests nothing serves that get
+    no tool injected): the settings', else the shipped model's default (0.85 when no model can be read)."""
+    if base.clean_target is not None:
+        return float(base.clean_target)
+    model, _ = shipped_model()
+    return model.default_clean if model is not None else 0.85
 
 
 def tradeoff_table(model: DecisionModel, target: float | None) -> str:

@@ -68,7 +68,7 @@ class Handlers(ProfileHandlers):
 
     @guard
     def search(self, query: str, image: str | None, role: str, categories: list[str] | None, top_k: float,
-               fusion: str, rerank: bool, precision_target: float,
+               fusion: str, rerank: bool, precision_target: float, clean_target: float,
                w_dense: float, w_dense_en: float, w_bm25: float, w_ocr: float, w_visual: float,
                w_concepts: float, w_clip: float, history: list[dict[str, Any]] | None = None,
                normalization: str | None = None, request: gr.Request | None = None,
@@ -85,7 +85,7 @@ class Handlers(ProfileHandlers):
         weights = dict(zip(SIGNALS, (w_dense, w_dense_en, w_bm25, w_ocr, w_visual, w_concepts, w_clip),
                            strict=True))
         settings = fmt.build_settings(retriever.settings, fusion=fusion, top_k=top_k, rerank=rerank,
-                                      precision_target=precision_target,
+                                      precision_target=precision_target, clean_target=clean_target,
                                       weights=weights, normalization=normalization)
         role_name = None if not role or role == fmt.GUEST else role
         self.view(request, oauth).check_role(retriever.catalog, role_name)

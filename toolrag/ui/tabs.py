@@ -145,11 +145,17 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
                                    label="EXECUTE precision target (%)", elem_id="precision-target",
                                    info="call a tool only where this share of calls was right on held-out catalogs; "
                                         "higher: fewer calls, more questions and answers without a tool")
+                clean = gr.Slider(60, 95, value=round(100 * fmt.clean_target(base)), step=5,
+                                  label="Clean target: no tool where none fits (%)", elem_id="clean-target",
+                                  info="inject no tool for this share of requests nothing serves (held-out "
+                                       "catalogs); higher: fewer questions with candidates where nothing fits, "
+                                       "more requests a tool serves get nothing")
                 rerank = gr.Checkbox(value=base.rerank, label="Rerank (cross-encoder)", elem_id="rerank")
                 weights = [gr.Slider(0, 1, value=base.weights[s], step=0.01, label=f"weight: {s}",
                                      info=signal(s).label, elem_id=f"w-{s}") for s in SIGNALS]
 
-    inputs = [query, image, role, categories, top_k, fusion, rerank, target, *weights, history, normalization]
+    inputs = [query, image, role, categories, top_k, fusion, rerank, target, clean, *weights, history,
+              normalization]
     outputs = [banner, table, prompt, tools, tokens, timings, notes, raw, history, history_df, last, unscored]
     searched = [search_btn.click(h.search, inputs, outputs, api_name="search", **SHARED),
                 query.submit(h.search, inputs, outputs, **SHARED, **PRIVATE)]
@@ -159,13 +165,13 @@ def search_tab(h: Handlers, backend: Backend, history: gr.State, last: gr.State)
         lambda: gr.update(visible=True), None, reliability_plot, **PRIVATE)  # no empty plot before the curve
     # The ranked table and the history appear with the first search; the table's columns fit what scored.
     last.change(h.result_views, last, [table, history_df], show_progress="hidden", **PRIVATE)
-    for slider in (top_k, target, *weights):
+    for slider in (top_k, target, clean, *weights):
         slider.release(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     for control in (fusion, normalization, rerank, role, categories):
         control.input(h.rerun, inputs, outputs, trigger_mode="always_last", **SHARED, **PRIVATE)
     controls = {"query": query, "role": role, "categories": categories, "top_k": top_k, "fusion": fusion,
                 "normalization": normalization, "rerank": rerank, "precision_target": target,
-                **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
+                "clean_target": clean, **{f"w_{s}": w for s, w in zip(SIGNALS, weights, strict=True)}}
     return SearchTab(query, image_note, categories, rerank, weights, searched, tab, inputs, outputs, controls,
                      share_slot)
 
