@@ -1,6 +1,6 @@
 """Entry point of the toolrag playground (``python app.py``; also the Hugging Face Spaces ``app_file``).
 
-Environment (every variable, its default and meaning: :data:`toolrag.config.ENV_VARS`, rendered in
+Environment (every variable, its default and meaning: :data:`toolrag.env_vars.ENV_VARS`, rendered in
 docs/configuration.md): ``TOOLRAG_CATALOG`` (the catalog, default ``sample_tools`` next to this file),
 ``TOOLRAG_DATA_DIR`` (on a Space point it at a mounted storage bucket to keep the index across restarts),
 ``TOOLRAG_CHROMA_URL`` and ``TOOLRAG_INDEX`` (a published index: without ``TOOLRAG_CATALOG`` no catalog file is
@@ -20,7 +20,8 @@ import logging
 import sys
 from pathlib import Path
 
-from toolrag.config import CATALOG_ENV, LOG_LEVEL_ENV, configure_environment, env, index_name
+from toolrag.config import configure_environment, env, index_name
+from toolrag.env_vars import CATALOG_ENV, LOG_LEVEL_ENV
 
 configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before gradio is imported
 

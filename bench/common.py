@@ -29,7 +29,7 @@ ENGINE = os.environ.get("TOOLRAG_BENCH_ENGINE", "").strip()
 if ENGINE:
     sys.path.insert(0, str(Path(ENGINE).resolve()))
 
-from toolrag import config  # noqa: E402
+from toolrag import config, env_vars  # noqa: E402
 
 
 def set_up_environment() -> None:
@@ -38,7 +38,7 @@ def set_up_environment() -> None:
     machine torch's default, one busy-waiting OpenMP thread per core, made query encoding 7x slower under
     load: 1,758 vs 256 ms/query)."""
     config.configure_environment()
-    config.set_default(config.THREADS_ENV, config.env(config.BENCH_THREADS_ENV) or "1")
+    config.set_default(env_vars.THREADS_ENV, config.env(env_vars.BENCH_THREADS_ENV) or "1")
 
 
 set_up_environment()  # before any script imports torch, chromadb or transformers

@@ -91,9 +91,9 @@ def benchmarks_dir(explicit: str | Path | None = None) -> Path:
     repository (``<repo>/../shared/benchmarks``) or beside one of its parent folders, nearest first."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    from toolrag import config  # here, not at the top: bench.common picks which toolrag first
+    from toolrag import config, env_vars  # here, not at the top: bench.common picks which toolrag first
 
-    given = config.env(config.BENCHMARKS_ENV)
+    given = config.env(env_vars.BENCHMARKS_ENV)
     if given:
         return Path(given).expanduser().resolve()
     repo = Path(__file__).resolve().parent.parent
@@ -108,9 +108,9 @@ def benchmarks_dir(explicit: str | Path | None = None) -> Path:
 def bench_dir(explicit: str | Path | None = None) -> Path:
     """The cache folder for converted sets and indexes: the argument, ``$TOOLRAG_BENCH_DIR`` or
     ``<temp>/toolrag-bench`` (never inside the repository)."""
-    from toolrag import config
+    from toolrag import config, env_vars
 
-    raw = explicit or config.env(config.BENCH_DIR_ENV) or Path(tempfile.gettempdir()) / "toolrag-bench"
+    raw = explicit or config.env(env_vars.BENCH_DIR_ENV) or Path(tempfile.gettempdir()) / "toolrag-bench"
     path = Path(raw).expanduser().resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -48,9 +48,9 @@ def training_dir(explicit: str | Path | None = None) -> Path:
     repository or one of its parent folders, nearest first."""
     if explicit:
         return Path(explicit).expanduser().resolve()
-    from toolrag import config
+    from toolrag import config, env_vars
 
-    env = config.env(config.TRAINING_ENV)
+    env = config.env(env_vars.TRAINING_ENV)
     if env:
         return Path(env).expanduser().resolve()
     repo = Path(__file__).resolve().parent.parent

@@ -34,8 +34,9 @@ CLARIFY_TOOL = "ask_user_to_clarify"
 
 def real_model_name() -> str | None:
     """The real model to run against, or ``None`` (no API key: the scripted model runs); both variables are rows
-    of ``toolrag.config.ENV_VARS``, read through ``toolrag.config.env``."""
-    from toolrag.config import EXAMPLE_MODEL_ENV, OPENAI_KEY_ENV, env
+    of ``toolrag.env_vars.ENV_VARS``, read through ``toolrag.config.env``."""
+    from toolrag.config import env
+    from toolrag.env_vars import EXAMPLE_MODEL_ENV, OPENAI_KEY_ENV
 
     if not env(OPENAI_KEY_ENV):
         return None

@@ -1,4 +1,4 @@
-"""Rewrite the configuration tables of docs/configuration.md from :data:`toolrag.config.ENV_VARS` and
+"""Rewrite the configuration tables of docs/configuration.md from :data:`toolrag.env_vars.ENV_VARS` and
 ``LIBRARY_ENV``.
 
 ``python -m scripts.env_table`` replaces what lies between the two markers of docs/configuration.md;
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from toolrag.config import env_table_markdown
+from toolrag.env_vars import env_table_markdown
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 BEGIN = "<!-- env-table: begin (python -m scripts.env_table) -->"

@@ -11,7 +11,7 @@ from conftest import ROOT
 
 from toolrag.catalog import cache, loader
 from toolrag.catalog.loader import load_catalog
-from toolrag.config import CATALOG_CACHE_ENV
+from toolrag.env_vars import CATALOG_CACHE_ENV
 from toolrag.errors import ProfileError
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from scripts import env_table
 from toolrag import config as cfg
+from toolrag import env_vars as ev
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -18,27 +19,27 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_the_configuration_page_is_the_table() -> None:
     page = env_table.PAGE.read_text(encoding="utf-8")
     assert env_table.PAGE == ROOT / "docs" / "configuration.md"
-    assert env_table.section(page) == cfg.env_table_markdown(), "run python -m scripts.env_table"
+    assert env_table.section(page) == ev.env_table_markdown(), "run python -m scripts.env_table"
     assert env_table.rendered(page) == page
-    for var in cfg.ENV_VARS:
+    for var in ev.ENV_VARS:
         assert f"| `{var.name}` | {var.default} |" in page
 
 
 def test_a_variable_outside_the_table_cannot_be_read_or_set(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLRAG_NOT_A_SETTING", "x")
-    with pytest.raises(ValueError, match=r"TOOLRAG_NOT_A_SETTING is not in toolrag.config.ENV_VARS; add a row"):
+    with pytest.raises(ValueError, match=r"TOOLRAG_NOT_A_SETTING is not in toolrag.env_vars.ENV_VARS; add a row"):
         cfg.env("TOOLRAG_NOT_A_SETTING")
-    with pytest.raises(ValueError, match=r"PATH is not in toolrag.config.LIBRARY_ENV"):
+    with pytest.raises(ValueError, match=r"PATH is not in toolrag.env_vars.LIBRARY_ENV"):
         cfg.set_default("PATH", "/nowhere")
     assert "TOOLRAG_NOT_A_SETTING" not in cfg.environ()
 
 
 def test_env_strips_and_reads_unset_as_empty(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cfg.LOG_LEVEL_ENV, "  DEBUG \n")
-    assert cfg.env(cfg.LOG_LEVEL_ENV) == "DEBUG"
-    assert cfg.environ()[cfg.LOG_LEVEL_ENV] == "  DEBUG \n"  # as set: Access parses its own values
-    monkeypatch.delenv(cfg.LOG_LEVEL_ENV)
-    assert cfg.env(cfg.LOG_LEVEL_ENV) == "" and cfg.LOG_LEVEL_ENV not in cfg.environ()
+    monkeypatch.setenv(ev.LOG_LEVEL_ENV, "  DEBUG \n")
+    assert cfg.env(ev.LOG_LEVEL_ENV) == "DEBUG"
+    assert cfg.environ()[ev.LOG_LEVEL_ENV] == "  DEBUG \n"  # as set: Access parses its own values
+    monkeypatch.delenv(ev.LOG_LEVEL_ENV)
+    assert cfg.env(ev.LOG_LEVEL_ENV) == "" and ev.LOG_LEVEL_ENV not in cfg.environ()
 
 
 def test_set_default_keeps_the_users_value(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -54,13 +55,13 @@ def test_chroma_url_flag_then_environment_then_embedded(monkeypatch: pytest.Monk
     from toolrag.errors import SettingsError
     from toolrag.index.client import chroma_url
 
-    monkeypatch.delenv(cfg.CHROMA_URL_ENV, raising=False)
+    monkeypatch.delenv(ev.CHROMA_URL_ENV, raising=False)
     assert chroma_url() is None and chroma_url("") is None
-    monkeypatch.setenv(cfg.CHROMA_URL_ENV, " http://env:8000 ")
+    monkeypatch.setenv(ev.CHROMA_URL_ENV, " http://env:8000 ")
     assert chroma_url() == "http://env:8000"
     assert chroma_url(None) == "http://env:8000"
     assert chroma_url("http://flag:9000") == "http://flag:9000"
-    monkeypatch.setenv(cfg.CHROMA_URL_ENV, "env:8000")  # a value that can never work: refused where it is read
+    monkeypatch.setenv(ev.CHROMA_URL_ENV, "env:8000")  # a value that can never work: refused where it is read
     with pytest.raises(SettingsError, match="Chroma URL 'env:8000' must start with http://"):
         chroma_url()
 
@@ -84,11 +85,11 @@ def test_only_config_touches_the_environment() -> None:
 
 
 def test_every_variable_named_in_the_code_is_in_the_table() -> None:
-    names = {var.name for var in cfg.ENV_VARS}
+    names = {var.name for var in ev.ENV_VARS}
     named = {(f.relative_to(ROOT).as_posix(), m) for f in _sources()
              for m in re.findall(r"\bTOOLRAG_[A-Z][A-Z_]*[A-Z]\b", f.read_text("utf-8"))}
     missing = sorted((file, name) for file, name in named if name not in names)
-    assert not missing, f"add these to toolrag.config.ENV_VARS (or stop reading them): {missing}"
+    assert not missing, f"add these to toolrag.env_vars.ENV_VARS (or stop reading them): {missing}"
 
 
 @pytest.mark.parametrize(("space", "online", "offline_flag"), [("me/demo", "0", "1"), ("me/demo", "", None),
@@ -99,11 +100,11 @@ def test_bench_is_online_exactly_when_config_says(monkeypatch: pytest.MonkeyPatc
     from bench import common
 
     monkeypatch.setenv("SPACE_ID", space)
-    monkeypatch.setenv(cfg.ONLINE_ENV, online)
+    monkeypatch.setenv(ev.ONLINE_ENV, online)
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.delenv(cfg.THREADS_ENV, raising=False)
-    monkeypatch.setenv(cfg.BENCH_THREADS_ENV, "3")
+    monkeypatch.delenv(ev.THREADS_ENV, raising=False)
+    monkeypatch.setenv(ev.BENCH_THREADS_ENV, "3")
     common.set_up_environment()
     assert os.environ.get("HF_HUB_OFFLINE") == offline_flag
     assert cfg.is_online() is (offline_flag is None)
-    assert os.environ[cfg.THREADS_ENV] == "3"
+    assert os.environ[ev.THREADS_ENV] == "3"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from toolrag import config as cfg
+from toolrag import env_vars as ev
 from toolrag import images
 from toolrag.encode import clip as enc_clip
 from toolrag.encode import common as enc_common
@@ -40,9 +40,9 @@ def _unit_rows(arr: np.ndarray, dim: int) -> None:
 def offline_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(cfg.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
-        mp.setenv(cfg.ONLINE_ENV, "0")
-        for name in (cfg.CLIP_ENV, cfg.RERANK_ENV, "SPACE_ID"):
+        mp.setenv(ev.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
+        mp.setenv(ev.ONLINE_ENV, "0")
+        for name in (ev.CLIP_ENV, ev.RERANK_ENV, "SPACE_ID"):
             mp.delenv(name, raising=False)
         yield
 
@@ -452,8 +452,8 @@ def test_pretrained_clip_offline_names_the_setting(setting: str) -> None:
     with pytest.raises(HubModelUnavailable) as info:
         enc_clip.ClipEncoder(setting)
     message = str(info.value)
-    assert setting in message and cfg.CLIP_ENV in message and "--clip-model" in message
-    assert cfg.ONLINE_ENV in message and "offline" in message
+    assert setting in message and ev.CLIP_ENV in message and "--clip-model" in message
+    assert ev.ONLINE_ENV in message and "offline" in message
 
 
 @pytest.mark.slow
@@ -467,11 +467,11 @@ def test_clip_bad_settings(setting: str, error: type[Exception]) -> None:
 
 def test_default_clip_and_rerank_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert enc_clip.default_clip_setting() == "none" and enc_rerank.default_rerank_setting() == "none"
-    monkeypatch.setenv(cfg.ONLINE_ENV, "1")
+    monkeypatch.setenv(ev.ONLINE_ENV, "1")
     monkeypatch.setenv("SPACE_ID", "user/space")  # online, even on a Space, both stay off until opted in
     assert enc_clip.default_clip_setting() == "none" and enc_rerank.default_rerank_setting() == "none"
-    monkeypatch.setenv(cfg.CLIP_ENV, "random:ViT-B-32")
-    monkeypatch.setenv(cfg.RERANK_ENV, "/models/reranker")
+    monkeypatch.setenv(ev.CLIP_ENV, "random:ViT-B-32")
+    monkeypatch.setenv(ev.RERANK_ENV, "/models/reranker")
     assert enc_clip.default_clip_setting() == "random:ViT-B-32"
     assert enc_rerank.default_rerank_setting() == "/models/reranker"
 

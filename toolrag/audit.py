@@ -29,7 +29,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import AUDIT_LOG_ENV, audit_hashes_requests, env
+from toolrag.config import audit_hashes_requests, env
+from toolrag.env_vars import AUDIT_LOG_ENV
 from toolrag.errors import SettingsError
 
 __all__ = ["AuditLog", "AuditSummary", "read_audit", "read_log", "summarize"]

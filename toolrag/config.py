@@ -4,7 +4,7 @@ parser, the data folder and the offline set-up of the libraries toolrag uses.
 Every variable is read through :func:`env` (or :func:`environ` for a mapping of them), which refuses a name that
 is not in :data:`ENV_VARS`: a variable cannot be read without a row saying its default and meaning. The table
 itself, and the configuration page (docs/configuration.md) rendered from it (:func:`env_table_markdown`), live in
-:mod:`toolrag.env_vars` and are re-exported here. What toolrag writes for the libraries it imports is
+:mod:`toolrag.env_vars`, where every module takes the names from. What toolrag writes for the libraries it imports is
 :data:`LIBRARY_ENV`, written only through :func:`set_default`.
 
 ``import toolrag`` changes nothing in the process environment. :func:`configure_environment` is called by
@@ -25,98 +25,24 @@ from pathlib import Path
 from typing import TypeVar
 
 from toolrag.env_vars import (
-    AUDIT_LOG_ENV,
     AUDIT_REQUESTS_ENV,
-    AUTH_ENV,
-    BENCH_DIR_ENV,
-    BENCH_ENGINE_ENV,
-    BENCH_THREADS_ENV,
-    BENCHMARKS_ENV,
-    CATALOG_CACHE_ENV,
-    CATALOG_ENV,
-    CHROMA_TIMEOUT_ENV,
-    CHROMA_URL_ENV,
-    CLIP_ENV,
     DATA_DIR_ENV,
-    EDITING_ENV,
-    EDITORS_ENV,
-    ENGLISH_MODEL_ENV,
     ENV_VARS,
-    EXAMPLE_MODEL_ENV,
-    IMAGE_BACKEND_ENV,
     INDEX_ENV,
-    INDEX_LEASE_ENV,
-    INDEX_POLL_ENV,
     LIBRARY_ENV,
-    LOG_LEVEL_ENV,
     ONLINE_ENV,
-    OPENAI_KEY_ENV,
-    OTEL_DISABLED_ENV,
-    OTEL_ENDPOINT_ENV,
-    OTEL_EXPORTER_ENV,
-    OTEL_TRACES_ENDPOINT_ENV,
-    PUBLIC_ROLE_ENV,
-    RERANK_ENV,
     SPACE_ID_ENV,
-    TEXT_BACKEND_ENV,
-    TEXT_MODEL_ENV,
-    THREADS_ENV,
-    TRAINING_ENV,
-    USER_ROLES_ENV,
     EnvVar,
-    LibraryVar,
-    env_table_markdown,
 )
 from toolrag.errors import SettingsError
 
 __all__ = [
-    "AUDIT_LOG_ENV",
-    "AUDIT_REQUESTS_ENV",
-    "AUTH_ENV",
-    "BENCHMARKS_ENV",
-    "BENCH_DIR_ENV",
-    "BENCH_ENGINE_ENV",
-    "BENCH_THREADS_ENV",
-    "CATALOG_CACHE_ENV",
-    "CATALOG_ENV",
-    "CHROMA_TIMEOUT_ENV",
-    "CHROMA_URL_ENV",
-    "CLIP_ENV",
-    "DATA_DIR_ENV",
-    "EDITING_ENV",
-    "EDITORS_ENV",
-    "ENGLISH_MODEL_ENV",
-    "ENV_VARS",
-    "EXAMPLE_MODEL_ENV",
-    "IMAGE_BACKEND_ENV",
-    "INDEX_ENV",
-    "INDEX_LEASE_ENV",
-    "INDEX_POLL_ENV",
-    "LIBRARY_ENV",
-    "LOG_LEVEL_ENV",
-    "ONLINE_ENV",
-    "OPENAI_KEY_ENV",
-    "OTEL_DISABLED_ENV",
-    "OTEL_ENDPOINT_ENV",
-    "OTEL_EXPORTER_ENV",
-    "OTEL_TRACES_ENDPOINT_ENV",
-    "PUBLIC_ROLE_ENV",
-    "RERANK_ENV",
-    "SPACE_ID_ENV",
-    "TEXT_BACKEND_ENV",
-    "TEXT_MODEL_ENV",
-    "THREADS_ENV",
-    "TRAINING_ENV",
-    "USER_ROLES_ENV",
-    "EnvVar",
-    "LibraryVar",
     "audit_hashes_requests",
     "choice_setting",
     "configure_environment",
     "data_dir",
     "env",
     "env_setting",
-    "env_table_markdown",
     "environ",
     "index_name",
     "is_off",
@@ -140,7 +66,7 @@ def _known(name: str) -> EnvVar:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise ValueError(f"{name} is not in toolrag.config.ENV_VARS; add a row (default, meaning) before "
+        raise ValueError(f"{name} is not in toolrag.env_vars.ENV_VARS; add a row (default, meaning) before "
                          "reading it") from None
 
 
@@ -164,7 +90,7 @@ def environ() -> dict[str, str]:
 def set_default(name: str, value: str) -> None:
     """Set ``name`` for a library unless the user already set it; ``name`` must be a row of :data:`LIBRARY_ENV`."""
     if name not in _SETTABLE:
-        raise ValueError(f"{name} is not in toolrag.config.LIBRARY_ENV; add a row (value, why) before setting it")
+        raise ValueError(f"{name} is not in toolrag.env_vars.LIBRARY_ENV; add a row (value, why) before setting it")
     os.environ.setdefault(name, value)
 
 

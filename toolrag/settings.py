@@ -18,7 +18,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV, env_setting, optional_setting
+from toolrag.config import env_setting, optional_setting
+from toolrag.env_vars import ENGLISH_MODEL_ENV, TEXT_MODEL_ENV
 from toolrag.errors import SettingsError
 from toolrag.files import read_yaml_file
 from toolrag.signals import IMAGE_SIGNALS, SIGNALS, TEXT_SIGNALS

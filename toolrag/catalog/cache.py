@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
-from toolrag.config import CATALOG_CACHE_ENV, data_dir, env, is_off
+from toolrag.config import data_dir, env, is_off
+from toolrag.env_vars import CATALOG_CACHE_ENV
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.files import write_atomic
 from toolrag.gcpause import paused_gc

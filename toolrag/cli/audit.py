@@ -10,7 +10,8 @@ import json
 from typing import Any
 
 from toolrag.audit import summarize
-from toolrag.config import AUDIT_LOG_ENV, env
+from toolrag.config import env
+from toolrag.env_vars import AUDIT_LOG_ENV
 from toolrag.errors import SettingsError
 from toolrag.evaluation.unmatched import read_unmatched
 

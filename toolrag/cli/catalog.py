@@ -9,7 +9,8 @@ from typing import Any
 from toolrag.catalog.lint import image_problems, lint_catalog, refuse_unusable_images, role_problems
 from toolrag.catalog.loader import META_FILE, load_catalog
 from toolrag.cli.common import cli_progress, load_inputs, load_mode, open_retriever, terminate_cleanly
-from toolrag.config import INDEX_ENV, index_name
+from toolrag.config import index_name
+from toolrag.env_vars import INDEX_ENV
 from toolrag.errors import ProfileError, SettingsError
 from toolrag.index.client import StoreConfig, chroma_url, open_client
 

@@ -17,7 +17,8 @@ from toolrag.audit import AuditLog
 from toolrag.catalog.loader import catalog_files, load_catalog
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.report import LoadMode
-from toolrag.config import AUDIT_LOG_ENV, CHROMA_URL_ENV, audit_hashes_requests
+from toolrag.config import audit_hashes_requests
+from toolrag.env_vars import AUDIT_LOG_ENV, CHROMA_URL_ENV
 from toolrag.errors import SettingsError
 from toolrag.index.client import chroma_url
 from toolrag.search.retriever import ToolRetriever

@@ -22,7 +22,8 @@ from toolrag.cli.common import (
     terminate_cleanly,
     warn,
 )
-from toolrag.config import INDEX_ENV, index_name
+from toolrag.config import index_name
+from toolrag.env_vars import INDEX_ENV
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.index.client import chroma_url
 from toolrag.index.replica import ReplicaIndex

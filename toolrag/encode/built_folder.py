@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from toolrag.config import DATA_DIR_ENV
+from toolrag.env_vars import DATA_DIR_ENV
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["BUILD_MARKER", "build_info", "built_folder"]

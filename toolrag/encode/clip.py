@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import CLIP_ENV, ONLINE_ENV, env, is_off, is_online
+from toolrag.config import env, is_off, is_online
 from toolrag.encode.common import check_texts, require, unit_rows
 from toolrag.encode.fallback import hub_error
 from toolrag.encode.fingerprint import fingerprint
+from toolrag.env_vars import CLIP_ENV, ONLINE_ENV
 from toolrag.errors import HubModelUnavailable, ModelUnavailable, SettingsError
 from toolrag.images import ImageSource, load_image
 

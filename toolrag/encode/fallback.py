@@ -17,7 +17,8 @@ import logging
 from collections.abc import Callable
 from typing import TypeVar
 
-from toolrag.config import CLIP_ENV, ENGLISH_MODEL_ENV, ONLINE_ENV, RERANK_ENV, TEXT_MODEL_ENV, is_online
+from toolrag.config import is_online
+from toolrag.env_vars import CLIP_ENV, ENGLISH_MODEL_ENV, ONLINE_ENV, RERANK_ENV, TEXT_MODEL_ENV
 from toolrag.errors import HubModelUnavailable
 from toolrag.settings import PACKAGED_MODELS
 

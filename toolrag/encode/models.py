@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from toolrag.config import CLIP_ENV, is_off
+from toolrag.config import is_off
 from toolrag.encode.clip import ClipEncoder, default_clip_setting
 from toolrag.encode.common import shared
 from toolrag.encode.fallback import load_or_fall_back
@@ -24,6 +24,7 @@ from toolrag.encode.protocols import ClipModel, ImageModel, OcrModel, TextModel
 from toolrag.encode.rerank import CrossEncoderReranker, default_rerank_setting
 from toolrag.encode.text import TextEncoder
 from toolrag.encode.vision import ImageFeatureEncoder
+from toolrag.env_vars import CLIP_ENV
 from toolrag.errors import ModelUnavailable, ToolragError
 from toolrag.progress import Progress
 from toolrag.settings import Settings

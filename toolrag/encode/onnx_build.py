@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import TEXT_BACKEND_ENV, choice_setting, data_dir
+from toolrag.config import choice_setting, data_dir
 from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.fingerprint import weights_digest
 from toolrag.encode.onnx_text import OnnxTextRuntime
+from toolrag.env_vars import TEXT_BACKEND_ENV
 from toolrag.errors import HubModelUnavailable, ModelUnavailable
 
 __all__ = ["TextBackend", "onnx_text_folder", "text_backend"]

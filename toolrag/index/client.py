@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from toolrag.config import CHROMA_TIMEOUT_ENV, CHROMA_URL_ENV, env, quiet_library_defaults, seconds_setting
+from toolrag.config import env, quiet_library_defaults, seconds_setting
+from toolrag.env_vars import CHROMA_TIMEOUT_ENV, CHROMA_URL_ENV
 from toolrag.errors import SettingsError, StoreError
 
 if TYPE_CHECKING:

@@ -21,8 +21,9 @@ from typing import Any
 
 from toolrag.catalog.profile import Catalog
 from toolrag.catalog.wire import catalog_to_json
-from toolrag.config import INDEX_LEASE_ENV, seconds_setting
+from toolrag.config import seconds_setting
 from toolrag.encode.models import ModelSet
+from toolrag.env_vars import INDEX_LEASE_ENV
 from toolrag.errors import StoreError
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.held import HeldVectors, kept_contents

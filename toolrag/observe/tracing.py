@@ -20,14 +20,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from toolrag.config import (
-    OTEL_DISABLED_ENV,
-    OTEL_ENDPOINT_ENV,
-    OTEL_EXPORTER_ENV,
-    OTEL_TRACES_ENDPOINT_ENV,
-    audit_hashes_requests,
-    env,
-)
+from toolrag.config import audit_hashes_requests, env
+from toolrag.env_vars import OTEL_DISABLED_ENV, OTEL_ENDPOINT_ENV, OTEL_EXPORTER_ENV, OTEL_TRACES_ENDPOINT_ENV
 from toolrag.observe.metrics import stage_times
 
 __all__ = ["configure", "search_span", "span", "tracer"]

@@ -17,9 +17,10 @@ from toolrag.audit import AuditLog
 from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
-from toolrag.config import INDEX_POLL_ENV, seconds_setting
 from toolrag.config import data_dir as default_data_dir
+from toolrag.config import seconds_setting
 from toolrag.encode.models import ModelSet, load_models
+from toolrag.env_vars import INDEX_POLL_ENV
 from toolrag.errors import SettingsError
 from toolrag.index.client import StoreConfig, chroma_url_parts, open_client
 from toolrag.index.published import check_index_name

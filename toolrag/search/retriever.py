@@ -20,8 +20,8 @@ from toolrag.catalog.caller import Caller
 from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog
-from toolrag.config import RERANK_ENV, is_off
 from toolrag.config import data_dir as default_data_dir
+from toolrag.config import is_off
 from toolrag.decision.decider import Decider
 from toolrag.decision.outcome import DecisionOutcome
 from toolrag.decision.view import DecisionView
@@ -29,6 +29,7 @@ from toolrag.encode.fallback import load_or_fall_back
 from toolrag.encode.models import ModelSet, get_reranker, load_models
 from toolrag.encode.protocols import Reranker
 from toolrag.encode.rerank import default_rerank_setting
+from toolrag.env_vars import RERANK_ENV
 from toolrag.errors import ModelUnavailable
 from toolrag.index.client import StoreConfig, open_client
 from toolrag.index.replica import ReplicaIndex

@@ -27,9 +27,9 @@ from toolrag.catalog.lint import refuse_unusable_images
 from toolrag.catalog.loader import load_catalog
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state
-from toolrag.config import AUTH_ENV, EDITING_ENV, EDITORS_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
 from toolrag.config import data_dir as default_data_dir
 from toolrag.config import environ as config_environ
+from toolrag.env_vars import AUTH_ENV, EDITING_ENV, EDITORS_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
 from toolrag.errors import SettingsError, StoreError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.index.replica import ReplicaIndex

@@ -19,7 +19,8 @@ from typing import Any
 import gradio as gr
 import pandas as pd
 
-from toolrag.config import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV, audit_hashes_requests, env
+from toolrag.config import audit_hashes_requests, env
+from toolrag.env_vars import AUDIT_LOG_ENV, AUDIT_REQUESTS_ENV
 from toolrag.errors import QueryError, SettingsError, ToolragError
 from toolrag.evaluation.changes import gold_rank, is_failing
 from toolrag.evaluation.queries import load_queries
