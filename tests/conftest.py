@@ -6,12 +6,16 @@ temporary folder per test session, so tests never touch a user's cache.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,8 +149,69 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+class SessionOcr:
+    """The real OCR engine, reading each distinct image once per test session.
+
+    RapidOCR is deterministic: the same pixels read with the same options give the same lines. Reading the
+    bundled example images again for every copy of the sample catalog that a test indexes (in a fixture or
+    through the CLI in this process) was most of the suite's index builds: 23 images, about 35 s of CPU per
+    build of the sample catalog on 2 cores. So, in the full tier, ``toolrag.encode.models.get_ocr`` (what
+    :func:`toolrag.encode.models.load_models` hands an index) answers with this wrapper around the one real
+    engine: the first read of an image (its pixels after :func:`toolrag.images.load_image`, ``max_lines``,
+    ``detector_side`` and the engine's ``model_id``) runs the engine, a later read of the same gets that
+    result. Every other attribute is the engine's. The OCR's own tests (tests/test_encoders.py) and child
+    processes use the engine itself; a test that counts reads wraps this one, so it counts what the library
+    asked for."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+        self._read: dict[tuple[Any, ...], Any] = {}
+        self._lock = threading.Lock()
+
+    def read(self, image: Any, *, max_lines: int | None = None, detector_side: int | None = None) -> Any:
+        from toolrag.images import load_image
+
+        if (max_lines is not None and max_lines < 1) or (detector_side is not None and detector_side < 32):
+            return self.engine.read(image, max_lines=max_lines, detector_side=detector_side)  # its error
+        rgb = load_image(image)
+        key = (hashlib.sha256(rgb.tobytes()).hexdigest(), rgb.size, max_lines, detector_side,
+               type(self.engine).model_id)
+        with self._lock:
+            known = self._read.get(key)
+        if known is None:
+            known = self.engine.read(rgb, max_lines=max_lines, detector_side=detector_side)
+            with self._lock:
+                self._read[key] = known
+        return known
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_ocr(request: pytest.FixtureRequest) -> Iterator[None]:
+    """In the full tier, ``get_ocr()`` in this process is the real engine behind :class:`SessionOcr`."""
+    if request.config.getoption("--quick"):
+        yield
+        return
+    from toolrag.encode import models as encode_models
+
+    real = encode_models.get_ocr
+    wrapper: list[SessionOcr] = []
+
+    @functools.wraps(real)
+    def get_ocr() -> SessionOcr:
+        if not wrapper:
+            wrapper.append(SessionOcr(real()))
+        return wrapper[0]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(encode_models, "get_ocr", get_ocr)
+        yield
+
+
 @pytest.fixture(scope="session")
-def models() -> object:
+def models(session_ocr: None) -> object:
     from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 

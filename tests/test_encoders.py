@@ -38,8 +38,10 @@ def _unit_rows(arr: np.ndarray, dim: int) -> None:
 
 @pytest.fixture(scope="module", autouse=True)
 def offline_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session."""
+    """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session; the
+    library's own ``get_ocr`` (the engine, not the suite's reads-once wrapper: conftest.SessionOcr)."""
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(enc_models, "get_ocr", getattr(enc_models.get_ocr, "__wrapped__", enc_models.get_ocr))
         mp.setenv(cfg.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
         mp.setenv(cfg.ONLINE_ENV, "0")
         for name in (cfg.CLIP_ENV, cfg.RERANK_ENV, "SPACE_ID"):
