@@ -6,8 +6,10 @@ temporary folder per test session, so tests never touch a user's cache.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -104,14 +106,24 @@ def _tree_state() -> set[str] | None:
     return set(out.stdout.splitlines()) if out.returncode == 0 else None
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    """Whether this process is one of pytest-xdist's workers (``bash scripts/test.sh`` runs the full suite in
+    several); the controller that started them sees the whole run."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[_TREE_BEFORE] = _tree_state()
+    if not _xdist_worker(session.config):
+        session.config.stash[_TREE_BEFORE] = _tree_state()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The suite leaves the checkout as it found it: a file it wrote, changed or removed there fails the run
     (docs/screenshots/ only with ``--update-screenshots``, whose purpose it is). Only states new since the start
-    count, so a commit made meanwhile fails nothing."""
+    count, so a commit made meanwhile fails nothing. Checked once, by the process that started the run (not by
+    each xdist worker, which would see another worker's test in the middle of its work)."""
+    if _xdist_worker(session.config):
+        return
     before = session.config.stash.get(_TREE_BEFORE, None)
     after = _tree_state()
     if before is None or after is None:
@@ -123,6 +135,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
               f"edited by hand while the tests ran counts too: run them again): {changed}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+#: The test files that take longest (each a minute or more of one core on 2 cores: a Space's first start, the
+#: replicas' processes, the first build of the sample catalog, the browser tests). With several xdist workers
+#: (``--dist loadfile``: a file's tests stay in one worker, which shares its module fixtures) they are handed
+#: out first, so the last files to start are short ones and no worker waits long for another at the end.
+LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_adapters.py", "test_ui_studio_browser.py",
+                 "test_ui_browser.py", "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In xdist workers (each collects the same order, which the controller hands out file by file), the files
+    of :data:`LONGEST_FIRST` first, in that order; the others after them as collected."""
+    if not _xdist_worker(config):
+        return
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -150,7 +177,7 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class SessionOcr:
-    """The real OCR engine, reading each distinct image once per test session.
+    """The real OCR engine, reading each distinct image once per test run.
 
     RapidOCR is deterministic: the same pixels read with the same options give the same lines. Reading the
     bundled example images again for every copy of the sample catalog that a test indexes (in a fixture or
@@ -159,29 +186,40 @@ class SessionOcr:
     :func:`toolrag.encode.models.load_models` hands an index) answers with this wrapper around the one real
     engine: the first read of an image (its pixels after :func:`toolrag.images.load_image`, ``max_lines``,
     ``detector_side`` and the engine's ``model_id``) runs the engine, a later read of the same gets that
-    result. Every other attribute is the engine's. The OCR's own tests (tests/test_encoders.py) and child
-    processes use the engine itself; a test that counts reads wraps this one, so it counts what the library
-    asked for."""
+    result, also in the run's other xdist workers (``folder``, one JSON file per read). Every other attribute
+    is the engine's. The OCR's own tests (tests/test_encoders.py) and child processes use the engine itself;
+    a test that counts reads wraps this one, so it counts what the library asked for."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: Any, folder: Path) -> None:
         self.engine = engine
-        self._read: dict[tuple[Any, ...], Any] = {}
+        self._folder = folder
+        self._read: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     def read(self, image: Any, *, max_lines: int | None = None, detector_side: int | None = None) -> Any:
+        from toolrag.encode.ocr import OcrResult
         from toolrag.images import load_image
 
         if (max_lines is not None and max_lines < 1) or (detector_side is not None and detector_side < 32):
             return self.engine.read(image, max_lines=max_lines, detector_side=detector_side)  # its error
         rgb = load_image(image)
-        key = (hashlib.sha256(rgb.tobytes()).hexdigest(), rgb.size, max_lines, detector_side,
-               type(self.engine).model_id)
+        key = hashlib.sha256(repr((rgb.size, max_lines, detector_side, type(self.engine).model_id)).encode()
+                             + rgb.tobytes()).hexdigest()
         with self._lock:
             known = self._read.get(key)
-        if known is None:
+        if known is not None:
+            return known
+        file = self._folder / f"{key}.json"
+        try:
+            saved = json.loads(file.read_text(encoding="utf-8"))
+            known = OcrResult(saved["text"], tuple(saved["lines"]), tuple(saved["scores"]))
+        except FileNotFoundError:
             known = self.engine.read(rgb, max_lines=max_lines, detector_side=detector_side)
-            with self._lock:
-                self._read[key] = known
+            part = file.with_suffix(f".{os.getpid()}.part")
+            part.write_text(json.dumps(dataclasses.asdict(known), ensure_ascii=False), encoding="utf-8")
+            os.replace(part, file)  # another worker reading it sees all of it or nothing
+        with self._lock:
+            self._read[key] = known
         return known
 
     def __getattr__(self, name: str) -> Any:
@@ -189,20 +227,24 @@ class SessionOcr:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def session_ocr(request: pytest.FixtureRequest) -> Iterator[None]:
-    """In the full tier, ``get_ocr()`` in this process is the real engine behind :class:`SessionOcr`."""
+def session_ocr(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """In the full tier, ``get_ocr()`` in this process is the real engine behind :class:`SessionOcr`, whose
+    reads are kept beside the xdist workers' temporary folders (in this run's own temporary folder)."""
     if request.config.getoption("--quick"):
         yield
         return
     from toolrag.encode import models as encode_models
 
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if _xdist_worker(request.config) else base) / "ocr-reads"
+    folder.mkdir(exist_ok=True)
     real = encode_models.get_ocr
     wrapper: list[SessionOcr] = []
 
     @functools.wraps(real)
     def get_ocr() -> SessionOcr:
         if not wrapper:
-            wrapper.append(SessionOcr(real()))
+            wrapper.append(SessionOcr(real(), folder))
         return wrapper[0]
 
     with pytest.MonkeyPatch.context() as mp:
