@@ -7,6 +7,7 @@ temporary folder per test session, so tests never touch a user's cache.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
@@ -176,6 +177,15 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """``name`` in this run's temporary folder, made if missing: one folder for the whole run, whether it runs in
+    one process or in several xdist workers (each has its own base temporary folder inside the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 class SessionOcr:
     """The real OCR engine, reading each distinct image once per test run.
 
@@ -210,14 +220,16 @@ class SessionOcr:
         if known is not None:
             return known
         file = self._folder / f"{key}.json"
-        try:
-            saved = json.loads(file.read_text(encoding="utf-8"))
-            known = OcrResult(saved["text"], tuple(saved["lines"]), tuple(saved["scores"]))
-        except FileNotFoundError:
-            known = self.engine.read(rgb, max_lines=max_lines, detector_side=detector_side)
-            part = file.with_suffix(f".{os.getpid()}.part")
-            part.write_text(json.dumps(dataclasses.asdict(known), ensure_ascii=False), encoding="utf-8")
-            os.replace(part, file)  # another worker reading it sees all of it or nothing
+        with file.with_suffix(".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a worker reading the same image meanwhile waits for this result
+            if file.exists():
+                saved = json.loads(file.read_text(encoding="utf-8"))
+                known = OcrResult(saved["text"], tuple(saved["lines"]), tuple(saved["scores"]))
+            else:
+                known = self.engine.read(rgb, max_lines=max_lines, detector_side=detector_side)
+                part = file.with_suffix(".part")
+                part.write_text(json.dumps(dataclasses.asdict(known), ensure_ascii=False), encoding="utf-8")
+                os.replace(part, file)
         with self._lock:
             self._read[key] = known
         return known
@@ -235,9 +247,7 @@ def session_ocr(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         return
     from toolrag.encode import models as encode_models
 
-    base = tmp_path_factory.getbasetemp()
-    folder = (base.parent if _xdist_worker(request.config) else base) / "ocr-reads"
-    folder.mkdir(exist_ok=True)
+    folder = run_folder(tmp_path_factory, "ocr-reads")
     real = encode_models.get_ocr
     wrapper: list[SessionOcr] = []
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import run_folder
 from PIL import Image, ImageDraw, ImageFont
 
 from toolrag import config as cfg
@@ -42,7 +43,7 @@ def offline_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     library's own ``get_ocr`` (the engine, not the suite's reads-once wrapper: conftest.SessionOcr)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(enc_models, "get_ocr", getattr(enc_models.get_ocr, "__wrapped__", enc_models.get_ocr))
-        mp.setenv(cfg.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
+        mp.setenv(cfg.DATA_DIR_ENV, str(run_folder(tmp_path_factory, "toolrag-models-data")))
         mp.setenv(cfg.ONLINE_ENV, "0")
         for name in (cfg.CLIP_ENV, cfg.RERANK_ENV, "SPACE_ID"):
             mp.delenv(name, raising=False)
