@@ -22,13 +22,17 @@ from typing import Any
 
 import pytest
 
-from toolrag.config import configure_environment
+from toolrag.config import configure_environment, data_dir
 
 # The suite runs offline with telemetry off, whatever the machine: no Space, no Chroma server from outside.
 os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
+# UMAP's compiled numba code (the map) is kept where the app keeps it, in the data folder beside the built models,
+# so a fresh clone compiles nothing (40 s of CPU in every process that drew a map before, and again in each xdist
+# worker); numba keys it by the source of the compiled functions, which live in the installed packages.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(data_dir() / "numba"))
 
 pytest_plugins = ["quick_tier"]  # --quick: the pure-logic tier (bash scripts/test.sh quick)
 
