@@ -140,12 +140,37 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
               f"edited by hand while the tests ran counts too: run them again): {changed}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
-#: The test files that take longest (each a minute or more of one core on 2 cores: a Space's first start, the
-#: replicas' processes, the first build of the sample catalog, the browser tests). With several xdist workers
-#: (``--dist loadfile``: a file's tests stay in one worker, which shares its module fixtures) they are handed
-#: out first, so the last files to start are short ones and no worker waits long for another at the end.
-LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_adapters.py", "test_ui_studio_browser.py",
-                 "test_ui_browser.py", "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py")
+#: The test files that take longest (a Space's first start and the replicas' processes, two minutes each on 2
+#: cores; the playground's files, :data:`PLAYGROUND_FILES`, three together; then the first build of the sample
+#: catalog and the files that start many child processes). With several xdist workers (``--dist loadfile``: a
+#: file's tests stay in one worker, which shares its module fixtures) they are handed out first, so the last
+#: files to start are short ones and no worker waits long for another at the end.
+LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_ui_studio_browser.py", "test_adapters.py",
+                 "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py")
+
+
+#: The files that open the playground's backend in the test process (tests/ui_support.py's session app, or their
+#: own): under xdist they form one unit of work, so one worker indexes the catalog copy, starts the app and
+#: compiles UMAP for the map (20 s of CPU per process), not every worker.
+PLAYGROUND_FILES = frozenset({
+    "test_catalog_cli.py", "test_editing.py", "test_fallback.py", "test_label_free_ui.py", "test_ui_browser.py",
+    "test_ui_client.py", "test_ui_handlers.py", "test_ui_sharing.py", "test_ui_studio.py",
+    "test_ui_studio_browser.py", "test_ui_unmatched_browser.py", "test_unmatched.py", "test_warmup.py"})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (scripts/test.sh), with :data:`PLAYGROUND_FILES` handed to one worker together."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return "playground" if Path(file).name in PLAYGROUND_FILES else file
+
+    return Scheduling(config, log)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
