@@ -150,11 +150,12 @@ LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_ui_studio_browser.py
 
 
 #: The files that open the playground's backend in the test process (tests/ui_support.py's session app, or their
-#: own): under xdist they form one unit of work, so one worker indexes the catalog copy, starts the app and
-#: compiles UMAP for the map (20 s of CPU per process), not every worker.
+#: own) or draw the tool map: under xdist they form one unit of work, so one worker indexes the catalog copy,
+#: starts the app and compiles UMAP for the map (numba, 20 s of CPU in each process: its parallel functions are
+#: not cached), not every worker.
 PLAYGROUND_FILES = frozenset({
-    "test_catalog_cli.py", "test_editing.py", "test_fallback.py", "test_label_free_ui.py", "test_ui_browser.py",
-    "test_ui_client.py", "test_ui_handlers.py", "test_ui_sharing.py", "test_ui_studio.py",
+    "test_catalog_cli.py", "test_editing.py", "test_fallback.py", "test_label_free_ui.py", "test_projection.py",
+    "test_ui_browser.py", "test_ui_client.py", "test_ui_handlers.py", "test_ui_sharing.py", "test_ui_studio.py",
     "test_ui_studio_browser.py", "test_ui_unmatched_browser.py", "test_unmatched.py", "test_warmup.py"})
 
 
