@@ -30,8 +30,9 @@ os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
 # UMAP's compiled numba code (the map) is kept where the app keeps it, in the data folder beside the built models,
-# so a fresh clone compiles nothing (40 s of CPU in every process that drew a map before, and again in each xdist
-# worker); numba keys it by the source of the compiled functions, which live in the installed packages.
+# not in the clone: a fresh clone's first map compiled it all again (42 s of CPU against 19 s with the cache; the
+# functions numba cannot cache are compiled in every process anyway). numba keys it by the source of the compiled
+# functions, which live in the installed packages.
 os.environ.setdefault("NUMBA_CACHE_DIR", str(data_dir() / "numba"))
 
 pytest_plugins = ["quick_tier"]  # --quick: the pure-logic tier (bash scripts/test.sh quick)
