@@ -29,6 +29,12 @@ os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One intra-op thread per xdist worker (scripts/test.sh runs one worker per core), for ONNX Runtime and torch
+    # here and in the child processes the tests start: two builds of the sample catalog side by side took 52 s of
+    # wall and 51 s of CPU each with two threads apiece, 37 s and 36 s with one (2 cores; alone, one build takes
+    # 28 s with one thread, 24 s with two).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 # UMAP's compiled numba code (the map) is kept where the app keeps it, in the data folder beside the built models,
 # not in the clone: a fresh clone's first map compiled it all again (42 s of CPU against 19 s with the cache; the
 # functions numba cannot cache are compiled in every process anyway). numba keys it by the source of the compiled
