@@ -3,8 +3,10 @@
 # then runs lint, type checks and the full test suite: real models, a real Chroma server, a real browser.
 # `bash scripts/test.sh quick` is the quick tier: lint, the type check and the pure-logic tests only (pytest
 # --quick: no model load, no server, no browser, no child process; tests/quick_tier.py guards it). mypy keeps its
-# cache in .mypy_cache, so after the first run it checks only what changed. CI runs the full suite.
-# Other arguments go to pytest. The suite sets its own environment (offline, telemetry off: tests/conftest.py,
+# cache in .mypy_cache, so after the first run it checks only what changed. CI runs the full suite, in one
+# pytest-xdist worker per core (at most 4; `--dist loadfile`: a file's tests share one worker and its module
+# fixtures; the longest files go first, tests/conftest.py LONGEST_FIRST). Other arguments go to pytest (`-n 0`:
+# one process). The suite sets its own environment (offline, telemetry off: tests/conftest.py,
 # through toolrag.config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +35,8 @@ set +e
 if [ "$tier" = quick ]; then
   python -m mypy && python -m pytest --quick -q "$@"
 else
-  python -m mypy && python -m pytest "$@"
+  workers=$(python -c 'import os; print(max(1, min(4, len(os.sched_getaffinity(0)))))')
+  python -m mypy && python -m pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi
 rc=$?
 set -e

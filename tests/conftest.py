@@ -6,22 +6,40 @@ temporary folder per test session, so tests never touch a user's cache.
 
 from __future__ import annotations
 
+import dataclasses
+import fcntl
+import functools
+import hashlib
+import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from toolrag.config import configure_environment
+from toolrag.config import configure_environment, data_dir
 
 # The suite runs offline with telemetry off, whatever the machine: no Space, no Chroma server from outside.
 os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
 configure_environment(offline=True)
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # One intra-op thread per xdist worker (scripts/test.sh runs one worker per core), for ONNX Runtime and torch
+    # here and in the child processes the tests start: two builds of the sample catalog side by side took 52 s of
+    # wall and 51 s of CPU each with two threads apiece, 37 s and 36 s with one (2 cores; alone, one build takes
+    # 28 s with one thread, 24 s with two).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+# UMAP's compiled numba code (the map) is kept where the app keeps it, in the data folder beside the built models,
+# not in the clone: a fresh clone's first map compiled it all again (42 s of CPU against 19 s with the cache; the
+# functions numba cannot cache are compiled in every process anyway). numba keys it by the source of the compiled
+# functions, which live in the installed packages.
+os.environ.setdefault("NUMBA_CACHE_DIR", str(data_dir() / "numba"))
 
 pytest_plugins = ["quick_tier"]  # --quick: the pure-logic tier (bash scripts/test.sh quick)
 
@@ -100,14 +118,24 @@ def _tree_state() -> set[str] | None:
     return set(out.stdout.splitlines()) if out.returncode == 0 else None
 
 
+def _xdist_worker(config: pytest.Config) -> bool:
+    """Whether this process is one of pytest-xdist's workers (``bash scripts/test.sh`` runs the full suite in
+    several); the controller that started them sees the whole run."""
+    return hasattr(config, "workerinput")
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[_TREE_BEFORE] = _tree_state()
+    if not _xdist_worker(session.config):
+        session.config.stash[_TREE_BEFORE] = _tree_state()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The suite leaves the checkout as it found it: a file it wrote, changed or removed there fails the run
     (docs/screenshots/ only with ``--update-screenshots``, whose purpose it is). Only states new since the start
-    count, so a commit made meanwhile fails nothing."""
+    count, so a commit made meanwhile fails nothing. Checked once, by the process that started the run (not by
+    each xdist worker, which would see another worker's test in the middle of its work)."""
+    if _xdist_worker(session.config):
+        return
     before = session.config.stash.get(_TREE_BEFORE, None)
     after = _tree_state()
     if before is None or after is None:
@@ -119,6 +147,47 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
               f"edited by hand while the tests ran counts too: run them again): {changed}", file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+#: The test files that take longest (a Space's first start and the replicas' processes, two minutes each on 2
+#: cores; the playground's files, :data:`PLAYGROUND_FILES`, three together; then the first build of the sample
+#: catalog and the files that start many child processes). With several xdist workers (``--dist loadfile``: a
+#: file's tests stay in one worker, which shares its module fixtures) they are handed out first, so the last
+#: files to start are short ones and no worker waits long for another at the end.
+LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_ui_studio_browser.py", "test_adapters.py",
+                 "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py")
+
+
+#: The files that open the playground's backend in the test process (tests/ui_support.py's session app, or their
+#: own) or draw the tool map: under xdist they form one unit of work, so one worker indexes the catalog copy,
+#: starts the app and compiles UMAP for the map (numba, 20 s of CPU in each process: its parallel functions are
+#: not cached), not every worker.
+PLAYGROUND_FILES = frozenset({
+    "test_catalog_cli.py", "test_editing.py", "test_fallback.py", "test_label_free_ui.py", "test_projection.py",
+    "test_ui_browser.py", "test_ui_client.py", "test_ui_handlers.py", "test_ui_sharing.py", "test_ui_studio.py",
+    "test_ui_studio_browser.py", "test_ui_unmatched_browser.py", "test_unmatched.py", "test_warmup.py"})
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` (scripts/test.sh), with :data:`PLAYGROUND_FILES` handed to one worker together."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class Scheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            file = nodeid.split("::", 1)[0]
+            return "playground" if Path(file).name in PLAYGROUND_FILES else file
+
+    return Scheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In xdist workers (each collects the same order, which the controller hands out file by file), the files
+    of :data:`LONGEST_FIRST` first, in that order; the others after them as collected."""
+    if not _xdist_worker(config):
+        return
+    rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -145,8 +214,93 @@ def small_catalog_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def run_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """``name`` in this run's temporary folder, made if missing: one folder for the whole run, whether it runs in
+    one process or in several xdist workers (each has its own base temporary folder inside the run's)."""
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+class SessionOcr:
+    """The real OCR engine, reading each distinct image once per test run.
+
+    RapidOCR is deterministic: the same pixels read with the same options give the same lines. Reading the
+    bundled example images again for every copy of the sample catalog that a test indexes (in a fixture or
+    through the CLI in this process) was most of the suite's index builds: 23 images, about 35 s of CPU per
+    build of the sample catalog on 2 cores. So, in the full tier, ``toolrag.encode.models.get_ocr`` (what
+    :func:`toolrag.encode.models.load_models` hands an index) answers with this wrapper around the one real
+    engine: the first read of an image (its pixels after :func:`toolrag.images.load_image`, ``max_lines``,
+    ``detector_side`` and the engine's ``model_id``) runs the engine, a later read of the same gets that
+    result, also in the run's other xdist workers (``folder``, one JSON file per read). Every other attribute
+    is the engine's. The OCR's own tests (tests/test_encoders.py) and child processes use the engine itself;
+    a test that counts reads wraps this one, so it counts what the library asked for."""
+
+    def __init__(self, engine: Any, folder: Path) -> None:
+        self.engine = engine
+        self._folder = folder
+        self._read: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def read(self, image: Any, *, max_lines: int | None = None, detector_side: int | None = None) -> Any:
+        from toolrag.encode.ocr import OcrResult
+        from toolrag.images import load_image
+
+        if (max_lines is not None and max_lines < 1) or (detector_side is not None and detector_side < 32):
+            return self.engine.read(image, max_lines=max_lines, detector_side=detector_side)  # its error
+        rgb = load_image(image)
+        key = hashlib.sha256(repr((rgb.size, max_lines, detector_side, type(self.engine).model_id)).encode()
+                             + rgb.tobytes()).hexdigest()
+        with self._lock:
+            known = self._read.get(key)
+        if known is not None:
+            return known
+        file = self._folder / f"{key}.json"
+        with file.with_suffix(".lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a worker reading the same image meanwhile waits for this result
+            if file.exists():
+                saved = json.loads(file.read_text(encoding="utf-8"))
+                known = OcrResult(saved["text"], tuple(saved["lines"]), tuple(saved["scores"]))
+            else:
+                known = self.engine.read(rgb, max_lines=max_lines, detector_side=detector_side)
+                part = file.with_suffix(".part")
+                part.write_text(json.dumps(dataclasses.asdict(known), ensure_ascii=False), encoding="utf-8")
+                os.replace(part, file)
+        with self._lock:
+            self._read[key] = known
+        return known
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.engine, name)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_ocr(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """In the full tier, ``get_ocr()`` in this process is the real engine behind :class:`SessionOcr`, whose
+    reads are kept beside the xdist workers' temporary folders (in this run's own temporary folder)."""
+    if request.config.getoption("--quick"):
+        yield
+        return
+    from toolrag.encode import models as encode_models
+
+    folder = run_folder(tmp_path_factory, "ocr-reads")
+    real = encode_models.get_ocr
+    wrapper: list[SessionOcr] = []
+
+    @functools.wraps(real)
+    def get_ocr() -> SessionOcr:
+        if not wrapper:
+            wrapper.append(SessionOcr(real(), folder))
+        return wrapper[0]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(encode_models, "get_ocr", get_ocr)
+        yield
+
+
 @pytest.fixture(scope="session")
-def models() -> object:
+def models(session_ocr: None) -> object:
     from toolrag.encode.models import load_models
     from toolrag.settings import Settings
 

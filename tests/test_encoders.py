@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import run_folder
 from PIL import Image, ImageDraw, ImageFont
 
 from toolrag import env_vars as ev
@@ -38,9 +39,11 @@ def _unit_rows(arr: np.ndarray, dim: int) -> None:
 
 @pytest.fixture(scope="module", autouse=True)
 def offline_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session."""
+    """Offline, with the same data dir as test_models.py, so the e5 folder is built once per session; the
+    library's own ``get_ocr`` (the engine, not the suite's reads-once wrapper: conftest.SessionOcr)."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(ev.DATA_DIR_ENV, str(tmp_path_factory.getbasetemp() / "toolrag-models-data"))
+        mp.setattr(enc_models, "get_ocr", getattr(enc_models.get_ocr, "__wrapped__", enc_models.get_ocr))
+        mp.setenv(ev.DATA_DIR_ENV, str(run_folder(tmp_path_factory, "toolrag-models-data")))
         mp.setenv(ev.ONLINE_ENV, "0")
         for name in (ev.CLIP_ENV, ev.RERANK_ENV, "SPACE_ID"):
             mp.delenv(name, raising=False)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import run_folder
 
 from toolrag import config as cfg
 from toolrag import env_vars as ev
@@ -28,8 +29,8 @@ PHOTOS = [ASSETS / name for name in ("chelsea.jpg", "coffee.jpg", "astronaut.jpg
 
 @pytest.fixture(scope="module", autouse=True)
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The data dir test_encoders.py uses, so the ONNX image model is exported once per session."""
-    folder = tmp_path_factory.getbasetemp() / "toolrag-models-data"
+    """The data dir test_encoders.py uses, so the ONNX image model is exported once per test run."""
+    folder = run_folder(tmp_path_factory, "toolrag-models-data")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ev.DATA_DIR_ENV, str(folder))
         mp.delenv(ev.IMAGE_BACKEND_ENV, raising=False)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import run_folder
 
 from toolrag import config as cfg
 from toolrag import env_vars as ev
@@ -37,8 +38,8 @@ SENTENCES = [
 
 @pytest.fixture(scope="module")
 def shared_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """One data dir per session (test_encoders uses the same path), offline, so e5 is built once."""
-    path = tmp_path_factory.getbasetemp() / "toolrag-models-data"
+    """One data dir per test run (test_encoders uses the same path), offline, so e5 is built once."""
+    path = run_folder(tmp_path_factory, "toolrag-models-data")
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ev.DATA_DIR_ENV, str(path))
         mp.setenv(ev.ONLINE_ENV, "0")

@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
-# Compiled numba code is reused across test runs (the folder is git-ignored).
-os.environ.setdefault("NUMBA_CACHE_DIR", str(ROOT / ".toolrag" / "numba"))
-
-from toolrag.evaluation import projection
+from toolrag.evaluation import projection  # numba's cache: tests/conftest.py sets NUMBA_CACHE_DIR
 
 
 @dataclass(frozen=True)
