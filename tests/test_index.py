@@ -139,6 +139,18 @@ class CountingOcr:
         return self.inner.read(image)
 
 
+def test_a_copy_without_ocr_leaves_the_models_it_was_copied_from_reading(models: Any) -> None:
+    """``dataclasses.replace(models, ocr_factory=None)`` (an index without OCR) notes "OCR turned off" in its own
+    notes: the set it was copied from still reads images (they once shared one dict, and every later index of the
+    session was built without the text read in its example images)."""
+    copy = dataclasses.replace(models, ocr_factory=None)
+    assert copy.get_ocr() is None and "ocr" in copy.unavailable
+    assert "ocr" not in models.unavailable and models.get_ocr() is not None
+    fallen = dataclasses.replace(models, fallbacks={})
+    fallen.fallbacks["text_model"] = "a note"
+    assert "text_model" not in models.fallbacks
+
+
 def test_a_picture_shared_by_several_tools_is_read_once(models: Any, tmp_path: Path) -> None:
     from conftest import ASSETS
 

@@ -58,6 +58,12 @@ class ModelSet:
     _ocr: OcrModel | None = field(default=None, init=False, repr=False)
     _ocr_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # Its own notes: dataclasses.replace(models, ocr_factory=None) hands the new set the same dicts, and its
+        # "OCR turned off" would otherwise turn OCR off for the set it was copied from.
+        self.unavailable = dict(self.unavailable)
+        self.fallbacks = dict(self.fallbacks)
+
     def get_ocr(self) -> OcrModel | None:
         """The OCR model, loaded once; ``None`` (and a reason in ``unavailable``) when it cannot load."""
         with self._ocr_lock:
