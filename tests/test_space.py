@@ -1,16 +1,19 @@
 """``app.py`` started as a Hugging Face Space starts it, with the Hub unreachable, and driven in Chromium.
 
-A Space sets ``SPACE_ID`` and serves on 0.0.0.0; its data folder starts empty. The Hub is made unreachable the
-way an outage would: ``HF_ENDPOINT`` points at a closed port and an audit hook in the app's process refuses
-every connection to a host other than this machine (and records it). The page must reach "ready: 78 tools"
-and answer a text search and an image search with the same tools as ``python app.py`` started locally (on
-127.0.0.1, offline) on the same catalog, and the local start must find the index the Space built (the same
-packaged weights, so the same fingerprints: no new Chroma collection).
+A Space sets ``SPACE_ID`` and serves on 0.0.0.0. Its data folder starts with nothing but the model folders the
+suite's own ``models`` fixture built from the packaged weights (linked, not built again: that is 90 s of CPU, done
+once per machine by the suite, whose vectors test_encoders.py checks against sentence-transformers): no index, no
+cache, no decision bank. The Hub is made unreachable the way an outage would: ``HF_ENDPOINT`` points at a closed
+port and an audit hook in the app's process refuses every connection to a host other than this machine (and
+records it). The page must reach "ready: 78 tools" and answer a text search and an image search with the same
+tools as ``python app.py`` started locally (on 127.0.0.1, offline) on the same catalog, and the local start must
+find the index the Space built (the same packaged weights, so the same fingerprints: no new Chroma collection).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -50,8 +53,33 @@ runpy.run_path(sys.argv[0], run_name="__main__")
 """
 TEXT_QUERY = "北京明天会下雨吗？帮我查一下天气预报"
 IMAGE = ASSETS / "queries" / "taxi_receipt.png"
-#: A fresh data folder builds the e5 folder, the ONNX models, the index and the decision model: minutes on 2 cores.
+#: A fresh data folder builds the index, reads the example images and encodes the no-tool requests: a minute or
+#: two on 2 cores (more when the model folders are not there to link).
 READY_MS = 900_000
+#: The folders of built models in a data folder's ``models`` (what load_models builds from the packaged weights).
+MODEL_FOLDERS = ("e5-small-packaged-", "text-onnx-", "image-onnx-")
+
+
+def _link_built_models(data: Path) -> list[str]:
+    """The model folders the suite's ``models`` built (in its data folder), linked into ``data``'s (copied where a
+    link cannot be made): what a Space's second start finds, without the index or any cache."""
+    from toolrag.config import data_dir
+
+    source, target = data_dir() / "models", data / "models"
+    target.mkdir(parents=True)
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    linked = []
+    for folder in sorted(source.iterdir()) if source.is_dir() else []:
+        if folder.is_dir() and folder.name.startswith(MODEL_FOLDERS):
+            shutil.copytree(folder, target / folder.name, copy_function=link)
+            linked.append(folder.name)
+    return linked
 
 
 def expect(locator: Any) -> Any:
@@ -166,9 +194,11 @@ def _collections(data: Path) -> set[str]:
     return {c.name for c in client.list_collections()}
 
 
-def test_space_start_with_the_hub_unreachable_serves_the_local_results(chromium: Any, tmp_path: Path) -> None:
+def test_space_start_with_the_hub_unreachable_serves_the_local_results(chromium: Any, models: Any,
+                                                                       tmp_path: Path) -> None:
     catalog = copy_catalog(tmp_path)
-    data = tmp_path / "space-data"  # fresh: nothing built, nothing cached
+    data = tmp_path / "space-data"  # nothing indexed, nothing cached: only the built models
+    linked = _link_built_models(data)
     closed = free_port()  # nothing listens there: the "Hub" refuses every connection
     common = {"TOOLRAG_CATALOG": str(catalog), "TOOLRAG_DATA_DIR": str(data), "HF_HOME": str(tmp_path / "hf"),
               "GRADIO_TEMP_DIR": str(tmp_path / "gradio"), "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -187,6 +217,7 @@ def test_space_start_with_the_hub_unreachable_serves_the_local_results(chromium:
     assert "read-only" in space_status.lower() and "⚠" not in space_status  # shared, and no model fell back
     built = _collections(data)
     assert built, "the Space built no index"
+    assert "building the ONNX" not in log or len(linked) < len(MODEL_FOLDERS), "a linked model was built again"
     print(f"\n{space_status}\nSpace start: ready and searched {took:.0f} s after the page served, "
           f"peak memory {peak:.0f} MB\ntext search: {space_text}\nimage search: {space_image}")
 
