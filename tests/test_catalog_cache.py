@@ -67,7 +67,7 @@ def test_an_unknown_cache_setting_is_named_and_ignored(catalog_dir: Path, monkey
     load_catalog(catalog_dir)
     monkeypatch.setenv(CATALOG_CACHE_ENV, "sometimes")
     _refuse_parsing(monkeypatch)
-    with caplog.at_level("WARNING", logger="toolrag.catalog.cache"):
+    with caplog.at_level("WARNING", logger="toolrag.config"):
         load_catalog(catalog_dir)  # read back: the cache stays on
     assert "ignoring TOOLRAG_CATALOG_CACHE='sometimes'" in caplog.text and "use off" in caplog.text
 

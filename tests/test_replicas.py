@@ -118,8 +118,8 @@ def playground(folder: Path, url: str, index: str, cwd: Path) -> Iterator[Replic
     replica on ``/readyz`` and ``/metrics``."""
     app = Replica.__new__(Replica)
     app.port, app.log = free_port(), folder / "app.log"
-    env = {**_env(TOOLRAG_CHROMA_URL=url, TOOLRAG_INDEX=index), "PYTHONPATH": str(ROOT),
-           "GRADIO_SERVER_PORT": str(app.port)}
+    env = {**_env(TOOLRAG_CHROMA_URL=url, TOOLRAG_INDEX=index, TOOLRAG_MAP_WARMUP="off"), "PYTHONPATH": str(ROOT),
+           "GRADIO_SERVER_PORT": str(app.port)}  # no map is opened here
     with app.log.open("wb") as log:
         app.proc = subprocess.Popen([sys.executable, str(ROOT / "app.py")], cwd=cwd, env=env, stdout=log,
                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -201,7 +201,8 @@ def test_space_start_with_the_hub_unreachable_serves_the_local_results(chromium:
     linked = _link_built_models(data)
     closed = free_port()  # nothing listens there: the "Hub" refuses every connection
     common = {"TOOLRAG_CATALOG": str(catalog), "TOOLRAG_DATA_DIR": str(data), "HF_HOME": str(tmp_path / "hf"),
-              "GRADIO_TEMP_DIR": str(tmp_path / "gradio"), "GRADIO_ANALYTICS_ENABLED": "False"}
+              "GRADIO_TEMP_DIR": str(tmp_path / "gradio"), "GRADIO_ANALYTICS_ENABLED": "False",
+              "TOOLRAG_MAP_WARMUP": "off"}  # no map is opened: UMAP's compile would only compete with the searches
     space_env = _environment(**common, SPACE_ID="toolrag-tests/playground", SPACE_HOST="playground.hf.space",
                              GRADIO_SERVER_NAME="0.0.0.0", GRADIO_SERVER_PORT=str(free_port()),
                              HF_ENDPOINT=f"http://127.0.0.1:{closed}")

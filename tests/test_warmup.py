@@ -48,3 +48,28 @@ def test_a_library_caller_warms_its_retriever(small_retriever: Any) -> None:
     warmed = small_retriever.warm_up()
     assert {"text", "tokenizer", "decision"} <= set(warmed)
     assert ("ocr" in warmed) == (small_retriever.models.get_ocr() is not None)
+
+
+@pytest.mark.parametrize("setting", ["", "off", "sometimes"])
+def test_the_map_warm_up_follows_its_setting(models: Any, small_catalog_dir: Path, data_dir: Path,
+                                             monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                             setting: str) -> None:
+    """``TOOLRAG_MAP_WARMUP=off``: the app does not compile UMAP at start (a replica's or a test's playground
+    nobody opens the map of); unset or an unknown word (named in the log): it does, once the index is ready."""
+    import threading
+
+    from toolrag.env_vars import MAP_WARMUP_ENV
+    from toolrag.ui.backend import Backend
+
+    warmed = threading.Event()
+    monkeypatch.setattr(Backend, "_warm_map", lambda self, folder: warmed.set())
+    monkeypatch.setenv(MAP_WARMUP_ENV, setting)
+    backend = Backend(small_catalog_dir, data_dir=data_dir, models=models)
+    with caplog.at_level("WARNING", logger="toolrag.config"):
+        backend.build()
+    assert backend.ready
+    if setting == "off":
+        assert not warmed.wait(timeout=1.0)
+    else:
+        assert warmed.wait(timeout=60)
+    assert (f"ignoring {MAP_WARMUP_ENV}='sometimes'" in caplog.text) == (setting == "sometimes")

@@ -52,6 +52,7 @@ __all__ = [
     "quiet_library_defaults",
     "seconds_setting",
     "set_default",
+    "switch_setting",
     "utf8_output",
 ]
 
@@ -158,6 +159,20 @@ def choice_setting(kind: type[_Choice], value: str | _Choice | None, *, env: str
     except ValueError:
         choices = ", ".join(str(member.value) for member in kind)
         raise SettingsError(f"{what} {raw!r} is not one of {choices}; fix {env}") from None
+
+
+ON_WORDS = frozenset({"on", "1", "true", "yes"})
+
+
+def switch_setting(name: str, *, meaning: str) -> bool:
+    """An on/off environment variable whose default is on: off when it holds an off word (:func:`is_off`);
+    another value than an on word is logged and ignored, naming ``meaning`` (what ``off`` does)."""
+    raw = env(name).strip()
+    if raw and is_off(raw):
+        return False
+    if raw and raw.lower() not in ON_WORDS:
+        log.warning("ignoring %s=%r: use off to %s, or on", name, raw, meaning)
+    return True
 
 
 def env_setting(name: str, default: str | None) -> str | None:

@@ -35,6 +35,7 @@ __all__ = [
     "INDEX_POLL_ENV",
     "LIBRARY_ENV",
     "LOG_LEVEL_ENV",
+    "MAP_WARMUP_ENV",
     "ONLINE_ENV",
     "OPENAI_KEY_ENV",
     "OTEL_DISABLED_ENV",
@@ -81,6 +82,7 @@ SPACE_ID_ENV = "SPACE_ID"
 CATALOG_ENV = "TOOLRAG_CATALOG"
 LOG_LEVEL_ENV = "TOOLRAG_LOG_LEVEL"
 EDITING_ENV = "TOOLRAG_EDITING"
+MAP_WARMUP_ENV = "TOOLRAG_MAP_WARMUP"
 AUTH_ENV = "TOOLRAG_AUTH"
 EDITORS_ENV = "TOOLRAG_EDITORS"
 BENCHMARKS_ENV = "TOOLRAG_BENCHMARKS"
@@ -156,6 +158,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "on a Space: online unless `TOOLRAG_ONLINE=0`, and the playground counts as shared"),
     EnvVar(CATALOG_ENV, "`sample_tools` beside `app.py`", "the catalog folder or file the playground opens", "app"),
     EnvVar(LOG_LEVEL_ENV, "`INFO`", "the playground's log level", "app"),
+    EnvVar(MAP_WARMUP_ENV, "`on`", "`off`: the playground does not compile UMAP and project the catalog at start "
+           "(20-40 s of CPU in the background; the first map then waits for it)", "app"),
     EnvVar(EDITING_ENV, "on locally, off when shared",
            "`on`: a shared playground may edit (with sign-in); `off`: any playground is read-only", "app"),
     EnvVar(AUTH_ENV, "unset", "`user:password,...`: Gradio's sign-in for the whole playground", "app"),

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.catalog.profile import Catalog
-from toolrag.config import data_dir, env, is_off
+from toolrag.config import data_dir, switch_setting
 from toolrag.env_vars import CATALOG_CACHE_ENV
 from toolrag.errors import SettingsError, ToolragError
 from toolrag.files import write_atomic
@@ -42,8 +42,6 @@ log = logging.getLogger(__name__)
 
 #: Catalogs with at least this many tools are kept.
 CACHE_MIN_TOOLS = 5_000
-#: Values of ``TOOLRAG_CATALOG_CACHE`` that keep the cache on (the default); off words turn it off.
-_ON = frozenset({"on", "1", "true", "yes"})
 #: Bumped when what the cache file holds changes shape.
 _FORMAT = 1
 _code_digest: str | None = None
@@ -53,12 +51,8 @@ def cached(root: Path, files: Sequence[Path], mode: str, load: Callable[[], Cata
            folder: Path | None = None) -> Catalog:
     """The catalog ``load()`` gives, read from the cache when its key matches; written there after a load of
     a catalog of :data:`CACHE_MIN_TOOLS` tools or more. ``files``: every file the loader reads."""
-    setting = env(CATALOG_CACHE_ENV)
-    if setting and is_off(setting):
+    if not switch_setting(CATALOG_CACHE_ENV, meaning="read the catalog's files at every start"):
         return load()
-    if setting and setting.lower() not in _ON:
-        log.warning("ignoring %s=%r: use off to read the catalog's files at every start, or on", CATALOG_CACHE_ENV,
-                    setting)
     try:
         key = _key(root, files, mode)
         where = (folder if folder is not None else _default_folder()) / f"catalog-{_name(root, mode)}.pickle"

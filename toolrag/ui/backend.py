@@ -29,7 +29,8 @@ from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.staging import catalog_state
 from toolrag.config import data_dir as default_data_dir
 from toolrag.config import environ as config_environ
-from toolrag.env_vars import AUTH_ENV, EDITING_ENV, EDITORS_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
+from toolrag.config import switch_setting
+from toolrag.env_vars import AUTH_ENV, EDITING_ENV, EDITORS_ENV, MAP_WARMUP_ENV, PUBLIC_ROLE_ENV, USER_ROLES_ENV
 from toolrag.errors import SettingsError, StoreError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.index.replica import ReplicaIndex
@@ -266,8 +267,9 @@ class Backend:
         if self.retriever is not None:
             # OCR and the image model load on first use: warm them now, so the first image search is fast.
             self.warm_up = warm_up_in_background(self.retriever.models, decision=self.retriever.decider.bank)
-            threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
-                             name="toolrag-map", daemon=True).start()
+            if switch_setting(MAP_WARMUP_ENV, meaning="leave the map's UMAP to the first map request"):
+                threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
+                                 name="toolrag-map", daemon=True).start()
 
     def _open(self) -> ToolRetriever:
         if not self.index:
