@@ -42,6 +42,20 @@ def test_env_strips_and_reads_unset_as_empty(monkeypatch: pytest.MonkeyPatch) ->
     assert cfg.env(ev.LOG_LEVEL_ENV) == "" and ev.LOG_LEVEL_ENV not in cfg.environ()
 
 
+@pytest.mark.parametrize(("value", "on", "warned"), [(None, True, False), ("", True, False), (" ON ", True, False),
+                                                    ("1", True, False), ("off", False, False), (" No ", False, False),
+                                                    ("0", False, False), ("sometimes", True, True)])
+def test_a_switch_is_on_unless_turned_off(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+                                          value: str | None, on: bool, warned: bool) -> None:
+    if value is None:
+        monkeypatch.delenv(ev.MAP_WARMUP_ENV, raising=False)
+    else:
+        monkeypatch.setenv(ev.MAP_WARMUP_ENV, value)
+    with caplog.at_level("WARNING", logger="toolrag.config"):
+        assert cfg.switch_setting(ev.MAP_WARMUP_ENV, meaning="skip the warm-up") is on
+    assert ("ignoring TOOLRAG_MAP_WARMUP='sometimes': use off to skip the warm-up, or on" in caplog.text) is warned
+
+
 def test_set_default_keeps_the_users_value(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NUMBA_CACHE_DIR", "mine")
     cfg.set_default("NUMBA_CACHE_DIR", "toolrag's")
