@@ -11,20 +11,27 @@ drawn as ``bench.decision_episodes`` draws them) and a NO_TOOL one (the same wit
 
 from __future__ import annotations
 
+import argparse
 import json
 import pickle
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
 
-from bench.common import index_dir, say, set_up_environment
+from bench.common import index_dir, parse_args, say, set_up_environment
 from bench.datasets import bench_dir, write_jsonl
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     set_up_environment()
+
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--episodes", required=True, help="a searched text-episode cache (decision-episodes-*.pkl)")
+        parser.add_argument("--out", required=True, help="the cache written: those episodes and the mixed ones")
+        parser.add_argument("--per-language", type=int, default=900, help="HammerBench requests drawn per language")
+
+    args = parse_args("bench.mixed_episodes", __doc__ or "", argv, options)
     from bench import decision_episodes as de
     from bench import decision_train as dt
     from bench.train_data import prepare_training
@@ -33,9 +40,8 @@ def main() -> int:
     from toolrag.search.retriever import ToolRetriever
     from toolrag.settings import Settings
 
-    source, out = Path(sys.argv[1]), Path(sys.argv[2])
-    per_lang = int(sys.argv[3]) if len(sys.argv) > 3 else 1000
-    root = prepare_training()
+    source, out, per_lang = Path(args.episodes), Path(args.out), args.per_language
+    root = prepare_training(None, args.bench_dir)
     rng = random.Random(11)
     tools = {lang: {json.loads(line)["id"]: json.loads(line)
                     for line in (root / f"hammerbench_{lang}" / "catalog" / "tools.jsonl").read_text("utf-8").splitlines()
@@ -46,7 +52,8 @@ def main() -> int:
     write_jsonl(folder / "tools.jsonl", mixed)
     say(f"mixed catalog: {len(mixed)} tools, {sum(m is tools['zh'][m['id']] for m in mixed)} of them Chinese")
     models = load_models(Settings())
-    retriever = ToolRetriever.from_catalog(folder, data_dir=index_dir(bench_dir()) / "train", models=models)
+    retriever = ToolRetriever.from_catalog(folder, data_dir=index_dir(bench_dir(args.bench_dir)) / "train",
+                                           models=models)
     retriever.analyzer = QueryAnalyzer(models, cache_size=20_000)
     snap = retriever.snapshot
     space = de.Space(list(snap.ids), snap.vectors["dense"], snap.vectors.get("dense_en"),
