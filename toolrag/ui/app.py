@@ -76,8 +76,10 @@ def create_app(backend: Backend) -> gr.Blocks:
         ready.then(h.role_picker, search.controls["role"], search.controls["role"], **PRIVATE)
         if evaluate is not None:  # what this caller's sign-in may see, for every output of the Evaluate tab (and
             # the summary of the catalog as this caller sees it)
-            ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
-                       **PRIVATE).then(*evaluate.refresh, show_progress="hidden", **PRIVATE)
+            view = ready.then(studio.view_as, [evaluate.as_role, evaluate.state], [evaluate.state, evaluate.as_role],
+                              **PRIVATE)
+            view.then(*evaluate.refresh, show_progress="hidden", **PRIVATE)
+            view.then(lambda: gr.update(interactive=True), None, evaluate.file, **PRIVATE)  # its state is set now
         wire_links(studio, ready, search, link)
     demo.queue(default_concurrency_limit=1)
     _ACCESS[demo] = backend.access

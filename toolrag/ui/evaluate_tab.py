@@ -57,6 +57,8 @@ class EvaluateTab:
     """The "evaluate as" choice (every tool, or one role): what every output of the tab may name."""
     refresh: tuple[Any, list[Any], list[Any]] = field(default_factory=lambda: (None, [], []))
     """(function, inputs, outputs) that redraws the summary and shows the parts that have content."""
+    file: Any = None
+    """The upload of labelled requests, opened by the page load (see :func:`toolrag.ui.app.create_app`)."""
 
 
 def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, profiles: ProfilesTab,
@@ -101,8 +103,11 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
         gr.Markdown("### Labelled requests: does each request find the tools it needs?",
                     elem_id=health.SECTIONS["labelled"])
         with gr.Row():
+            # Opened for uploads by the page load once it has set this session's view (app.py, view_as): an
+            # upload before that was lost, the load writing back the session state it had read before the upload.
             file = gr.File(label="Labelled requests (YAML, JSON Lines or CSV with query,gold)", type="filepath",
-                           file_types=[".yaml", ".yml", ".jsonl", ".json", ".csv"], elem_id="eval-file", height=110)
+                           file_types=[".yaml", ".yml", ".jsonl", ".json", ".csv"], elem_id="eval-file", height=110,
+                           interactive=False)
             with gr.Column():
                 default = eh.studio.default_queries()
                 source = gr.Markdown(f"Using the catalog's `{default.name}`; upload a file to use yours." if default
@@ -178,7 +183,7 @@ def evaluate_tab(eh: StudioHandlers, backend: Backend, *, search: SearchTab, pro
                                     **STUDIO, **PRIVATE))
     for event in events:
         event.then(*refresh, show_progress="hidden", **PRIVATE)
-    return EvaluateTab(state, cards, failing, effect, changes, link, as_role, refresh)
+    return EvaluateTab(state, cards, failing, effect, changes, link, as_role, refresh, file)
 
 
 @contextlib.contextmanager
