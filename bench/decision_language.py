@@ -17,36 +17,39 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from bench.agent_outcome import agent_outcome
 from bench.common import parse_args, set_up_environment
 
 
 def split(rows: list[Mapping[str, Any]], position: int) -> dict[str, dict[str, float]]:
-    """Served rows by the request's language against its top tool's: rows, right tool injected, top three."""
-    out: dict[str, list[int]] = {}
+    """The rows by the request's language against its top tool's, each part's agent outcome
+    (:func:`bench.agent_outcome.agent_outcome`: the one list of these figures)."""
+    parts: dict[str, list[Mapping[str, Any]]] = {}
     for row in rows:
-        if not row["gold"]:
-            continue
         flag = row["x"][position]
         key = "same language" if flag == 1 else "other language" if flag == 0 else "unknown"
-        injected = set(row["selected"]) if row["decision"] != "NO_TOOL" else set()
-        counts = out.setdefault(key, [0, 0, 0])
-        counts[0] += 1
-        counts[1] += bool(injected & set(row["gold"]))
-        counts[2] += bool(set(row["top"][:3]) & set(row["gold"]))
-    return {key: {"rows": n, "reached": 100 * hit / n, "top3": 100 * top / n} for key, (n, hit, top) in out.items()}
+        parts.setdefault(key, []).append(row)
+    return {key: agent_outcome([r["selected"] for r in part], [r["gold"] for r in part], [r["top"] for r in part],
+                               [r["minilm"] for r in part]) | {"served": float(sum(bool(r["gold"]) for r in part))}
+            for key, part in parts.items()}
 
 
 def tables(results: Mapping[str, Any]) -> str:
     from toolrag.decision.view import FEATURES
 
+    def pct(v: float) -> str:
+        return "n/a" if v != v else f"{100 * v:.1f}"
+
     position = FEATURES.index("lang_match")
     lines = [f"From {results.get('command', 'bench.decisions')} (revision {results.get('revision', '?')})", "",
-             "| set | request vs top tool | served rows | right tool injected | top three | of top three's reach |",
-             "|---|---|---|---|---|---|"]
+             "| set | request vs top tool | rows (served) | right tool injected | top three | of top three's reach | "
+             "nothing injected (no tool serves) | MiniLM threshold: nothing injected at equal reach |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, rows in results["rows"].items():
         for key, m in sorted(split(rows, position).items(), key=lambda kv: kv[0] != "same language"):
-            share = 100 * m["reached"] / m["top3"] if m["top3"] else float("nan")
-            lines.append(f"| {name} | {key} | {m['rows']:.0f} | {m['reached']:.1f} | {m['top3']:.1f} | {share:.1f} |")
+            lines.append(f"| {name} | {key} | {m['n']:.0f} ({m['served']:.0f}) | {pct(m['reach'])} | "
+                         f"{pct(m['top3_reach'])} | {pct(m['reach_ratio'])} | {pct(m['clean'])} | "
+                         f"{pct(m['base_clean'])} |")
     return "\n".join(lines)
 
 

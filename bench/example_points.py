@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from bench.agent_outcome import agent_outcome
 from bench.common import REPO, index_dir, keep_results, machine, parse_args, say, set_up_environment
 
 #: (precision target, clean target) pairs compared: the shipped default first.
@@ -123,28 +125,18 @@ def outcome(row: Mapping[str, Any], point: tuple[float, float]) -> tuple[str, li
 
 
 def measure(rows: Sequence[Mapping[str, Any]], point: tuple[float, float]) -> dict[str, Any]:
-    """Right tool injected (rows a tool serves), nothing injected (rows nothing serves), decision accuracy
-    (labelled queries: the expected decision, as ``bench.decisions`` counts it), tools per request; and per row
-    the agent's outcome (for the paired comparison)."""
-    reach: list[bool] = []
-    clean: list[bool] = []
-    right: list[bool] = []
-    tools: list[int] = []
-    per_row: list[float] = []
-    for r in rows:
-        decision, injected = outcome(r, point)
-        tools.append(len(injected))
-        ok = bool(set(injected) & set(r["gold"])) if r["gold"] else not injected
-        (reach if r["gold"] else clean).append(ok)
-        per_row.append(float(ok))
-        if "expect" in r:
-            right.append(decision == r["expect"])
-    return {"reach": _mean(reach), "clean": _mean(clean), "accuracy": _mean(right), "tools": _mean(tools),
-            "rows": per_row}
-
-
-def _mean(values: Sequence[float] | Sequence[bool] | Sequence[int]) -> float:
-    return float(np.mean(values)) if len(values) else float("nan")
+    """The agent's outcome at ``point`` (:func:`bench.agent_outcome.agent_outcome`: right tool injected, nothing
+    injected where nothing serves, tools per request), decision accuracy (labelled queries: the expected decision,
+    as ``bench.decisions`` counts it) and per row whether the agent got what it needed (for the paired
+    comparison)."""
+    decided = [outcome(r, point) for r in rows]
+    injected = [tools for _, tools in decided]
+    figures = agent_outcome(injected, [r["gold"] for r in rows], [r["ids"] for r in rows], [math.nan] * len(rows))
+    right = [decision == r["expect"] for (decision, _), r in zip(decided, rows, strict=True) if "expect" in r]
+    per_row = [float(bool(set(tools) & set(r["gold"])) if r["gold"] else not tools)
+               for tools, r in zip(injected, rows, strict=True)]
+    return {"reach": figures["reach"], "clean": figures["clean"], "tools": figures["injected"],
+            "accuracy": float(np.mean(right)) if right else math.nan, "rows": per_row}
 
 
 def folds(examples: Sequence[Mapping[str, Any]], model: Any, target: float, clean: float) -> dict[str, float]:

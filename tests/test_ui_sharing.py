@@ -168,6 +168,19 @@ def test_a_read_only_backend_never_opens_the_catalog_for_writing(small_catalog_d
     assert "hr.payroll.approve" not in list(h.catalog_views()[1]["id"])
 
 
+def test_the_labelled_requests_upload_opens_after_the_page_load_set_the_view(ui_backend: Backend) -> None:
+    """The Evaluate tab's upload starts closed and the page load opens it only after ``view_as`` has written the
+    session state: an upload made while ``view_as`` ran was overwritten by the state it had read before, and Run
+    then evaluated the catalog's own queries instead of the file."""
+    demo = create_app(ui_backend)
+    config = demo.get_config_file()
+    upload = next(c for c in config["components"] if c["props"].get("elem_id") == "eval-file")
+    assert upload["props"]["interactive"] is False
+    opens = [d for d in config["dependencies"] if upload["id"] in d["outputs"]]
+    after = {d["trigger_after"] for d in opens if d["trigger_after"] is not None}
+    assert [demo.fns[i].fn.__name__ for i in after] == ["view_as"], after  # type: ignore[union-attr]
+
+
 def test_sharing_an_app_that_edits_without_sign_in_is_refused(ui_backend: Backend) -> None:
     demo = create_app(ui_backend)
     for where in ({"server_name": "0.0.0.0"}, {"share": True}):
