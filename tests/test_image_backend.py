@@ -106,7 +106,7 @@ def test_an_export_that_misses_pytorch_is_refused(tmp_path: Path, monkeypatch: p
     refused = r"reaches cosine [0-9.]+ \(at least 1\.5 needed\).*against PyTorch; set TOOLRAG_IMAGE_BACKEND=torch"
     assert fresh.backend is enc_vonnx.ImageBackend.TORCH and re.search(refused, fresh.backend_note)
     assert fresh.fingerprint == both[1].fingerprint
-    assert [p.name for p in (tmp_path / "data" / "models").iterdir()] == []
+    assert [p.name for p in (tmp_path / "data" / "models").iterdir() if not p.name.endswith(".lock")] == []
     np.testing.assert_array_equal(fresh.features([ASSETS / "coffee.jpg"]), both[1].features([ASSETS / "coffee.jpg"]))
 
 
@@ -166,7 +166,7 @@ def test_built_folder_builds_once_and_renames_into_place(tmp_path: Path) -> None
     assert enc_built.built_folder(target, build, what="a model") == target
     assert enc_built.built_folder(target, build, what="a model") == target
     assert len(calls) == 1 and (target / "weights.bin").is_file() and not calls[0].exists()
-    assert [p.name for p in tmp_path.iterdir()] == ["model"]  # no temporary folder left
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lock", "model"]  # no temporary folder left
 
 
 def test_a_failed_or_unfinished_build_leaves_nothing_usable(tmp_path: Path) -> None:
@@ -180,7 +180,7 @@ def test_a_failed_or_unfinished_build_leaves_nothing_usable(tmp_path: Path) -> N
         enc_built.built_folder(target, fails, what="a model")
     with pytest.raises(ModelUnavailable, match="the build of a model ended without its marker file"):
         enc_built.built_folder(target, lambda folder: (folder / "weights.bin").write_bytes(b"w"), what="a model")
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == [".model.lock"]  # the lock file alone: nothing usable
     target.mkdir()  # a folder without a marker (an older version's unfinished one) is rebuilt, not used
     (target / "stale.bin").write_bytes(b"old")
     enc_built.built_folder(target, _finished, what="a model")
@@ -200,7 +200,41 @@ def test_when_another_process_finishes_first_its_folder_is_used(tmp_path: Path) 
 
     assert enc_built.built_folder(target, raced, what="a model") == target
     assert sorted(p.name for p in target.iterdir()) == sorted([enc_built.BUILD_MARKER, "theirs.bin"])
-    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lock", "model"]
+
+
+def _build_in_a_child(target: str, log: str) -> None:
+    """A process's build of ``target`` that takes a while and notes in ``log`` that it ran."""
+    import time
+
+    from toolrag.encode import built_folder as child_built
+
+    def build(folder: Path) -> None:
+        with open(log, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()}\n")
+        time.sleep(1.0)
+        _finished(folder)
+
+    child_built.built_folder(Path(target), build, what="a model")
+
+
+@pytest.mark.slow
+def test_processes_that_share_a_data_folder_build_a_model_once(tmp_path: Path) -> None:
+    """Replicas or test workers started together on a fresh machine: one process builds, the others wait for its
+    folder instead of each building the same model (minutes of CPU and gigabytes of memory for e5)."""
+    import multiprocessing
+
+    target, log = tmp_path / "model", tmp_path / "builds.log"
+    context = multiprocessing.get_context("spawn")
+    children = [context.Process(target=_build_in_a_child, args=(str(target), str(log))) for _ in range(3)]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(timeout=120)
+    assert [child.exitcode for child in children] == [0, 0, 0]
+    assert len(log.read_text(encoding="utf-8").split()) == 1  # built by one of the three
+    assert (target / "weights.bin").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".model.lock", "builds.log", "model"]
 
 
 def test_built_folder_clears_old_leftovers_and_names_an_unwritable_parent(tmp_path: Path) -> None:
