@@ -87,33 +87,25 @@ MONOTONE: Mapping[str, Mapping[str, int]] = {
 }
 
 
-#: The features of the English-only model (MiniLM), absent for a request in a language it does not read (issue 43:
-#: it steps back for every language but English, and Chinese through its gloss). The training sets hold English
-#: and Chinese requests only, so a share :data:`UNREAD_SHARE` of the episodes is also fitted as if the request
-#: were in another language (these features NaN, and BM25's too: a request in another language shares few words
-#: with the catalog; ``cjk`` 0, the top tool not written in its language), at :data:`UNREAD_WEIGHT` of its
-#: weight: the model learns to decide from the multilingual model alone.
-ENGLISH_ONLY = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en", "kw_z", "name_hit")
+#: The training sets hold English and Chinese requests only, so a share :data:`UNREAD_SHARE` of the episodes is
+#: also fitted as a request in another language reads (:func:`toolrag.decision.view.as_unread`: the English
+#: model's and BM25's features absent, not Chinese, the top tool not in its language), at :data:`UNREAD_WEIGHT`
+#: of its weight: the model learns to decide from the multilingual model alone. A search reads such a request
+#: through the same function.
 UNREAD_SHARE, UNREAD_WEIGHT = 0.3, 0.5
 
 
-def unread(x: np.ndarray) -> np.ndarray:
-    """``x`` as a request the English model cannot read gives it (:data:`ENGLISH_ONLY` NaN, not Chinese, the
-    top tool not in its language)."""
-    from toolrag.decision.view import FEATURES
+def _as_unread(x: np.ndarray) -> np.ndarray:
+    from toolrag.decision.view import as_unread  # lazy: the bench's modules import toolrag when they run
 
-    out = x.copy()
-    out[:, [FEATURES.index(f) for f in ENGLISH_ONLY]] = np.nan
-    out[:, FEATURES.index("cjk")] = 0.0
-    out[:, FEATURES.index("lang_match")] = 0.0
-    return out
+    return as_unread(x)
 
 
 def _with_unread(x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray,
                  pick: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The training rows ``rows`` and, for those of ``pick``, their :func:`unread` copies."""
     more = rows & pick
-    return (np.vstack([x[rows], unread(x[more])]), np.concatenate([y[rows], y[more]]),
+    return (np.vstack([x[rows], _as_unread(x[more])]), np.concatenate([y[rows], y[more]]),
             np.concatenate([w[rows], UNREAD_WEIGHT * w[more]]))
 
 
@@ -224,12 +216,12 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
             held = groups == group
             heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text))
             oof[held & text] = _predict(heads, x[held & text])
-            oof_unread[held] = _predict(heads, unread(x[held]))
+            oof_unread[held] = _predict(heads, _as_unread(x[held]))
             if (held & pictured).any():
                 text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
                 image_heads = _heads(family, *_with_unread(x, y, w, ~held, pick))
                 oof[held & pictured] = _predict(image_heads, x[held & pictured])
-                oof_unread[held & pictured] = _predict(image_heads, unread(x[held & pictured]))
+                oof_unread[held & pictured] = _predict(image_heads, _as_unread(x[held & pictured]))
         # the operating points on the text episodes: the image episodes are drawn, their share of the whole is
         # arbitrary, and their requests nothing serves (a photo that asks for nothing) are easy to keep clean
         points = operating_points(oof[text], y[text], wt[text])

@@ -18,7 +18,8 @@ from toolrag.decision.nulls import standing
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import RULES, Facts, choose, decide, operating_point
 from toolrag.decision.slots import open_parameters
-from toolrag.decision.view import FEATURES, SELECTION_FEATURES, DecisionView
+from toolrag.decision.view import ENGLISH_ONLY, FEATURES, SELECTION_FEATURES, DecisionView, as_unread
+from toolrag.language import english_model_reads
 from toolrag.text import has_web_address, stand_in_addresses
 
 
@@ -73,6 +74,23 @@ def test_a_request_image_gives_what_a_picture_can() -> None:
     assert open_parameters(ticket, "put the flight in my calendar") == (("image_url", "date"), 2)
     assert open_parameters(ticket, "put the flight in my calendar", image=True) == (("date",), 2)
     assert open_parameters(ticket, "put the flight in", image=True, read="CA1831 2026-12-12 PEK-SHA") == ((), 2)
+
+
+def test_a_request_the_english_model_does_not_read_is_read_as_the_model_learned_it() -> None:
+    """One reading for serving and training: a request in a language other than English or Chinese gives the
+    decision no English-model or BM25 feature, is not Chinese, and its top tool is not in its language, exactly as
+    the training's copies of English and Chinese episodes read (bench/decision_fit.py calls the same function)."""
+    assert [english_model_reads(lang) for lang in ("en", "zh", "und", "ja", "de", "ru")] == [
+        True, True, True, False, False, False]
+    row = np.arange(len(FEATURES), dtype=np.float64) + 1.0
+    rows = np.vstack([row, row * 2])
+    for given, read in ((row, as_unread(row)), (rows, as_unread(rows))):
+        named = dict(zip(FEATURES, np.atleast_2d(read)[-1], strict=True))
+        assert all(math.isnan(named[f]) for f in ENGLISH_ONLY)
+        assert named["cjk"] == 0.0 and named["lang_match"] == 0.0
+        kept = [i for i, f in enumerate(FEATURES) if f not in (*ENGLISH_ONLY, "cjk", "lang_match")]
+        np.testing.assert_array_equal(np.atleast_2d(read)[:, kept], np.atleast_2d(given)[:, kept])
+    assert not np.isnan(row).any()  # the given features are not changed
 
 
 def test_standing_against_requests_that_need_no_tool_by_hand() -> None:

@@ -5,9 +5,13 @@ measured margins were 1.1-2.7), names its language, and the English model steps 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
+from decision_margin import assert_reaches
+
+from toolrag.decision.view import ENGLISH_ONLY
 
 pytestmark = pytest.mark.slow  # real models
 
@@ -37,6 +41,19 @@ def test_a_request_in_another_language_finds_its_tool(sample_retriever: Any, lan
     assert "dense_en" in result.absent_signals  # the English model cannot read it: its weight went elsewhere
     assert result.decision_features["lang_match"] == 0.0  # the sample tools are written in English and Chinese
     assert json.loads(result.to_json_str())["language"] == lang
+    # the decision reads it as it learned such requests (toolrag.decision.view.as_unread): no English-model or
+    # BM25 feature, though BM25 scored it (ids, numbers, loan words), and a Japanese one is not read as Chinese
+    assert "bm25" in first.signals and all(math.isnan(result.decision_features[f]) for f in ENGLISH_ONLY)
+    assert result.decision_features["cjk"] == 0.0
+
+
+@pytest.mark.parametrize("lang", ["ja", "ko", "fr"])
+def test_a_clear_request_in_another_language_reaches_the_agent(sample_retriever: Any, lang: str) -> None:
+    """Read as the model learned such requests, a clear one brings its tool to the agent, with the margin
+    decision_margin asserts (P(no tool) 0.05-0.21 here, at most 0.47 allowed; read with BM25's features, as the
+    model had never seen them beside an absent English model, the Japanese one stood at 0.47)."""
+    _, query, tool = next(r for r in REQUESTS if r[0] == lang)
+    assert_reaches(sample_retriever.search(query), tool, sample_retriever.decider.model)
 
 
 def test_english_and_chinese_requests_keep_every_signal(sample_retriever: Any) -> None:

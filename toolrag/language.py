@@ -24,8 +24,8 @@ from typing import Any
 from toolrag.errors import ModelUnavailable
 from toolrag.text import SCRIPT_RANGES
 
-__all__ = ["DETECTOR_KEY", "LANGUAGE_NAMES", "MEASURED", "UNDETERMINED", "detect_language", "load_identifier",
-           "script_counts"]
+__all__ = ["DETECTOR_KEY", "ENGLISH_READS", "LANGUAGE_NAMES", "MEASURED", "UNDETERMINED", "detect_language",
+           "english_model_reads", "load_identifier", "script_counts"]
 
 #: Bumped whenever :func:`detect_language` changes its answers.
 DETECTOR_VERSION = 1
@@ -35,6 +35,11 @@ DETECTOR_KEY = f"lang-v{DETECTOR_VERSION}|py3langid-{importlib.metadata.version(
 
 #: The answer for a text without letters (a bare id, digits, an image's empty caption).
 UNDETERMINED = "und"
+#: The languages (:func:`detect_language`) whose requests the English model reads as typed: English and texts
+#: without letters. A Chinese request is read through its gloss (:mod:`toolrag.search.gloss`); any other
+#: (Japanese, Korean, Russian, Spanish, ...) not at all, so its weight goes to the signals that read it
+#: (docs/results.md, "Requests in other languages").
+ENGLISH_READS = frozenset({"en", UNDETERMINED})
 #: The languages the multilingual labelled set measures (sample_tools/queries_multilingual.yaml; Chinese by the
 #: bundled queries.yaml), in the order the playground names them.
 MEASURED = ("en", "zh", "ja", "ko", "ru", "es", "de", "fr", "pt", "vi")
@@ -126,3 +131,10 @@ def _identify(text: str, languages: tuple[str, ...]) -> str:
     total = sum(p for _, p in ranked) or 1.0
     english = next(p for lang, p in ranked if lang == "en") / total
     return "en" if english >= _NOT_ENGLISH else str(next(lang for lang, _ in ranked if lang != "en"))
+
+
+def english_model_reads(language: str) -> bool:
+    """Whether the English model reads a request in ``language`` at all: as typed (:data:`ENGLISH_READS`) or,
+    Chinese, through its gloss. The decision reads a request it does not read as it learned such requests
+    (:func:`toolrag.decision.view.as_unread`)."""
+    return language in ENGLISH_READS or language == "zh"

@@ -43,11 +43,12 @@ from toolrag.decision.addresses import takes_web_address
 from toolrag.decision.nulls import NullBank
 from toolrag.decision.slots import open_parameters
 from toolrag.index.snapshot import IndexSnapshot
-from toolrag.language import UNDETERMINED, detect_language
+from toolrag.language import UNDETERMINED, detect_language, english_model_reads
 from toolrag.stats import standard_scores
 from toolrag.text import has_web_address
 
-__all__ = ["FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "build_view"]
+__all__ = ["ENGLISH_ONLY", "FEATURES", "LOOKALIKE", "SELECTION_FEATURES", "DecisionView", "RequestFacts", "as_unread",
+           "build_view"]
 
 #: Two tools whose profiles (multilingual vectors) are at least this close are look-alikes: the catalog map's
 #: pairs, and a question between the two rather than for the top tool's missing parameters (unrelated tools still
@@ -64,6 +65,12 @@ FEATURES: tuple[str, ...] = (
     "tools", "cjk", "lang_match", "history", "image", "text",
     "ocr_null", "ocr_z", "ocr_gap", "ocr_len", "concepts_z",
 )
+#: What the English model reads of a request, and BM25 with it: absent for a request in a language it does not
+#: read (:func:`toolrag.language.english_model_reads`). The training sets hold English and Chinese requests only,
+#: so the model learned such requests from training episodes read this way (:func:`as_unread`).
+ENGLISH_ONLY: tuple[str, ...] = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en", "kw_z",
+                                 "name_hit")
+_UNREAD = [FEATURES.index(f) for f in ENGLISH_ONLY]
 #: The features of one lower candidate (position 2, 3, ...): is it also needed?
 SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
 
@@ -166,9 +173,26 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["history"], f["image"], f["text"] = float(bool(request.history)), float(request.image_given), float(bool(
         request.text))
     _image_standing(f, snap, raw, present, int(pos[0]), head[0], request, bank)
-    return DecisionView(np.array([f[k] for k in FEATURES], dtype=np.float64),
+    features = np.array([f[k] for k in FEATURES], dtype=np.float64)
+    if not english_model_reads(request.language):
+        features = as_unread(features)
+    return DecisionView(features,
                         _selection(snap, raw, present, pos, head, request, bank, novel, sem),
                         verb if f["change_reader"] else "", vague, open_names)
+
+
+def as_unread(features: np.ndarray) -> np.ndarray:
+    """``features`` (one row or several) as the model reads a request the English model does not read: the
+    :data:`ENGLISH_ONLY` features absent, not Chinese, the top tool not in its language. The decision's training
+    reads a share of its English and Chinese episodes this way (bench/decision_fit.py), and a search reads every
+    such request this way, so both see the same features: BM25 still scores a German request (names, numbers,
+    loan words) and the tool name's words it says, but a model that never saw those beside an absent English model
+    read them as a sign that nothing serves (issue 44: 0-25% of the multilingual rows' tools reached the agent)."""
+    out = np.array(features, dtype=np.float64, copy=True)
+    out[..., _UNREAD] = np.nan
+    out[..., FEATURES.index("cjk")] = 0.0
+    out[..., FEATURES.index("lang_match")] = 0.0
+    return out
 
 
 def _image_standing(f: dict[str, float], snap: IndexSnapshot, raw: Mapping[str, np.ndarray],

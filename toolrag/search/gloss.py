@@ -23,10 +23,10 @@ import threading
 from pathlib import Path
 
 from toolrag.index.tokenize import EN_STOPWORDS, ZH_STOPWORDS, segment
-from toolrag.language import DETECTOR_KEY, UNDETERMINED, detect_language
+from toolrag.language import DETECTOR_KEY, ENGLISH_READS, detect_language
 from toolrag.text import CJK_RANGES, is_mostly_cjk
 
-__all__ = ["ENGLISH_READS", "GLOSS_VERSION", "english_gloss", "english_reading", "gloss_key", "lexical_reading",
+__all__ = ["GLOSS_VERSION", "english_gloss", "english_reading", "gloss_key", "lexical_reading",
            "load_dictionary"]
 
 log = logging.getLogger(__name__)
@@ -34,11 +34,6 @@ log = logging.getLogger(__name__)
 #: Bumped whenever :func:`english_gloss` or :func:`english_reading` changes what it returns (caches of query
 #: vectors are keyed by it). 2: requests in a language the English model cannot read are not read by it (issue 43).
 GLOSS_VERSION = 2
-#: The languages (:func:`toolrag.language.detect_language`) whose requests the English model reads as typed:
-#: English and texts without letters. A Chinese request is read through its gloss; any other (Japanese, Korean,
-#: Russian, Spanish, ...) not at all, so its weight goes to the signals that read it (docs/results.md, "Requests
-#: in other languages").
-ENGLISH_READS = frozenset({"en", UNDETERMINED})
 
 #: Senses kept per word: the first (CC-CEDICT puts a word's main sense first; with two, words matched tools by an
 #: aside: 今天 "today; at present; now" matched the time tools; 35 requests in docs/decisions.md, about even).
@@ -201,8 +196,9 @@ def english_gloss(text: str) -> str:
 
 
 def english_reading(text: str) -> str:
-    """What the English model reads of a request: the text itself when it is English (:data:`ENGLISH_READS`), its
-    gloss when it is Chinese, else "" (the English model steps back)."""
+    """What the English model reads of a request: the text itself when it is English
+    (:data:`toolrag.language.ENGLISH_READS`), its gloss when it is Chinese, else "" (the English model steps
+    back)."""
     language = detect_language(text)
     if language == "zh":
         return english_gloss(text)
