@@ -249,6 +249,8 @@ def test_a_question_names_what_the_request_leaves_open() -> None:
     assert asked.clarification == "To use plan_auction I need: date. Could you give it?"
     chinese = decide(Facts(["plan_auction"], [""], query="我需要计划一个拍卖活动"), view, _model(0.1, 0.3))
     assert chinese.clarification == "要使用 plan_auction，还需要您提供：date。"
+    japanese = decide(Facts(["plan_auction"], [""], query="オークションの計画を立てたいです"), view, _model(0.1, 0.3))
+    assert japanese.clarification == asked.clarification  # its kanji do not make it Chinese
 
 
 def test_a_question_about_one_tools_parameters_injects_that_tool_alone() -> None:

@@ -56,6 +56,23 @@ def test_a_clear_request_in_another_language_reaches_the_agent(sample_retriever:
     assert_reaches(sample_retriever.search(query), tool, sample_retriever.decider.model)
 
 
+#: Requests in another language that give their tool's required values in words the slot reader (English and
+#: Chinese words) cannot read: the times of the meeting, the currencies, the leave's dates.
+GIVEN = ["내일 오후 3시부터 4시까지 6명이 쓸 회의실이 필요해요, 화이트보드 있는 곳으로요",
+         "오늘 환율로 500달러는 엔화로 얼마야",
+         "Ich möchte nächsten Donnerstag und Freitag Jahresurlaub nehmen"]
+
+
+@pytest.mark.parametrize("query", GIVEN, ids=["ko-room", "ko-currency", "de-leave"])
+def test_nothing_is_claimed_missing_in_a_language_the_slot_reader_cannot_read(sample_retriever: Any,
+                                                                            query: str) -> None:
+    """The reason names no parameter as left open, and a question asks which tool is meant, not for values the
+    request gave (before: "To use book_meeting_room I need: start, end" for the Korean request with its times)."""
+    result = sample_retriever.search(query)
+    assert "leaves open" not in result.decision_reason, result.decision_reason
+    assert not (result.clarification or "").startswith("To use"), result.clarification
+
+
 def test_english_and_chinese_requests_keep_every_signal(sample_retriever: Any) -> None:
     for query, lang in (("how many days of annual leave do I have left?", "en"), ("我还剩几天年假？", "zh")):
         result = sample_retriever.search(query)

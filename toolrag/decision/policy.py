@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from toolrag.decision.model import DecisionModel
 from toolrag.decision.outcome import Decision, DecisionOutcome, DecisionScores, DecisionSource
 from toolrag.decision.view import FEATURES, LOOKALIKE, DecisionView
-from toolrag.text import has_cjk
+from toolrag.language import detect_language
 
 __all__ = ["ASK_TOOLS", "FALLBACK_Z", "NO_TOOL_AT", "RULES", "Facts", "OperatingPoint", "choose", "decide",
            "operating_point"]
@@ -205,7 +205,8 @@ def _asks_for_parameters(facts: Facts, view: DecisionView) -> bool:
 
 def _question(facts: Facts, view: DecisionView, offered: Sequence[int]) -> tuple[str, str]:
     """The clarification question about the ``offered`` candidates and, for the reason, what it is about."""
-    names, summaries, chinese = facts.names, facts.summaries, has_cjk(facts.query)
+    names, summaries = facts.names, facts.summaries
+    chinese = detect_language(facts.query) == "zh"  # not a Japanese request's kanji
     first = names[offered[0]]
     if offered == (0,) and _asks_for_parameters(facts, view):
         missing = ", ".join(view.open_parameters)

@@ -166,6 +166,8 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["vague"] = float(bool(vague))
     open_names, required = open_parameters(top.parameters, query, image=request.image_given, read=request.ocr_text)
     f["open"] = len(open_names) / required if required else math.nan
+    if not english_model_reads(request.language):
+        open_names = ()  # its values are read by English and Chinese words: the reason claims nothing missing
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
     f["cjk"] = float(request.cjk)
