@@ -274,19 +274,3 @@ def test_fingerprint_tracks_id_dim_and_weights(tmp_path: Path, e5_folder: Path) 
     with pytest.raises(ModelUnavailable, match="no weights"):
         fpr.weights_digest(tmp_path / "empty")
 
-
-@pytest.mark.slow
-def test_the_test_scripts_model_build_finds_the_built_models(models: object) -> None:
-    """``python -m scripts.build_models`` (run by scripts/test.sh beside lint and the type check) builds what the
-    default settings load, in the data folder the tests use; here the suite has built them, so it only loads."""
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    from toolrag.config import data_dir
-
-    done = subprocess.run([sys.executable, "-m", "scripts.build_models"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    assert f"models ready in {data_dir() / 'models'}" in done.stderr
