@@ -44,15 +44,27 @@ def test_asserted_decisions_survive_the_encoders_noise(sample_retriever: Any, qu
         sample_retriever.analyzer = shipped
 
 
+#: (request, its tool) asserted elsewhere to reach the agent (tests/test_decisions.py, the requests in other
+#: languages of tests/test_multilingual_search.py).
+REACHING = [
+    ("set up a 30-minute meeting with Tom tomorrow at 10am and invite him", "office.calendar.create_event"),
+    ("今朝SSOのパスワードの有効期限が切れました。新しいパスワードはどう設定すればいいですか", "it.password.reset"),
+    ("이 답장을 독일어로 번역해 줘: 감사합니다, 부품은 다음 주에 발송하겠습니다", "comm.translate.text"),
+    ("Traduis cette réponse en allemand : merci, nous expédierons les pièces la semaine prochaine",
+     "comm.translate.text"),
+]
+
+
 @pytest.mark.slow
-def test_a_tool_that_reaches_the_agent_still_does_under_the_noise(sample_retriever: Any) -> None:
-    query = "set up a 30-minute meeting with Tom tomorrow at 10am and invite him"
+@pytest.mark.parametrize(("query", "tool"), REACHING, ids=["en", "ja", "ko", "fr"])
+def test_a_tool_that_reaches_the_agent_still_does_under_the_noise(sample_retriever: Any, query: str,
+                                                                  tool: str) -> None:
     shipped = sample_retriever.analyzer
     try:
         for seed in range(3):
             sample_retriever.analyzer = NoisyAnalyzer(shipped, NOISE, seed)
             moved = sample_retriever.search(query, role="employee", audited=False)
-            assert moved.ids[0] == "office.calendar.create_event" and moved.ids[0] in moved.selected, seed
+            assert moved.ids[0] == tool and tool in moved.selected, (seed, moved.scores, moved.decision_reason)
     finally:
         sample_retriever.analyzer = shipped
 
