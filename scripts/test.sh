@@ -5,8 +5,7 @@
 # --quick: no model load, no server, no browser, no child process; tests/quick_tier.py guards it). mypy keeps its
 # cache in .mypy_cache, so after the first run it checks only what changed. CI runs the full suite, in one
 # pytest-xdist worker per core (at most 4; `--dist loadfile`: a file's tests share one worker and its module
-# fixtures; the longest files go first, tests/conftest.py LONGEST_FIRST); the models are built in the background
-# meanwhile (scripts/build_models.py). Other arguments go to pytest (`-n 0`:
+# fixtures; the longest files go first, tests/conftest.py LONGEST_FIRST). Other arguments go to pytest (`-n 0`:
 # one process). The suite sets its own environment (offline, telemetry off: tests/conftest.py,
 # through toolrag.config).
 set -euo pipefail
@@ -15,15 +14,6 @@ tier=full
 if [ "${1:-}" = quick ]; then
   tier=quick
   shift
-fi
-if [ "$tier" = full ]; then
-  # The models, built from their packaged weights while the tools install and lint and the type check run (about
-  # a minute of one core on a fresh machine, a second or two once built): the tests that need them then wait
-  # less, or not at all, for the build (scripts/build_models.py; a test process waits on the folder's lock)
-  build_log=$(mktemp)
-  python -m scripts.build_models >"$build_log" 2>&1 &
-  build_pid=$!
-  trap 'kill "$build_pid" 2>/dev/null || true; rm -f "$build_log"' EXIT
 fi
 python -m pip install -q -r requirements-dev.txt
 # the fonts the rendered sample documents use (tests/test_render_assets.py); Chromium for the browser tests
@@ -50,10 +40,6 @@ else
 fi
 rc=$?
 set -e
-if [ "$tier" = full ] && ! wait "$build_pid"; then
-  echo "building the models beside lint and the type check failed (the tests that need them say why too):" >&2
-  cat "$build_log" >&2
-fi
 if [ "$rc" = 5 ]; then
   echo "pytest collected no tests: failing on purpose" >&2
   exit 1

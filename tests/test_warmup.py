@@ -73,21 +73,3 @@ def test_the_map_warm_up_follows_its_setting(models: Any, small_catalog_dir: Pat
     else:
         assert warmed.wait(timeout=60)
     assert (f"ignoring {MAP_WARMUP_ENV}='sometimes'" in caplog.text) == (setting == "sometimes")
-
-
-def test_the_test_scripts_model_build_finds_the_built_models(models: object) -> None:
-    """``python -m scripts.build_models`` (run by scripts/test.sh beside lint and the type check) builds what the
-    default settings load, in the data folder the suite's models came from; they are built, so it only loads them
-    (seconds; a build takes a minute). Not beside test_models, test_encoders or test_image_backend: their module
-    fixtures point the data folder at a folder of their own."""
-    import subprocess
-    import sys
-
-    from conftest import ROOT
-
-    from toolrag.config import data_dir
-
-    done = subprocess.run([sys.executable, "-m", "scripts.build_models"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr
-    assert f"models ready in {data_dir() / 'models'}" in done.stderr
