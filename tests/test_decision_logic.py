@@ -251,6 +251,9 @@ def test_a_question_names_what_the_request_leaves_open() -> None:
     assert chinese.clarification == "要使用 plan_auction，还需要您提供：date。"
     japanese = decide(Facts(["plan_auction"], [""], query="オークションの計画を立てたいです"), view, _model(0.1, 0.3))
     assert japanese.clarification == asked.clarification  # its kanji do not make it Chinese
+    searched = decide(Facts(["plan_auction"], [""], query="我需要计划一个拍卖活动", language="en"), view,
+                      _model(0.1, 0.3))
+    assert searched.clarification == asked.clarification  # the language the search detected decides
 
 
 def test_a_question_about_one_tools_parameters_injects_that_tool_alone() -> None:

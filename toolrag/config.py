@@ -161,7 +161,7 @@ def choice_setting(kind: type[_Choice], value: str | _Choice | None, *, env: str
         raise SettingsError(f"{what} {raw!r} is not one of {choices}; fix {env}") from None
 
 
-ON_WORDS = frozenset({"on", "1", "true", "yes"})
+_ON_WORDS = frozenset({"on", "1", "true", "yes"})
 
 
 def switch_setting(name: str, *, meaning: str) -> bool:
@@ -170,7 +170,7 @@ def switch_setting(name: str, *, meaning: str) -> bool:
     raw = env(name).strip()
     if raw and is_off(raw):
         return False
-    if raw and raw.lower() not in ON_WORDS:
+    if raw and raw.lower() not in _ON_WORDS:
         log.warning("ignoring %s=%r: use off to %s, or on", name, raw, meaning)
     return True
 

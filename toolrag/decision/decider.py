@@ -74,6 +74,6 @@ class Decider:
         stuffed = stuffed_tools(snap)
         facts = Facts([t.name for t in tools], [t.description for t in tools], named=named,
                       meaningful=any(ch.isalnum() for ch in " ".join((query, *request.history))),
-                      image=request.image_given, query=query,
+                      image=request.image_given, query=query, language=request.language,
                       eligible=tuple(not bool(stuffed[int(r)]) for r in head[:shown]))
         return decide(facts, view, self.model, target=target, clean=clean, note=self.note), view

@@ -57,6 +57,8 @@ class Facts:
     image: bool = False
     query: str = ""
     eligible: Sequence[bool] = field(default_factory=tuple)
+    language: str = ""
+    """The request's language as the search detected it (the question's language); empty: read from ``query``."""
 
     def may_inject(self, position: int) -> bool:
         return not self.eligible or bool(self.eligible[position])
@@ -206,7 +208,7 @@ def _asks_for_parameters(facts: Facts, view: DecisionView) -> bool:
 def _question(facts: Facts, view: DecisionView, offered: Sequence[int]) -> tuple[str, str]:
     """The clarification question about the ``offered`` candidates and, for the reason, what it is about."""
     names, summaries = facts.names, facts.summaries
-    chinese = detect_language(facts.query) == "zh"  # not a Japanese request's kanji
+    chinese = (facts.language or detect_language(facts.query)) == "zh"  # not a Japanese request's kanji
     first = names[offered[0]]
     if offered == (0,) and _asks_for_parameters(facts, view):
         missing = ", ".join(view.open_parameters)

@@ -166,7 +166,8 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
     f["vague"] = float(bool(vague))
     open_names, required = open_parameters(top.parameters, query, image=request.image_given, read=request.ocr_text)
     f["open"] = len(open_names) / required if required else math.nan
-    if not english_model_reads(request.language):
+    read_in_english = english_model_reads(request.language)
+    if not read_in_english:
         open_names = ()  # its values are read by English and Chinese words: the reason claims nothing missing
     n = int(np.count_nonzero(mask))
     f["tools"] = math.log(max(n, 1))
@@ -176,7 +177,7 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
         request.text))
     _image_standing(f, snap, raw, present, int(pos[0]), head[0], request, bank)
     features = np.array([f[k] for k in FEATURES], dtype=np.float64)
-    if not english_model_reads(request.language):
+    if not read_in_english:
         features = as_unread(features)
     return DecisionView(features,
                         _selection(snap, raw, present, pos, head, request, bank, novel, sem),
