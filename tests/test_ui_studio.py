@@ -3,6 +3,7 @@ the sample catalog; each is compared with the library call it stands for."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -124,6 +125,20 @@ def test_retrievability_of_one_category_then_a_tool_opens_and_the_report_exports
     assert tabs.selected == "profiles" and f"id: {tools['tool'].tolist()[0]}" in code
     page = Path(sh.export(*controls())).read_text(encoding="utf-8")
     assert "Plotly.newPlot" in page and all(t in page for t in devtools)
+
+
+def test_each_download_is_its_own_file_and_the_folder_goes_with_the_handlers(sh: StudioHandlers) -> None:
+    """Two sessions never hand out one file, and an app started and stopped leaves no folder behind (the suite
+    had left one per app start in the temporary folder)."""
+    other = StudioHandlers(sh.h, sh.studio)  # the report of the retrievability checked above
+    first, second = Path(other.export(*controls())), Path(other.export(*controls()))
+    assert first != second and first.name == second.name == "toolrag-report.html"
+    assert all("Plotly.newPlot" in f.read_text(encoding="utf-8") for f in (first, second))
+    folder = first.parent.parent
+    assert folder.name.startswith("toolrag-studio-") and second.parent.parent == folder
+    del other
+    gc.collect()
+    assert not folder.exists()
 
 
 def test_tuning_moves_the_sliders_and_saves_a_settings_file(evaluated: tuple[Any, ...], sh: StudioHandlers) -> None:

@@ -8,6 +8,7 @@ in this process and a route filter in the browser.
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -26,7 +27,9 @@ import pytest
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("GRADIO_TEMP_DIR", tempfile.mkdtemp(prefix="toolrag-gradio-"))
+if "GRADIO_TEMP_DIR" not in os.environ:  # one folder per test process, removed when it ends
+    os.environ["GRADIO_TEMP_DIR"] = tempfile.mkdtemp(prefix="toolrag-gradio-")
+    atexit.register(shutil.rmtree, os.environ["GRADIO_TEMP_DIR"], ignore_errors=True)
 
 from conftest import ASSETS, ROOT, SAMPLE
 from net_support import free_port

@@ -12,7 +12,9 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import shutil
 import tempfile
+import weakref
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -73,7 +75,16 @@ class StudioHandlers:
 
     def __init__(self, handlers: Handlers, studio: Studio) -> None:
         self.h, self.studio, self.b = handlers, studio, handlers.b
-        self._out = Path(tempfile.mkdtemp(prefix="toolrag-studio-"))
+        self._out: Path | None = None
+
+    def _download(self, name: str) -> Path:
+        """A fresh path named ``name`` for one download, so two sessions never hand out the same file. The
+        handlers' folder is made on the first download and removed with them (or at exit): an app started and
+        stopped leaves nothing in the temporary folder."""
+        if self._out is None:
+            self._out = Path(tempfile.mkdtemp(prefix="toolrag-studio-"))
+            weakref.finalize(self, shutil.rmtree, self._out, ignore_errors=True)
+        return Path(tempfile.mkdtemp(dir=self._out)) / name
 
     # ------------------------------------------------------------------------------------------ helpers
 
@@ -248,7 +259,7 @@ class StudioHandlers:
             retriever = self.b.require()
             report = report_for(report, retriever.catalog, seen["codes"], vectors=retriever.tool_vectors(),
                                 threshold=self.studio.checker.threshold)
-        file = self._out / "toolrag-report.html"
+        file = self._download("toolrag-report.html")
         write_atomic(file, render_html(report), error=ToolragError)
         return str(file)
 
@@ -299,8 +310,7 @@ class StudioHandlers:
         tuned = (state or {}).get("tuned")
         if not tuned:
             raise gr.Error("tune first: the file holds the weights tuning chose")
-        file = self._out / "toolrag-settings.yaml"
-        file.unlink(missing_ok=True)  # a fresh file per save: save_settings would merge into the last one
+        file = self._download("toolrag-settings.yaml")  # a fresh file: save_settings merges into an existing one
         return str(save_settings(file, tuned, comment=str((state or {}).get("tuned_summary", ""))))
 
     # -------------------------------------------------------------------------------------- edit effect
