@@ -28,8 +28,7 @@ configure_environment()  # telemetry off (and HF_HUB_OFFLINE=1 offline) before g
 from toolrag.errors import ToolragError  # noqa: E402
 from toolrag.index.client import chroma_url  # noqa: E402
 from toolrag.observe import tracing  # noqa: E402
-from toolrag.ui import Backend  # noqa: E402
-from toolrag.ui.app import create_app, launch  # noqa: E402
+from toolrag.ui import Backend  # noqa: E402  (no gradio: toolrag.ui.app imports it once the settings are read)
 from toolrag.ui.backend import Access  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -42,6 +41,8 @@ def build() -> tuple[Backend, object]:
     catalog = Path(given) if given else (None if index else HERE / "sample_tools")
     # data_dir None: the retriever and the app's caches use toolrag.config.data_dir() ($TOOLRAG_DATA_DIR)
     backend = Backend(catalog, data_dir=None, chroma_url=chroma_url(), access=Access.from_env(), index=index)
+    from toolrag.ui.app import create_app  # gradio (5 s) only once every setting was accepted
+
     backend.start()
     return backend, create_app(backend)
 
@@ -52,6 +53,8 @@ def main() -> None:
     try:
         tracing.configure()  # OpenTelemetry traces when the OTEL_* variables name an exporter
         _, demo = build()
+        from toolrag.ui.app import launch
+
         launch(demo)  # type: ignore[arg-type]
     except ToolragError as exc:  # a bad catalog or setting: one line, as the CLI says it, never a traceback
         print(f"toolrag: {str(exc).splitlines()[0]}", file=sys.stderr)

@@ -240,8 +240,8 @@ def test_a_replica_with_a_malformed_chroma_url_exits_at_start(small_catalog_dir:
                   "http", "--port", str(port), "--data-dir", str(tmp_path / "d")], env),
                 ([sys.executable, "-m", "toolrag", "index", "--catalog", str(small_catalog_dir), "--index", "tools",
                   "--chroma-url", url, "--data-dir", str(tmp_path / "d")], env),
-                ([sys.executable, str(ROOT / "app.py")], {**env, "TOOLRAG_CHROMA_URL": url, "TOOLRAG_INDEX": "tools",
-                                                          "GRADIO_SERVER_PORT": str(port)})]
+                ([sys.executable, "-X", "importtime", str(ROOT / "app.py")],  # refused before gradio is imported
+                 {**env, "TOOLRAG_CHROMA_URL": url, "TOOLRAG_INDEX": "tools", "GRADIO_SERVER_PORT": str(port)})]
     for command, environment in commands:
         try:
             done = subprocess.run(command, capture_output=True, cwd=ROOT, env=environment, timeout=120,
@@ -252,6 +252,7 @@ def test_a_replica_with_a_malformed_chroma_url_exits_at_start(small_catalog_dir:
         assert done.stderr.endswith(f"toolrag: Chroma URL {url!r} must start with http:// or https:// (e.g. "
                                     "--chroma-url http://127.0.0.1:8000)\n"), done.stderr[-2000:]
         assert "Traceback" not in done.stderr
+        assert not any(line.split("|")[-1].strip() == "gradio" for line in done.stderr.splitlines())
     assert not (tmp_path / "d").exists()
 
 
