@@ -36,8 +36,9 @@ POINTS = ((0.85, 0.85), (0.80, 0.80), (0.90, 0.90))
 MIN_CALLED = 10
 
 
-def search_examples(retriever: Any) -> list[dict[str, Any]]:
-    """Each text example searched leave-one-out (``served``) and with its tool hidden."""
+def search_examples(retriever: Any, *, hide_alike: float = 2.0) -> list[dict[str, Any]]:
+    """Each text example searched leave-one-out (``served``) and with its tool hidden, with every tool at least
+    ``hide_alike`` close to it (multilingual profile vectors; the default hides the tool alone)."""
     from toolrag.catalog.caller import Caller
     from toolrag.evaluation import loo
     from toolrag.evaluation.vector_cache import VectorCache
@@ -51,11 +52,14 @@ def search_examples(retriever: Any) -> list[dict[str, Any]]:
              if spec.kind in loo._TEXT_KINDS and spec.kind in base.vectors]
     cache = VectorCache(None)
     docs = {kind: cache.passages(model, [i.doc for i in items])[0] for kind, model in kinds}
+    order, vectors = retriever.tool_vectors()
+    near = vectors @ vectors.T
+    alike = {tool: {order[j] for j in np.flatnonzero(near[i] >= hide_alike)} | {tool} for i, tool in enumerate(order)}
     rows = []
     for item in items:
         view = loo._leave_one_out(base, item, {k: docs[k][item.doc] for k, _ in kinds})
         for served in (True, False):
-            who = author if served else dataclasses.replace(author, tools=ids - {item.tool_id})
+            who = author if served else dataclasses.replace(author, tools=ids - alike[item.tool_id])
             result = retriever.search(item.query, caller=who, top_k=5, snapshot=view if served else None,
                                       audited=False)
             rows.append(_row(result, tool=item.tool_id, served=served, gold=[item.tool_id] if served else []))
@@ -168,7 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                            models=load_models(Settings()))
     model = retriever.decider.model
     start = time.perf_counter()
-    examples = search_examples(retriever)
+    examples = search_examples(retriever, hide_alike=args.hide_alike)
     say(f"{len(examples)} example searches in {time.perf_counter() - start:.0f}s")
     queries = search_queries(retriever)
     results: dict[str, Any] = {"machine": machine(), "command": args.command_line, "examples": len(examples) // 2,
@@ -216,7 +220,12 @@ def tables(results: Mapping[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     set_up_environment()
-    args = parse_args("bench.example_points", __doc__ or "", argv, results="example_points.json")
+    def options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--hide-alike", type=float, default=2.0,
+                            help="hide every tool at least this close to the example's (profile cosine) in its "
+                                 "nothing-serves search; default: the tool alone")
+
+    args = parse_args("bench.example_points", __doc__ or "", argv, options, results="example_points.json")
     from bench.datasets import bench_dir
 
     args.bench_root = bench_dir(args.bench_dir)
