@@ -40,29 +40,20 @@ def search_examples(retriever: Any, *, hide_alike: float = 2.0) -> list[dict[str
     """Each text example searched leave-one-out (``served``) and with its tool hidden, with every tool at least
     ``hide_alike`` close to it (multilingual profile vectors; the default hides the tool alone)."""
     from toolrag.catalog.caller import Caller
-    from toolrag.evaluation import loo
-    from toolrag.evaluation.vector_cache import VectorCache
-    from toolrag.signals import COLLECTIONS
+    from toolrag.evaluation.loo import left_out_examples
 
-    base = retriever.snapshot
-    author = Caller.author(base.catalog)
-    ids = frozenset(t.id for t in base.catalog.tools)
-    items = loo._items(base, [t for t in base.catalog.tools if not t.deprecated])
-    kinds = [(spec.kind, getattr(retriever.models, spec.model.value)) for spec in COLLECTIONS
-             if spec.kind in loo._TEXT_KINDS and spec.kind in base.vectors]
-    cache = VectorCache(None)
-    docs = {kind: cache.passages(model, [i.doc for i in items])[0] for kind, model in kinds}
+    author = Caller.author(retriever.snapshot.catalog)
+    ids = frozenset(t.id for t in retriever.snapshot.catalog.tools)
     order, vectors = retriever.tool_vectors()
     near = vectors @ vectors.T
     alike = {tool: {order[j] for j in np.flatnonzero(near[i] >= hide_alike)} | {tool} for i, tool in enumerate(order)}
     rows = []
-    for item in items:
-        view = loo._leave_one_out(base, item, {k: docs[k][item.doc] for k, _ in kinds})
+    for tool, query, view in left_out_examples(retriever):
         for served in (True, False):
-            who = author if served else dataclasses.replace(author, tools=ids - alike[item.tool_id])
-            result = retriever.search(item.query, caller=who, top_k=5, snapshot=view if served else None,
+            who = author if served else dataclasses.replace(author, tools=ids - alike[tool])
+            result = retriever.search(query, caller=who, top_k=5, snapshot=view if served else None,
                                       audited=False)
-            rows.append(_row(result, tool=item.tool_id, served=served, gold=[item.tool_id] if served else []))
+            rows.append(_row(result, tool=tool, served=served, gold=[tool] if served else []))
     return rows
 
 

@@ -131,6 +131,22 @@ def test_leave_one_out_ranks_equal_an_index_really_built_without_the_example(che
 
 
 @pytest.mark.slow
+def test_left_out_examples_give_the_views_the_report_searched(checked: tuple[Any, Path], own: Any) -> None:
+    """What a script searches through ``left_out_examples`` ranks as the report's leave-one-out searches did."""
+    from toolrag.evaluation.loo import left_out_examples
+
+    report, _ = checked
+    by_request = {(o.tool_id, o.query): o for o in report.outcomes}
+    searched = list(left_out_examples(own))
+    assert sorted((tool, query) for tool, query, _ in searched) == sorted(by_request)
+    for tool, query, view in searched:
+        ids = list(own.search(query, permissions=own.catalog.permission_codes, top_k=10, snapshot=view).ids)
+        rank = ids.index(tool) + 1 if tool in ids else None
+        assert (rank, tuple(ids[: (rank or 11) - 1])) == (by_request[tool, query].rank,
+                                                         by_request[tool, query].above), query
+
+
+@pytest.mark.slow
 def test_the_vector_cache_makes_a_second_checker_encode_nothing(checked: tuple[Any, Path], own: Any) -> None:
     report, cache = checked
     again = RetrievabilityChecker(cache_dir=cache).check(own)

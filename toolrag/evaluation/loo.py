@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,7 +58,7 @@ from toolrag.settings import Settings
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS
 from toolrag.text import is_mostly_cjk
 
-__all__ = ["REPORT_DEPTH", "RetrievabilityChecker", "document_view"]
+__all__ = ["REPORT_DEPTH", "RetrievabilityChecker", "document_view", "left_out_examples"]
 
 log = logging.getLogger(__name__)
 
@@ -323,3 +323,17 @@ def document_view(base: IndexSnapshot, tool_id: str, *, doc: str, lexical: str,
     its BM25 text by ``lexical``: the view a leave-one-out search reads (the label-free check leaves a sentence
     of a description out this way)."""
     return _leave_one_out(base, _Item(tool_id, -1, "", base.row_of[tool_id], doc, lexical), vectors)
+
+
+def left_out_examples(retriever: ToolRetriever) -> Iterator[tuple[str, str, IndexSnapshot]]:
+    """Each text example of the catalog's tools in use, as ``(tool id, request, view)``: ``view`` is the index
+    without that example, the snapshot its leave-one-out search reads (``retriever.search(request,
+    snapshot=view)``). For a script that searches the examples its own way (``bench.example_points``); the report
+    is :class:`RetrievabilityChecker`'s."""
+    base = retriever.snapshot
+    items = _items(base, [t for t in base.catalog.tools if not t.deprecated])
+    cache = VectorCache(None)
+    docs = {spec.kind: cache.passages(getattr(retriever.models, spec.model.value), [i.doc for i in items])[0]
+            for spec in COLLECTIONS if spec.kind in _TEXT_KINDS and spec.kind in base.vectors}
+    for item in items:
+        yield item.tool_id, item.query, _leave_one_out(base, item, {k: v[item.doc] for k, v in docs.items()})
