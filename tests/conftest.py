@@ -151,9 +151,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 #: cores; the playground's files, :data:`PLAYGROUND_FILES`, three together; then the first build of the sample
 #: catalog and the files that start many child processes). With several xdist workers (``--dist loadfile``: a
 #: file's tests stay in one worker, which shares its module fixtures) they are handed out first, so the last
-#: files to start are short ones and no worker waits long for another at the end.
+#: files to start are short ones and no worker waits long for another at the end. test_store.py (27 s, most of it
+#: waiting out a hung or silent server's timeouts) was the last file of a run and its tail: 24 s with one worker
+#: idle; early, its waiting overlaps the other worker's work.
 LONGEST_FIRST = ("test_space.py", "test_replicas.py", "test_ui_studio_browser.py", "test_adapters.py",
-                 "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py")
+                 "test_encoders.py", "test_cli.py", "test_bad_inputs.py", "test_mcp.py", "test_store.py")
 
 
 #: The files that open the playground's backend in the test process (tests/ui_support.py's session app, or their
