@@ -302,8 +302,8 @@ def test_clip_signal_runs_end_to_end_with_a_random_open_clip(models: Any, small_
     from toolrag.encode.models import get_clip
     from toolrag.search.retriever import ToolRetriever
 
-    settings = Settings(clip_model="random:ViT-B-32")
-    with_clip = dataclasses.replace(models, clip=get_clip("random:ViT-B-32"), unavailable={})
+    settings = Settings(clip_model="random:ViT-S-16")
+    with_clip = dataclasses.replace(models, clip=get_clip("random:ViT-S-16"), unavailable={})
     retriever = ToolRetriever.from_catalog(small_catalog_dir, data_dir=tmp_path, models=with_clip,
                                            settings=settings)
     assert {"clip_text", "clip_image"} <= set(retriever.index.snapshot.vectors) | set(
