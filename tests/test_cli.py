@@ -57,6 +57,14 @@ def test_weights_and_fusion_flags(capsys: pytest.CaptureFixture[str], small_cata
     assert top["signals"]["bm25"]["weight"] == 0.0 and top["signals"]["bm25"]["contribution"] == 0.0
 
 
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import toolrag
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == f"toolrag {toolrag.__version__}\n"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -22,7 +22,10 @@ _COMMANDS = (search, evaluate, catalog, report, audit, serve)
 
 
 def parser() -> argparse.ArgumentParser:
+    from toolrag import __version__
+
     root = argparse.ArgumentParser(prog="toolrag", description="Retrieval-augmented tool selection.")
+    root.add_argument("--version", action="version", version=f"toolrag {__version__}")
     sub = root.add_subparsers(dest="command", required=True)
     common, query = catalog_options(), query_options()
     for module in _COMMANDS:
