@@ -58,11 +58,16 @@ def test_weights_and_fusion_flags(capsys: pytest.CaptureFixture[str], small_cata
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """``toolrag --version`` says the version pyproject.toml gives the package."""
+    import tomllib
+
     import toolrag
 
     with pytest.raises(SystemExit) as done:
         main(["--version"])
-    assert done.value.code == 0 and capsys.readouterr().out == f"toolrag {toolrag.__version__}\n"
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    assert done.value.code == 0 and capsys.readouterr().out == f"toolrag {declared}\n"
+    assert toolrag.__version__ == declared
 
 
 @pytest.mark.parametrize(

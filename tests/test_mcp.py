@@ -31,6 +31,7 @@ from toolrag.cli import main
 from toolrag.search.results import DecisionSource
 from toolrag.serve.importer import fetch_listing, import_server
 from toolrag.serve.upstream import ServerSpec, UpstreamError
+from toolrag.version import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -236,7 +237,7 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-            await session.initialize()
+            seen["server"] = (await session.initialize()).server_info
             seen["tools"] = sorted(t.name for t in (await session.list_tools()).tools)
             found = await session.call_tool("search_tools", {"query": "what's the weather in Paris right now",
                                                              "k": 3})
@@ -257,6 +258,7 @@ def test_gateway_over_stdio_driven_by_the_mcp_client(tmp_path: Path) -> None:
                                                                  "arguments": {"city": "Rome"}})
 
     anyio.run(scenario)
+    assert seen["server"].version == __version__  # what a client shows beside the server's name
     assert seen["tools"] == ["call_tool", "search_tools"]  # nothing else: the catalog is searched, not listed
     answer = seen["search"]
     assert answer["decision"] in ("EXECUTE", "CLARIFY") and "reason" in answer and "confidence" not in answer

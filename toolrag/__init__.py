@@ -49,8 +49,7 @@ from toolrag.search.results import (
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Fusion, Normalization, Settings
 from toolrag.signals import SIGNALS
-
-__version__ = "0.1.0"
+from toolrag.version import __version__
 
 __all__ = [
     "SIGNALS",

@@ -15,6 +15,7 @@ from toolrag.cli import audit, catalog, evaluate, report, search, serve
 from toolrag.cli.common import catalog_options, query_options
 from toolrag.config import configure_environment, utf8_output
 from toolrag.errors import SettingsError, ToolragError
+from toolrag.version import __version__
 
 __all__ = ["main", "parser"]
 
@@ -22,8 +23,6 @@ _COMMANDS = (search, evaluate, catalog, report, audit, serve)
 
 
 def parser() -> argparse.ArgumentParser:
-    from toolrag import __version__
-
     root = argparse.ArgumentParser(prog="toolrag", description="Retrieval-augmented tool selection.")
     root.add_argument("--version", action="version", version=f"toolrag {__version__}")
     sub = root.add_subparsers(dest="command", required=True)

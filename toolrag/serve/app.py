@@ -28,6 +28,7 @@ from toolrag.search.retriever import ToolRetriever
 from toolrag.serve.config import GatewayConfig
 from toolrag.serve.gateway import Gateway
 from toolrag.serve.service import ToolService
+from toolrag.version import __version__
 
 __all__ = ["build_app", "run_gateway", "serve"]
 
@@ -92,7 +93,8 @@ def build_app(service: ToolService, *, name: str) -> MCPServer:
     tools = [_tool(search_tools, "search_tools", SEARCH_DESCRIPTION, required=["query"])]
     if service.gateway is not None:
         tools.append(_tool(call_tool, "call_tool", CALL_DESCRIPTION, required=["tool"]))
-    app = MCPServer(name, instructions="Call search_tools first; it returns the tools to use.", tools=tools)
+    app = MCPServer(name, version=__version__, instructions="Call search_tools first; it returns the tools to use.",
+                    tools=tools)
     app.middleware.insert(0, _trace_header)  # before the SDK's span, so that span continues the caller's trace
     _health_routes(app, service)
     return app
