@@ -16,6 +16,9 @@ import anyio
 import pytest
 from conftest import ROOT
 
+from toolrag.decision.model import shipped_model
+from toolrag.version import __version__
+
 pytestmark = pytest.mark.slow
 
 DEMO = str(ROOT / "tests" / "mcp_servers" / "demo_server.py")
@@ -166,6 +169,7 @@ def test_metrics_traces_and_live_upstream_changes(tmp_path: Path, models: Any, s
     assert seen["healthz"] == {"alive": True}
     status, ready = seen["readyz"]
     assert status == 200 and ready["ready"] is True and ready["tools"] == 43
+    assert ready["decision_model"] == shipped_model()[0].version  # type: ignore[union-attr]
     def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         return {(s.name, tuple(sorted(s.labels.items()))): s.value
                 for family in text_string_to_metric_families(text) for s in family.samples}
@@ -190,6 +194,8 @@ def test_metrics_traces_and_live_upstream_changes(tmp_path: Path, models: Any, s
     families = {f.name: f for f in text_string_to_metric_families(seen["metrics"])}
     tools = {s.labels["index"]: s.value for s in families["toolrag_index_tools"].samples}
     assert tools["catalog"] == 43  # a gateway's own index (no published name)
+    assert [s.labels for s in families["toolrag_build_info"].samples] == [
+        {"version": __version__, "decision_model": ready["decision_model"]}]
     assert "Paris" not in seen["metrics"] and "Oslo" not in seen["metrics"]
 
     # --------------------------------------------------------- the upstream's changed tools, followed live

@@ -24,6 +24,7 @@ from toolrag.env_vars import INDEX_POLL_ENV
 from toolrag.errors import SettingsError, StoreError
 from toolrag.index.published import KEEP_VERSIONS, PublishedIndex, check_index_name, pack, unpack, version_of
 from toolrag.index.serving import SavedState
+from toolrag.version import __version__
 
 
 def _state(n: int = 3) -> SavedState:
@@ -101,7 +102,7 @@ def test_metrics_are_prometheus_text_without_the_request() -> None:
     metrics.record_call("refused", role=None, seconds=0.01)
     metrics.record_upstream("files", error="timeout")
     body, content_type = metrics.render({"index": "tools", "version": "abc", "tools": 8, "serial": 3,
-                                         "ready": True})
+                                         "ready": True, "decision_model": "2026-12-07-x"})
     text = body.decode()
     assert content_type.startswith("text/plain") and "secret" not in text
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
@@ -113,6 +114,7 @@ def test_metrics_are_prometheus_text_without_the_request() -> None:
     assert samples[("toolrag_upstream_errors_total", (("kind", "timeout"), ("server", "files")))] >= 1
     assert samples[("toolrag_index_info", (("index", "tools"), ("version", "abc")))] == 1
     assert samples[("toolrag_index_tools", (("index", "tools"),))] == 8 and samples[("toolrag_ready", ())] == 1
+    assert samples[("toolrag_build_info", (("decision_model", "2026-12-07-x"), ("version", __version__)))] == 1
     assert metrics.stage_times({"encode_text": 3.0, "encode_image": 4.0, "decision": 1.0}) == [
         ("encode", 7.0), ("decide", 1.0)]
 

@@ -29,6 +29,8 @@ import pytest
 from chroma_server import ChromaServer, free_port
 from conftest import ROOT, SAMPLE
 
+from toolrag.decision.model import shipped_model
+
 pytestmark = [pytest.mark.slow, pytest.mark.server]
 
 #: How often a replica reads the manifest here (the default is 2 s).
@@ -161,7 +163,9 @@ def test_a_push_is_served_by_every_replica_and_the_store_may_go_away(tmp_path: P
             for replica in (reader, writer):
                 wait_for(lambda r=replica: r.readyz()[0] == 200, 300, "a replica ready")  # type: ignore[misc]
                 assert replica.readyz()[1]["version"] == first
-            assert reader.readyz()[1] == {"ready": True, "index": "tools", "version": first, "serial": 1, "tools": 8}
+            model = shipped_model()[0].version  # type: ignore[union-attr]
+            assert reader.readyz()[1] == {"ready": True, "index": "tools", "version": first, "serial": 1, "tools": 8,
+                                          "decision_model": model}
             answer = reader.search("where is parseInvoice defined in our code")
             assert answer["tools"][0]["id"] == "dev.search.code" and answer["index_version"] == first
 

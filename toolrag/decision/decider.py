@@ -51,6 +51,11 @@ class Decider:
         if self.model is None:
             log.warning("%s: decisions fall back to the top tool's standing", self.note)
 
+    @property
+    def version(self) -> str | None:
+        """The decision model's version (``None`` without one): what the health answers and the metrics name."""
+        return self.model.version if self.model is not None else None
+
     def bank(self) -> NullBank:
         """The no-tool requests' vectors (encoded on first need, then read from the cache)."""
         if self._bank is None:

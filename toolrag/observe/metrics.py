@@ -26,6 +26,8 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
+from toolrag.version import __version__
+
 __all__ = ["CONTENT_TYPE", "available", "record_call", "record_index", "record_search", "record_upstream",
            "render", "stage_times"]
 
@@ -77,6 +79,9 @@ def _registry() -> dict[str, Any] | None:
             "index_serial": Gauge("toolrag_index_serial", "Pushes of the published index served", ["index"],
                                   registry=registry),
             "ready": Gauge("toolrag_ready", "1 when the index is loaded and its store answers", registry=registry),
+            "build_info": Gauge("toolrag_build_info", "The toolrag version and the decision model this process "
+                                "runs (value 1): replicas part way through an upgrade tell apart",
+                                ["version", "decision_model"], registry=registry),
         }
         return _metrics
 
@@ -129,7 +134,8 @@ def record_upstream(server: str, *, seconds: float | None = None, error: str | N
 
 
 def record_index(health: Mapping[str, Any]) -> None:
-    """The index served now, from a health answer (``index``, ``version``, ``tools``, ``serial``, ``ready``)."""
+    """The index served now, from a health answer (``index``, ``version``, ``tools``, ``serial``, ``ready``,
+    ``decision_model``), and the version this process runs."""
     m = _registry()
     if m is None:
         return
@@ -140,6 +146,9 @@ def record_index(health: Mapping[str, Any]) -> None:
     m["index_tools"].labels(name).set(float(health.get("tools") or 0))
     m["index_serial"].labels(name).set(float(health.get("serial") or 0))
     m["ready"].set(1.0 if health.get("ready") else 0.0)
+    build = m["build_info"]
+    build.clear()
+    build.labels(__version__, str(health.get("decision_model") or "none")).set(1)
 
 
 def render(health: Mapping[str, Any] | None = None) -> tuple[bytes, str]:

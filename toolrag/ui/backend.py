@@ -290,14 +290,15 @@ class Backend:
 
     def health(self) -> dict[str, Any]:
         """What ``/readyz`` answers: ready once the index is built (a replica: its version loaded and its store
-        answering), with the index, its version and its tools."""
+        answering), with the index, its version, its tools and the decision model's version."""
         retriever = self.retriever if self.ready else None
         if retriever is None:
             return {"ready": False, "index": self.index, "version": None, "serial": 0, "tools": 0,
-                    "reason": self.error or self.progress[1]}
+                    "reason": self.error or self.progress[1], "decision_model": None}
         if isinstance(retriever.index, ReplicaIndex):
-            return retriever.index.health().to_json()
-        return {"ready": True, "index": None, "version": None, "serial": 0, "tools": len(retriever.catalog)}
+            return {**retriever.index.health().to_json(), "decision_model": retriever.decider.version}
+        return {"ready": True, "index": None, "version": None, "serial": 0, "tools": len(retriever.catalog),
+                "decision_model": retriever.decider.version}
 
     def _warm_map(self, folder: Path) -> None:
         """Compile UMAP and cache the catalog's projection, so the first map request is fast."""
