@@ -183,29 +183,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return Scheduling(config, log)
 
 
-#: The markers of the tests that need models, a server or a browser (what ``--quick`` leaves out).
-_HEAVY_MARKS = ("slow", "server", "browser")
-
-
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """In xdist workers (each collects the same order, which the controller hands out file by file): the first
-    file of :data:`LONGEST_FIRST`, then the files whose every test is of the quick tier (no model, server or
-    browser; not of the playground's unit), then the rest of :data:`LONGEST_FIRST` in that order, then the others
-    as collected. Where nothing is built yet, the first file builds the models (a minute of one core) and a second
-    worker would wait for them in the next long file; it runs the quick tier's files meanwhile (20 s of work).
-    Warm, the order changes nothing but when those files run."""
+    """In xdist workers (each collects the same order, which the controller hands out file by file), the files
+    of :data:`LONGEST_FIRST` first, in that order; the others after them as collected."""
     if not _xdist_worker(config):
         return
     rank = {name: n for n, name in enumerate(LONGEST_FIRST)}
-    heavy = {item.path.name for item in items if any(item.get_closest_marker(m) for m in _HEAVY_MARKS)}
-
-    def order(item: pytest.Item) -> tuple[int, int]:
-        name = item.path.name
-        if name in rank:
-            return (0 if rank[name] == 0 else 2, rank[name])
-        return (1, 0) if name not in heavy and name not in PLAYGROUND_FILES else (3, 0)
-
-    items.sort(key=order)  # stable: each file keeps its order
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file keeps its order
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
