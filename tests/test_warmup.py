@@ -18,7 +18,7 @@ pytestmark = pytest.mark.slow  # real models or a real Chroma index
 def test_warm_up_loads_ocr_and_runs_every_model(models: Any) -> None:
     fresh = dataclasses.replace(models, ocr_factory=OcrEngine)  # a new OCR engine, not the shared one
     warmed = warm_up(fresh)
-    assert warmed == ["ocr", "image", "text", "english", "tokenizer", "dictionary", "language"]
+    assert warmed == ["ocr", "image", "text", "english", "tokenizer", "dictionary", "language", "tokens"]
     engine = fresh.get_ocr()._engine
     assert engine.text_det is not None and engine.text_rec is not None  # loaded before any request
 
@@ -41,6 +41,32 @@ def test_app_backend_warms_models_after_building(models: Any, small_catalog_dir:
     assert backend.ready and backend.warm_up is not None
     backend.warm_up.join(timeout=300)
     assert not backend.warm_up.is_alive()
+
+
+def test_toolrag_serve_warms_up_once_its_index_is_open(small_catalog_dir: Path, data_dir: Path, models: Any,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``toolrag serve`` starts the app's warm-up in the background once its index is open, so an agent's first
+    search_tools call pays no model or table load (1-3 s before)."""
+    from toolrag.cli import main
+    from toolrag.search import warmup
+    from toolrag.serve import app as serve_app
+
+    started: list[Any] = []
+    real = warmup.warm_up_in_background
+
+    def record(models: Any, *, decision: Any = None) -> Any:
+        started.append(real(models, decision=decision))
+        return started[-1]
+
+    async def no_transport(app: Any, **_: Any) -> None:  # the server would run until its client ends it
+        return None
+
+    monkeypatch.setattr(warmup, "warm_up_in_background", record)
+    monkeypatch.setattr(serve_app, "serve", no_transport)
+    assert main(["serve", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir)]) == 0
+    assert len(started) == 1
+    started[0].join(timeout=300)
+    assert not started[0].is_alive()
 
 
 def test_a_library_caller_warms_its_retriever(small_retriever: Any) -> None:

@@ -160,9 +160,10 @@ class ToolRetriever:
         return self.index.snapshot
 
     def warm_up(self) -> list[str]:
-        """Load and run every model once (OCR, image, text, jieba's dictionary) and read the decision's no-tool
-        bank, so the first request pays no load; returns what was warmed. The app and ``toolrag serve`` do this in
-        the background; a library caller can too: ``threading.Thread(target=retriever.warm_up).start()``."""
+        """Load and run every model once (OCR, image, text, jieba's dictionary, the schema token counter) and read
+        the decision's no-tool bank, so the first request pays no load; returns what was warmed. The app and
+        ``toolrag serve`` do this in the background; a library caller can too:
+        ``threading.Thread(target=retriever.warm_up).start()``."""
         return warm_up(self.models, decision=self.decider.bank)
 
     def model_notes(self) -> list[str]:
