@@ -38,8 +38,8 @@ def _sample_image() -> Image.Image:
 
 def warm_up(models: ModelSet, *, decision: Callable[[], object] | None = None) -> list[str]:
     """Run OCR, the image model, the text models, the keyword tokenizer and the schema token counter once, then
-    ``decision`` (a retriever's
-    no-tool bank: encoded on first need, else read from its cache); returns the names of what was warmed.
+    ``decision`` (a retriever's no-tool bank: encoded on first need, else read from its cache); returns the names
+    of what was warmed.
 
     Never raises for a model that cannot run: that model is simply left cold (its signal reports why)."""
     warmed: list[str] = []
