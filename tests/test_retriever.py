@@ -42,6 +42,23 @@ def test_english_and_chinese_queries_find_their_tool(small_retriever: Any) -> No
 
 
 @pytest.mark.slow
+def test_the_first_search_times_the_no_tool_bank_apart_from_the_decision(small_retriever: Any,
+                                                                          data_dir: Path) -> None:
+    """A retriever's first search loads the decision's no-tool requests (3-4 s where they must be encoded): timed
+    as ``decision_bank``, not as the decision step, which a user reads as the model's cost."""
+    from toolrag.search.no_tool_bank import bank_decider, bank_folder
+
+    decider = bank_decider(small_retriever.analyzer, folder=bank_folder(data_dir))
+    fresh = ToolRetriever.around(small_retriever.index, settings=small_retriever.settings, audit=None,
+                                 decider=decider)
+    assert not decider.bank_loaded
+    first = fresh.search("book a meeting room for 3pm", top_k=3, audited=False).timing_ms
+    again = fresh.search("book a meeting room for 3pm", top_k=3, audited=False).timing_ms
+    assert decider.bank_loaded and "decision_bank" in first and "decision_bank" not in again
+    assert {"decision", "total"} <= set(first) and first["total"] >= first["decision_bank"] + first["decision"]
+
+
+@pytest.mark.slow
 def test_every_signal_is_explained_and_absent_ones_are_named(small_retriever: Any) -> None:
     result = small_retriever.search("is it raining in London right now")
     top = result.candidates[0]

@@ -56,6 +56,11 @@ class Decider:
         """The decision model's version (``None`` without one): what the health answers and the metrics name."""
         return self.model.version if self.model is not None else None
 
+    @property
+    def bank_loaded(self) -> bool:
+        """Whether the no-tool requests' vectors are in memory (the first search of a retriever loads them)."""
+        return self._bank is not None
+
     def bank(self) -> NullBank:
         """The no-tool requests' vectors (encoded on first need, then read from the cache)."""
         if self._bank is None:

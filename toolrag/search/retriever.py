@@ -270,6 +270,10 @@ class ToolRetriever:
         if cfg.rerank:
             candidates = self._rerank(snap, features, candidates, cfg, timing, notes)
         best = top_cosine(scores, order[: cfg.top_k])
+        if not self.decider.bank_loaded:  # once per retriever: read from its cache, or encoded on a new machine
+            tb = time.perf_counter()
+            self.decider.bank()
+            timing["decision_bank"] = (time.perf_counter() - tb) * 1000
         t4 = time.perf_counter()
         outcome, view = self._decide(snap, query, features, rows, scores, mask, order, candidates, cfg, len(named))
         timing["decision"] = (time.perf_counter() - t4) * 1000
