@@ -380,6 +380,10 @@ class _Asking:
     def __init__(self, inner: Any) -> None:
         self.inner = inner
 
+    @property
+    def bank_loaded(self) -> bool:
+        return bool(self.inner.bank_loaded)
+
     def bank(self) -> Any:
         return self.inner.bank()
 
