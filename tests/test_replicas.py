@@ -39,7 +39,9 @@ POLL_S = "1"
 
 def _env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLRAG_")}
-    return {**env, "TOOLRAG_INDEX_POLL": POLL_S, **extra}
+    # no model warm-up: these processes are timed by none of the tests, and ten of them warming OCR and the image
+    # model would compete with the servers under test for the CPU
+    return {**env, "TOOLRAG_INDEX_POLL": POLL_S, "TOOLRAG_WARMUP": "off", **extra}
 
 
 def toolrag(*args: str, cwd: Path = ROOT, timeout: float = 600, **env: str) -> subprocess.CompletedProcess[str]:

@@ -43,11 +43,13 @@ def test_app_backend_warms_models_after_building(models: Any, small_catalog_dir:
     assert not backend.warm_up.is_alive()
 
 
+@pytest.mark.parametrize("setting", ["", "off"])
 def test_toolrag_serve_warms_up_once_its_index_is_open(small_catalog_dir: Path, data_dir: Path, models: Any,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+                                                       monkeypatch: pytest.MonkeyPatch, setting: str) -> None:
     """``toolrag serve`` starts the app's warm-up in the background once its index is open, so an agent's first
-    search_tools call pays no model or table load (1-3 s before)."""
+    search_tools call pays no model or table load (1-3 s before); ``TOOLRAG_WARMUP=off`` leaves it out."""
     from toolrag.cli import main
+    from toolrag.env_vars import WARMUP_ENV
     from toolrag.search import warmup
     from toolrag.serve import app as serve_app
 
@@ -63,8 +65,12 @@ def test_toolrag_serve_warms_up_once_its_index_is_open(small_catalog_dir: Path, 
 
     monkeypatch.setattr(warmup, "warm_up_in_background", record)
     monkeypatch.setattr(serve_app, "serve", no_transport)
+    monkeypatch.setenv(WARMUP_ENV, setting)
     assert main(["serve", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir)]) == 0
     assert len(started) == 1
+    if setting == "off":
+        assert started == [None]
+        return
     started[0].join(timeout=300)
     assert not started[0].is_alive()
 

@@ -50,6 +50,7 @@ __all__ = [
     "THREADS_ENV",
     "TRAINING_ENV",
     "USER_ROLES_ENV",
+    "WARMUP_ENV",
     "EnvVar",
     "LibraryVar",
     "env_table_markdown",
@@ -83,6 +84,7 @@ CATALOG_ENV = "TOOLRAG_CATALOG"
 LOG_LEVEL_ENV = "TOOLRAG_LOG_LEVEL"
 EDITING_ENV = "TOOLRAG_EDITING"
 MAP_WARMUP_ENV = "TOOLRAG_MAP_WARMUP"
+WARMUP_ENV = "TOOLRAG_WARMUP"
 AUTH_ENV = "TOOLRAG_AUTH"
 EDITORS_ENV = "TOOLRAG_EDITORS"
 BENCHMARKS_ENV = "TOOLRAG_BENCHMARKS"
@@ -138,6 +140,9 @@ ENV_VARS: tuple[EnvVar, ...] = (
            "catalog files, its new versions followed live; with a catalog the folder is pushed under that name"),
     EnvVar(INDEX_POLL_ENV, "`2`", "seconds between two reads of a published index's manifest: a push is served by "
            "every replica within about this long plus the time to load it"),
+    EnvVar(WARMUP_ENV, "`on`", "`off`: the playground and `toolrag serve` do not run their models once in the "
+           "background when their index opens (2-3 s of CPU, OCR and the image model loaded into memory); the first "
+           "request then loads what it needs"),
     EnvVar(INDEX_LEASE_ENV, "`30`", "seconds a published index's build lease lasts unless renewed (every third of it): "
            "how long a killed build holds back the next process, which then finishes it"),
     EnvVar(AUDIT_LOG_ENV, "unset: no audit log",

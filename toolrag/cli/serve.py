@@ -144,7 +144,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def _warm_up(retriever: ToolRetriever) -> object:
     """The models, the tokenizers and the decision's no-tool bank run once in the background, as the app does, so
-    an agent's first search_tools call pays no load (1-3 s otherwise)."""
+    an agent's first search_tools call pays no load (1-3 s otherwise); not with ``TOOLRAG_WARMUP=off``."""
     from toolrag.search.warmup import warm_up_in_background
 
     return warm_up_in_background(retriever.models, decision=retriever.decider.bank)

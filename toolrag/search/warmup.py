@@ -16,7 +16,9 @@ from collections.abc import Callable
 
 from PIL import Image, ImageDraw, ImageFont
 
+from toolrag.config import switch_setting
 from toolrag.encode.models import ModelSet
+from toolrag.env_vars import WARMUP_ENV
 from toolrag.errors import ToolragError
 from toolrag.index.tokenize import load_segmenter
 from toolrag.language import load_identifier
@@ -78,9 +80,13 @@ def warm_up(models: ModelSet, *, decision: Callable[[], object] | None = None) -
     return warmed
 
 
-def warm_up_in_background(models: ModelSet, *, decision: Callable[[], object] | None = None) -> threading.Thread:
+def warm_up_in_background(models: ModelSet, *,
+                          decision: Callable[[], object] | None = None) -> threading.Thread | None:
     """:func:`warm_up` in a background thread (started); join it to wait. Not a daemon thread: a process that
-    ends during the warm-up waits for it rather than being torn down inside a model's native code."""
+    ends during the warm-up waits for it rather than being torn down inside a model's native code. ``None``
+    where ``TOOLRAG_WARMUP=off`` (a text-only service that should not load OCR, or a test's child process)."""
+    if not switch_setting(WARMUP_ENV, meaning="leave each model's load to the first request that needs it"):
+        return None
     thread = threading.Thread(target=warm_up, args=(models,), kwargs={"decision": decision}, name="toolrag-warm-up")
     thread.start()
     return thread
