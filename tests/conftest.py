@@ -28,6 +28,8 @@ from toolrag.config import configure_environment, data_dir
 os.environ.pop("SPACE_ID", None)
 os.environ.pop("TOOLRAG_ONLINE", None)
 os.environ.pop("TOOLRAG_CHROMA_URL", None)
+os.environ.pop("TOOLRAG_WARMUP", None)  # the warm-up tests assert the default, whatever the developer's shell says
+os.environ.pop("TOOLRAG_MAP_WARMUP", None)
 configure_environment(offline=True)
 if os.environ.get("PYTEST_XDIST_WORKER"):
     # One intra-op thread per xdist worker (scripts/test.sh runs one worker per core), for ONNX Runtime and torch

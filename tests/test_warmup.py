@@ -50,20 +50,20 @@ def test_toolrag_serve_warms_up_once_its_index_is_open(small_catalog_dir: Path, 
     search_tools call pays no model or table load (1-3 s before); ``TOOLRAG_WARMUP=off`` leaves it out."""
     from toolrag.cli import main
     from toolrag.env_vars import WARMUP_ENV
-    from toolrag.search import warmup
+    from toolrag.search.retriever import ToolRetriever
     from toolrag.serve import app as serve_app
 
     started: list[Any] = []
-    real = warmup.warm_up_in_background
+    real = ToolRetriever.warm_up_in_background
 
-    def record(models: Any, *, decision: Any = None) -> Any:
-        started.append(real(models, decision=decision))
+    def record(self: ToolRetriever) -> Any:
+        started.append(real(self))
         return started[-1]
 
     async def no_transport(app: Any, **_: Any) -> None:  # the server would run until its client ends it
         return None
 
-    monkeypatch.setattr(warmup, "warm_up_in_background", record)
+    monkeypatch.setattr(ToolRetriever, "warm_up_in_background", record)
     monkeypatch.setattr(serve_app, "serve", no_transport)
     monkeypatch.setenv(WARMUP_ENV, setting)
     assert main(["serve", "--catalog", str(small_catalog_dir), "--data-dir", str(data_dir)]) == 0

@@ -114,7 +114,7 @@ def run_serve(args: argparse.Namespace) -> int:
             from toolrag.serve.service import ToolService
 
             retriever = _open_replica(args, name) if name else open_retriever(args, settings, catalog)
-            _warm_up(retriever)
+            retriever.warm_up_in_background()  # as the app: the agent's first call pays no load
             title = name or retriever.catalog.name
             app = build_app(ToolService(retriever, role=args.role), name=f"toolrag {title}")
             anyio.run(functools.partial(serve, app, transport=args.transport, host=args.host, port=args.port))
@@ -131,7 +131,7 @@ def run_serve(args: argparse.Namespace) -> int:
                                                    chroma_url=_chroma(args), audit=audit_from_args(args))
             warn(retriever.model_notes())
             if not warming:  # the first index of the gateway's upstream tools; later ones share its models
-                warming.append(_warm_up(retriever))
+                warming.append(retriever.warm_up_in_background())
             return retriever
 
         warming: list[object] = []
@@ -140,14 +140,6 @@ def run_serve(args: argparse.Namespace) -> int:
     except BaseException as exc:  # errors raised inside the server's task groups arrive in exception groups
         raise (_first_toolrag_error(exc) or exc) from None
     return 0
-
-
-def _warm_up(retriever: ToolRetriever) -> object:
-    """The models, the tokenizers and the decision's no-tool bank run once in the background, as the app does, so
-    an agent's first search_tools call pays no load (1-3 s otherwise); not with ``TOOLRAG_WARMUP=off``."""
-    from toolrag.search.warmup import warm_up_in_background
-
-    return warm_up_in_background(retriever.models, decision=retriever.decider.bank)
 
 
 def _open_replica(args: argparse.Namespace, name: str) -> ToolRetriever:

@@ -46,7 +46,7 @@ from toolrag.search.query import MAX_QUERY_CHARS, QueryAnalyzer, QueryFeatures
 from toolrag.search.request import prepare_request
 from toolrag.search.results import Candidate, SearchResult, SignalScore
 from toolrag.search.scoring import RawScores, score_signals
-from toolrag.search.warmup import warm_up
+from toolrag.search.warmup import warm_up, warm_up_in_background
 from toolrag.settings import Settings
 from toolrag.signals import SIGNAL_SPECS
 from toolrag.text import clean_text
@@ -165,6 +165,11 @@ class ToolRetriever:
         ``toolrag serve`` do this in the background; a library caller can too:
         ``threading.Thread(target=retriever.warm_up).start()``."""
         return warm_up(self.models, decision=self.decider.bank)
+
+    def warm_up_in_background(self) -> threading.Thread | None:
+        """:meth:`warm_up` in a background thread, as the app and ``toolrag serve`` start it once their index is
+        open; ``None`` where ``TOOLRAG_WARMUP=off``."""
+        return warm_up_in_background(self.models, decision=self.decider.bank)
 
     def model_notes(self) -> list[str]:
         """Opt-in Hub models that could not be loaded, each with the packaged model (or none) used instead

@@ -35,7 +35,6 @@ from toolrag.errors import SettingsError, StoreError, ToolragError
 from toolrag.evaluation import projection
 from toolrag.index.replica import ReplicaIndex
 from toolrag.search.retriever import ToolRetriever
-from toolrag.search.warmup import warm_up_in_background
 from toolrag.settings import Settings
 from toolrag.strict import closest
 
@@ -266,7 +265,7 @@ class Backend:
             self._ready.set()
         if self.retriever is not None:
             # OCR and the image model load on first use: warm them now, so the first image search is fast.
-            self.warm_up = warm_up_in_background(self.retriever.models, decision=self.retriever.decider.bank)
+            self.warm_up = self.retriever.warm_up_in_background()
             if switch_setting(MAP_WARMUP_ENV, meaning="leave the map's UMAP to the first map request"):
                 threading.Thread(target=self._warm_map, args=(self.data_dir or default_data_dir(),),
                                  name="toolrag-map", daemon=True).start()
