@@ -48,18 +48,26 @@ import numpy as np
 
 from bench.train_data import FOLDERS, training_dir
 
-__all__ = ["DECISION_SETS", "GROUPS", "Episode", "Space", "build_episodes", "pool_decision_sets", "size_draw"]
+__all__ = ["DECISION_SETS", "GROUPS", "SHIFT_GROUPS", "Episode", "Space", "build_episodes", "pool_decision_sets", "size_draw"]
 
 #: The decision sets of ``../shared/training/decisions``.
-DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive")
+DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive", "glaive_toolcall_en",
+                 "glaive_toolcall_zh")
 #: Source (a training folder or a pooled decision set) -> its group for leave-one-source-out.
 GROUPS: Mapping[str, str] = {
     "gorilla_torchhub": "gorilla", "gorilla_apizoo": "gorilla", "apibank_lv3": "apibank",
     "hammerbench_en": "hammerbench", "hammerbench_zh": "hammerbench", "acebench_en": "acebench",
     "acebench_zh": "acebench", "callnavi": "callnavi", "toolalpaca_eval": "toolalpaca",
     "decisions_acebench_special_en": "acebench", "decisions_acebench_special_zh": "acebench",
-    "decisions_bfcl_nonlive": "bfcl",
+    "decisions_bfcl_nonlive": "bfcl", "tau_bench": "tau_bench", "restbench": "restbench",
+    "glaive_toolcall_en": "glaive", "glaive_toolcall_zh": "glaive", "decisions_glaive_toolcall_en": "glaive",
+    "decisions_glaive_toolcall_zh": "glaive",
 }
+#: Groups never fitted on by the shipped model (the training sets' README lists them as added later): the model
+#: fitted on every other group is scored on them as catalogs it never saw (``bench.decision_train``;
+#: ``--fit-shift`` fits on them too, for a trial). tau-bench's long second-person task instructions, RestBench's
+#: REST endpoints, Glaive's one-line functions (English and Chinese) with its own first turns to ask or decline.
+SHIFT_GROUPS = frozenset({"tau_bench", "restbench", "glaive"})
 EPISODES_VERSION = "4"
 #: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
 NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
@@ -174,13 +182,14 @@ class Space:
 
 def build_episodes(root: Path, spaces: Mapping[str, Space],
                    decisions: Mapping[str, list[dict[str, Any]]], *, seed: int = 7, training: Path | None = None,
-                   limit: int | None = None) -> list[Episode]:
-    """The episodes of every source (``limit``: at most that many requests per folder, evenly spaced, for a
-    quick run). ``root``: the converted training folders (``bench.train_data``); ``training``: the sets' own
-    folder (ACEBench's dialogues);
-    ``spaces``: each source catalog's tools and vectors, for the nearest siblings and the duplicates;
-    ``decisions``: :func:`pool_decision_sets`' episodes."""
+                   limit: int | None = None, sources: Sequence[str] | None = None) -> list[Episode]:
+    """The episodes of every source, or of ``sources`` only (their foreign requests still drawn from every
+    folder; ``spaces`` then needs those sources only); ``limit``: at most that many requests per folder, evenly
+    spaced, for a quick run. ``root``: the converted training folders (``bench.train_data``); ``training``: the
+    sets' own folder (ACEBench's dialogues); ``spaces``: each source catalog's tools and vectors, for the nearest
+    siblings and the duplicates; ``decisions``: :func:`pool_decision_sets`' episodes."""
     rng = random.Random(seed)
+    wanted = set(sources) if sources is not None else set(FOLDERS) | set(decisions)
     clarify = {_norm(e["request"]) for eps in decisions.values() for e in eps if e["expect"] == "CLARIFY"}
     pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
     if limit:
@@ -188,7 +197,7 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
     raw = {f: {_norm(r["query"]): r for r in _read_jsonl(training_dir(training) / f / "pairs.jsonl")} for f in FOLDERS}
     episodes: list[Episode] = []
     foreign_pool = [(f, p) for f in FOLDERS for p in pairs[f]]
-    for folder in FOLDERS:
+    for folder in (f for f in FOLDERS if f in wanted):
         space = spaces[folder]
         position = {tool_id: i for i, tool_id in enumerate(space.ids)}
         for pair in pairs[folder]:
@@ -223,7 +232,7 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
                         gold, other, at, 1, rng)
                     episodes.append(Episode(other_side, kind, pair["query"], history, shown, gold,
                                             "EXECUTE" if kind == "cross" else "NO_TOOL", lang))
-    for source, rows in decisions.items():
+    for source, rows in ((s, r) for s, r in decisions.items() if s in wanted):
         for row in rows[:: max(1, len(rows) // limit)] if limit else rows:
             episodes.append(Episode(source, row["expect"].lower(), row["request"], (), tuple(row["visible"]),
                                     tuple(row["gold"]), row["expect"], row.get("lang", "en")))

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from bench.decision_episodes import GROUPS
 from bench.decision_measures import CURVE, agent_result, auc, baseline, ece, metrics, reliability, tradeoff
 from bench.decision_points import (
     CLEAN_TARGETS,
@@ -186,9 +185,10 @@ def _predict(heads: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
     return np.column_stack([(1 - none) * call, (1 - none) * (1 - call), none])
 
 
-def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[str], export: bool) -> dict[str, Any]:
-    """Leave-one-source-out results of every family, the winner's operating points, and (``export``) the
-    shipped model fitted on every source."""
+def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[str], export: bool,
+                   shift: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """Leave-one-source-out results of every family, the winner's operating points, (``shift``) what the winner
+    fitted on every source gives on episodes of groups it never saw, and (``export``) that model written."""
     from toolrag.decision.view import FEATURES
 
     x = np.stack([r["x"] for r in records])
@@ -254,9 +254,35 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         if family == best_family and pictured.any():
             results["images"] = _image_outcome(records, oof, text_on_images, results["families"][family], base,
                                                reader)
+    if shift and best_family is not None:
+        results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
+                                          shift)
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick)
     return results
+
+
+def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, wt: np.ndarray,
+                   pick: np.ndarray, chosen: Mapping[str, Any], shift: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per group of ``shift`` (episodes of sources never fitted on; their text episodes), at the default point: the
+    text heads fitted on every text episode of ``records`` (as :func:`_export` fits them), and ECE of P(right)."""
+    from toolrag.decision.view import FEATURES
+
+    shift = [r for r in shift if not r.get("image")]
+
+    text = ~np.array([bool(r.get("image")) for r in records])
+    heads = _heads(family, *_with_unread(x, y, wt, text, pick & text))
+    sx, sy = np.stack([r["x"] for r in shift]), labels(shift)
+    p = _predict(heads, sx)
+    execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
+    d = decide(p, execute_at, inject_below, np.nan_to_num(sx[:, FEATURES.index("change_reader")]) > 0)
+    groups, n, base = np.array([r["group"] for r in shift]), np.array([r["n"] for r in shift]), baseline(sx)
+    out: dict[str, Any] = {"ece": ece(p[:, 0], sy == 0, groups)}
+    for group in sorted(set(groups)):
+        held = groups == group
+        out[group] = {scope: metrics(d[rows], sy[rows], [shift[i] for i in np.flatnonzero(rows)], base[rows], p[rows])
+                      for scope, rows in (("all", held), ("small", held & (n <= SMALL)))}
+    return out
 
 
 def _text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
@@ -306,6 +332,6 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
                chosen["groups"].items()}
     return write_model(heads, selection, image_heads=image_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
-                       trained={"family": family, "episodes": len(records), "sources": sorted(set(GROUPS)),
+                       trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),
                                 "left_out": list(LEFT_OUT), "held_out": summary, "tradeoff": chosen["tradeoff"],
                                 "reliability": chosen["reliability"]})

@@ -79,6 +79,20 @@ def format_tables(results: Mapping[str, Any]) -> str:
             lines.append(f"| {group} | " + " | ".join(f"{pct(m.get(f'at_{int(100 * c)}'))} / "
                                                      f"{pct(m.get(f'base_at_{int(100 * c)}'))}" for c in CURVE) + " |")
         lines.append("")
+    if results.get("shift"):
+        shift = results["shift"]
+        lines += ["Groups never fitted on (`bench.decision_episodes.SHIFT_GROUPS`): the winner fitted on every group "
+                  "above, at the default point, on catalogs it never saw (catalogs of 1-10 tools / all sizes):", "",
+                  "| group never fitted on | episodes | " + " | ".join(t for _, t in AGENT_COLUMNS)
+                  + " | ECE of P(right) |", "|---|---|" + "---|" * (len(AGENT_COLUMNS) + 1)]
+        for group, both in shift.items():
+            if group == "ece":
+                continue
+            for scope in ("small", "all"):
+                label = f"{group} ({'1-10' if scope == 'small' else 'all'})"
+                ece = f" {pct(shift['ece'].get(group))} |" if scope == "all" else " |"
+                lines.append(agent_row(label, both[scope]["agent"]) + ece)
+        lines.append("")
     if results.get("images"):
         lines += ["Held-out image episodes (pooled over groups, each predicted by a model fitted on the others; "
                   "bench/decision_images.py), at the default point: fitted with the image episodes / on the text "

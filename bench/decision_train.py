@@ -34,10 +34,17 @@ import numpy as np
 
 from bench.common import REPO, index_dir, keep_results, machine, parse_args, say
 from bench.datasets import bench_dir
-from bench.decision_episodes import EPISODES_VERSION, Episode, Space, build_episodes, pool_decision_sets
+from bench.decision_episodes import (
+    EPISODES_VERSION,
+    SHIFT_GROUPS,
+    Episode,
+    Space,
+    build_episodes,
+    pool_decision_sets,
+)
 from bench.train_data import FOLDERS, prepare_training
 
-__all__ = ["collect", "episode_key", "main"]
+__all__ = ["collect", "episode_key", "fitted_shift", "main", "split_shift"]
 
 #: Modules whose code decides nothing of the features (the policy and the model read them): a change there
 #: keeps the cached searches.
@@ -92,9 +99,11 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     want_images = not getattr(args, "no_images", False)
     records = _load(text_cache)
     images = _load(image_cache) if want_images else []
-    if records is not None and images is not None:
-        return _padded(records) + images
     decisions = pool_decision_sets(root, args.training)
+    if records is not None:
+        records = _padded(records) + _added(args, root, decisions, records, folder, key)
+    if records is not None and images is not None:
+        return records + images
     retrievers = _retrievers(root, index_dir(folder), [*FOLDERS, *decisions])
     spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
                        np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
@@ -108,7 +117,49 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         say(f"{len(photos)} photos for the image episodes")
         shown = build_image_episodes(root, spaces, episodes, photos=photos, seed=args.seed + 4, limit=args.limit)
         images = _search_all(retrievers, shown, image_cache, histories=False)
-    return _padded(records) + images
+    return records + images
+
+
+def fitted_shift(value: str) -> frozenset[str]:
+    """The groups of :data:`SHIFT_GROUPS` that ``--fit-shift`` fits on (``"all"``, a comma-separated list, or
+    ``""``: none); exits naming the choices on any other group."""
+    also = set(SHIFT_GROUPS) if value == "all" else {v.strip() for v in value.split(",") if v.strip()}
+    if also - SHIFT_GROUPS:
+        raise SystemExit(f"--fit-shift {value}: {', '.join(sorted(also - SHIFT_GROUPS))} is not a group the shipped "
+                         f"model never saw; choose among {', '.join(sorted(SHIFT_GROUPS))} (comma-separated), or "
+                         "give the flag alone for all of them")
+    return frozenset(also)
+
+
+def split_shift(records: Sequence[dict[str, Any]], also: frozenset[str]) -> tuple[list[dict[str, Any]],
+                                                                                  list[dict[str, Any]]]:
+    """(episodes to fit on, episodes of the groups never fitted on): every group but :data:`SHIFT_GROUPS` is
+    fitted on, and of those only ``also``."""
+    fitted = [r for r in records if r["group"] not in SHIFT_GROUPS or r["group"] in also]
+    return fitted, [r for r in records if r["group"] in SHIFT_GROUPS and r["group"] not in also]
+
+
+def _added(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[str, Any]]],
+           records: Sequence[dict[str, Any]], folder: Path, key: str) -> list[dict[str, Any]]:
+    """The text episodes of the sources a cache searched before they joined the training sets lacks (the text
+    episodes the shipped model was fitted on hold the first nine folders): built for those sources alone and
+    searched with this code, kept in ``decision-added-<key>-<sources>.pkl``."""
+    have = {r["source"] for r in records}
+    missing = [s for s in (*FOLDERS, *decisions) if s not in have]
+    if not missing:
+        return []
+    tag = hashlib.sha256("|".join(missing).encode()).hexdigest()[:8]
+    cache = folder / f"decision-added-{key}-{tag}.pkl"
+    kept = _load(cache)
+    if kept is not None:
+        return kept
+    say(f"the cache lacks {', '.join(missing)}: their episodes are built and searched with this code")
+    retrievers = _retrievers(root, index_dir(folder), missing)
+    spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
+                       np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+    episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit,
+                              sources=missing)
+    return _search_all(retrievers, episodes, cache, histories=True)
 
 
 def _newest(folder: Path, cache: Path) -> Path:
@@ -198,6 +249,10 @@ def main(argv: list[str] | None = None) -> int:
                             help="a searched text-episode cache to fit on (decision-episodes-<key>.pkl), whatever "
                                  "code searched it (the shipped model's: docs/decisions.md says which)")
         parser.add_argument("--export", action="store_true", help="write toolrag/decision/model.json")
+        parser.add_argument("--fit-shift", nargs="?", const="all", default="",
+                            help="fit on these of the groups the shipped model never saw too (comma-separated, "
+                                 "default all of bench.decision_episodes.SHIFT_GROUPS; a trial: "
+                                 "docs/decision_trials.md)")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "
                                  "trials of the fit; never for the shipped model)")
@@ -207,8 +262,9 @@ def main(argv: list[str] | None = None) -> int:
     from bench.decision_fit import fit_and_report
     from bench.decision_tables import format_tables, write_docs
 
-    records = collect(args)
-    results = fit_and_report(records, families=args.families.split(","), export=args.export)
+    also = fitted_shift(args.fit_shift)
+    fitted, shift = split_shift(collect(args), also)
+    results = fit_and_report(fitted, families=args.families.split(","), export=args.export, shift=shift)
     results.update({"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "command": args.command_line})
     return keep_results(args, results, "decision_train.json", format_tables, write_docs)
 

@@ -30,7 +30,8 @@ FORMAT_VERSION = "1"
 
 #: The training folders, in a fixed order.
 FOLDERS = ("gorilla_torchhub", "gorilla_apizoo", "apibank_lv3", "hammerbench_en", "hammerbench_zh",
-           "acebench_en", "acebench_zh", "callnavi", "toolalpaca_eval")
+           "acebench_en", "acebench_zh", "callnavi", "toolalpaca_eval", "tau_bench", "restbench",
+           "glaive_toolcall_en", "glaive_toolcall_zh")
 
 
 @dataclass(frozen=True)

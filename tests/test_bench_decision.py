@@ -111,3 +111,94 @@ def test_build_ceiling_line_worked_example() -> None:
     line = ceiling_line(1000, text_wall=8.0, cpu=30.0, cores=2)
     assert "125.0 tools/s" in line
     assert "66.7 tools/s" in line
+
+
+def test_the_groups_never_fitted_on_are_held_apart() -> None:
+    from bench.decision_episodes import GROUPS, SHIFT_GROUPS
+    from bench.decision_train import fitted_shift, split_shift
+
+    records = [{"group": g} for g in ("gorilla", "tau_bench", "glaive", "restbench", "acebench")]
+    fitted, shift = split_shift(records, fitted_shift(""))
+    assert [r["group"] for r in fitted] == ["gorilla", "acebench"]
+    assert [r["group"] for r in shift] == ["tau_bench", "glaive", "restbench"]
+    fitted, shift = split_shift(records, fitted_shift("glaive, restbench"))
+    assert [r["group"] for r in shift] == ["tau_bench"]
+    assert fitted_shift("all") == SHIFT_GROUPS and SHIFT_GROUPS <= set(GROUPS.values())
+    with pytest.raises(SystemExit, match="gorilla is not a group the shipped model never saw; choose among glaive"):
+        fitted_shift("glaive,gorilla")
+
+
+def test_episodes_of_some_sources_only(tmp_path: Path) -> None:
+    import json
+
+    from bench.decision_episodes import GROUPS, Space, build_episodes
+    from bench.train_data import FOLDERS
+
+    for n, folder in enumerate(FOLDERS):
+        (tmp_path / folder).mkdir()
+        rows = [{"query": f"request {n}.{k} of {folder}", "gold": [f"t{k}"], "lang": "en"} for k in range(4)]
+        (tmp_path / folder / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    vectors = np.eye(4)
+    space = Space([f"t{k}" for k in range(4)], vectors, None, np.zeros(4, dtype=bool))
+    decisions = {"decisions_glaive_toolcall_en": [{"request": "order a pizza", "visible": ["f"], "gold": [],
+                                                   "expect": "NO_TOOL", "lang": "en"}],
+                 "decisions_bfcl_nonlive": [{"request": "never built", "visible": ["g"], "gold": [],
+                                             "expect": "NO_TOOL"}]}
+    episodes = build_episodes(tmp_path, {"glaive_toolcall_en": space}, decisions, training=tmp_path, seed=3,
+                              sources=["glaive_toolcall_en", "decisions_glaive_toolcall_en"])
+    assert {e.source for e in episodes} == {"glaive_toolcall_en", "decisions_glaive_toolcall_en"}
+    kinds = [e.kind for e in episodes if e.source == "glaive_toolcall_en"]
+    assert kinds.count("gold") == kinds.count("sibling") == 4
+    for e in episodes:
+        if e.kind == "gold":
+            assert set(e.gold) <= set(e.visible) and e.expect == "EXECUTE"
+        if e.kind == "sibling":
+            assert not set(e.gold) & set(e.visible) and e.expect == "NO_TOOL"
+        if e.kind == "foreign":  # another group's request, to this folder's catalog
+            owner = e.query.rsplit(" of ", 1)[1]
+            assert GROUPS[owner] != "glaive" and e.expect == "NO_TOOL"
+
+
+class _StubModel:
+    """A decision model whose distribution is given per row (keyed by the first feature)."""
+
+    default_target, default_clean, select_threshold = 0.85, 0.85, 0.5
+
+    def __init__(self, table: dict[float, tuple[float, float]]) -> None:
+        self.table = table
+
+    def operating_point(self, target: float) -> tuple[float, float]:
+        return target, 0.5  # EXECUTE at P(right) >= 0.5
+
+    def clean_point(self, target: float) -> tuple[float, float]:
+        return target, 0.5  # the candidates injected at P(no tool) < 0.5
+
+    def probabilities(self, x: np.ndarray) -> dict[str, float]:
+        right, none = self.table[float(x[0])]
+        return {"right": right, "ask": 1.0 - right - none, "none": none}
+
+    def also_needed(self, rows: np.ndarray) -> list[float]:
+        return [0.0] * len(rows)
+
+
+def test_frontier_by_hand() -> None:
+    from bench.decision_frontier import frontier
+    from toolrag.decision.view import FEATURES
+
+    def row(key: float, gold: tuple[str, ...], top: tuple[str, ...] = ("a", "b", "c")) -> dict:
+        x = [0.0] * len(FEATURES)
+        x[0] = key
+        return {"x": x, "gold": list(gold), "top": list(top), "selected": [], "decided_by": "model", "cand": []}
+
+    # P(right), P(no tool) per row: A called, B asked below 0.5, C asked only above 0.7, D's tool not in the top
+    # three, N1-N4 nothing serves them; E decided by an invariant keeps its selection
+    model = _StubModel({1: (0.8, 0.1), 2: (0.1, 0.4), 3: (0.1, 0.7), 4: (0.1, 0.2), 5: (0.0, 0.3), 6: (0.0, 0.8),
+                        7: (0.0, 0.9), 8: (0.0, 0.95)})
+    rows = [row(1, ("a",)), row(2, ("b",)), row(3, ("c",)), row(4, ("w",)), row(5, ()), row(6, ()), row(7, ()),
+            row(8, ()), {"x": [], "gold": ["a"], "top": ["a"], "selected": ["a"], "decided_by": "named_tool"}]
+    f = frontier(rows, model)
+    # the top three reach A, B, C, E (4 of 5 served); the default point (0.5) reaches A, B, E
+    assert f["own"] == pytest.approx(3 / 4)
+    # 75% clean (N1 injected) allows a threshold up to 0.8: A, B, C, E; all clean needs 0.3 or less: A, E
+    assert f["clean_70"] == pytest.approx(1.0)
+    assert f["clean_80"] == f["clean_95"] == pytest.approx(1 / 2)
