@@ -34,6 +34,10 @@ def test_the_shipped_model_decides(sample_retriever: Any) -> None:
     payload = result.to_json()
     assert set(payload["probabilities"]) == {"right", "ambiguous", "no_tool"} and payload["decided_by"] == "model"
     assert set(result.decision_features) == set(FEATURES)
+    # what /readyz answers (toolrag serve and the app alike) names the model that decided
+    assert sample_retriever.health() == {"ready": True, "index": None, "version": sample_retriever.snapshot.version,
+                                         "serial": 0, "tools": len(sample_retriever.catalog),
+                                         "decision_model": sample_retriever.decider.model.version}
 
 
 @pytest.mark.parametrize("query", ["tell me a joke", "给我讲个笑话", "what is the capital of Peru"])

@@ -171,6 +171,15 @@ class ToolRetriever:
         open; ``None`` where ``TOOLRAG_WARMUP=off``."""
         return warm_up_in_background(self.models, decision=self.decider.bank)
 
+    def health(self) -> dict[str, Any]:
+        """What ``/readyz`` answers for this retriever (``toolrag serve`` and the app alike): ready (a replica: its
+        version loaded and its store answering), the index, its version and tools, the decision model's version."""
+        index = self.index
+        out = index.health().to_json() if isinstance(index, ReplicaIndex) else {
+            "ready": True, "index": None, "version": index.snapshot.version, "serial": 0,
+            "tools": len(index.snapshot.ids)}
+        return {**out, "decision_model": self.decider.version}
+
     def model_notes(self) -> list[str]:
         """Opt-in Hub models that could not be loaded, each with the packaged model (or none) used instead
         (:mod:`toolrag.encode.fallback`): what the app's status line and the CLI's stderr show."""

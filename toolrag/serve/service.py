@@ -204,13 +204,7 @@ class ToolService:
     def health(self) -> dict[str, Any]:
         """What ``/readyz`` answers: ready (a version loaded, its store answering), the index, its version and tools,
         the decision model's version; a gateway adds the upstream servers that are down (by name)."""
-        index = self.retriever.index
-        if isinstance(index, ReplicaIndex):
-            out = index.health().to_json()
-        else:
-            snapshot = index.snapshot
-            out = {"ready": True, "index": None, "version": snapshot.version, "serial": 0, "tools": len(snapshot.ids)}
-        out["decision_model"] = self.retriever.decider.version
+        out = self.retriever.health()
         if self.gateway is not None:
             out["unavailable_servers"] = sorted(self.gateway.unavailable())
         return out

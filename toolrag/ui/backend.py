@@ -294,10 +294,7 @@ class Backend:
         if retriever is None:
             return {"ready": False, "index": self.index, "version": None, "serial": 0, "tools": 0,
                     "reason": self.error or self.progress[1], "decision_model": None}
-        if isinstance(retriever.index, ReplicaIndex):
-            return {**retriever.index.health().to_json(), "decision_model": retriever.decider.version}
-        return {"ready": True, "index": None, "version": None, "serial": 0, "tools": len(retriever.catalog),
-                "decision_model": retriever.decider.version}
+        return retriever.health()
 
     def _warm_map(self, folder: Path) -> None:
         """Compile UMAP and cache the catalog's projection, so the first map request is fast."""
