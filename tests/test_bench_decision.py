@@ -123,7 +123,7 @@ def test_the_groups_never_fitted_on_are_held_apart() -> None:
     assert [r["group"] for r in shift] == ["tau_bench", "glaive", "restbench"]
     fitted, shift = split_shift(records, fitted_shift("glaive, restbench"))
     assert [r["group"] for r in shift] == ["tau_bench"]
-    assert fitted_shift("all") == SHIFT_GROUPS and SHIFT_GROUPS <= set(GROUPS.values())
+    assert fitted_shift("all") == SHIFT_GROUPS and SHIFT_GROUPS.issubset(GROUPS.values())
     with pytest.raises(SystemExit, match="gorilla is not a group the shipped model never saw; choose among glaive"):
         fitted_shift("glaive,gorilla")
 
