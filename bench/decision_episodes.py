@@ -48,7 +48,8 @@ import numpy as np
 
 from bench.train_data import FOLDERS, training_dir
 
-__all__ = ["DECISION_SETS", "GROUPS", "SHIFT_GROUPS", "Episode", "Space", "build_episodes", "pool_decision_sets", "size_draw"]
+__all__ = ["DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "SHIFT_GROUPS", "Episode", "Space", "build_episodes",
+           "build_foreign", "pool_decision_sets", "size_draw"]
 
 #: The decision sets of ``../shared/training/decisions``.
 DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive", "glaive_toolcall_en",
@@ -69,6 +70,8 @@ GROUPS: Mapping[str, str] = {
 #: REST endpoints, Glaive's one-line functions (English and Chinese) with its own first turns to ask or decline.
 SHIFT_GROUPS = frozenset({"tau_bench", "restbench", "glaive"})
 EPISODES_VERSION = "4"
+#: The share of labelled requests that also give a ``foreign`` episode (another group's request, NO_TOOL).
+FOREIGN_SHARE = 0.34
 #: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
 NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: A tool at least this close to a gold tool (MiniLM; the multilingual model for a tool MiniLM cannot read) is its
@@ -196,8 +199,8 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
         pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
     raw = {f: {_norm(r["query"]): r for r in _read_jsonl(training_dir(training) / f / "pairs.jsonl")} for f in FOLDERS}
     episodes: list[Episode] = []
-    foreign_pool = [(f, p) for f in FOLDERS for p in pairs[f]]
     for folder in (f for f in FOLDERS if f in wanted):
+        foreign_pool = _foreign_pool(pairs, folder)
         space = spaces[folder]
         position = {tool_id: i for i, tool_id in enumerate(space.ids)}
         for pair in pairs[folder]:
@@ -215,10 +218,8 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
             episodes.append(Episode(folder, "gold", pair["query"], history, tools, gold, "EXECUTE", lang))
             siblings = tuple(t for t in tools if t not in gold) or _nearest(gold, space, position, 1, rng)
             episodes.append(Episode(folder, "sibling", pair["query"], history, siblings, gold, "NO_TOOL", lang))
-            if rng.random() < 0.34:
-                other_folder, other = rng.choice(foreign_pool)
-                while GROUPS[other_folder] == GROUPS[folder]:
-                    other_folder, other = rng.choice(foreign_pool)
+            if rng.random() < FOREIGN_SHARE:
+                other = _draw_foreign(rng, foreign_pool, folder)
                 episodes.append(Episode(folder, "foreign", other["query"], (), tools, (), "NO_TOOL",
                                         other.get("lang", "en")))
             other_side = {"hammerbench_zh": "hammerbench_en", "hammerbench_en": "hammerbench_zh"}.get(folder)
@@ -237,6 +238,54 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
             episodes.append(Episode(source, row["expect"].lower(), row["request"], (), tuple(row["visible"]),
                                     tuple(row["gold"]), row["expect"], row.get("lang", "en")))
     return episodes
+
+
+def build_foreign(root: Path, spaces: Mapping[str, Space], *, sources: Sequence[str], seed: int,
+                  same_language: bool, limit: int | None = None) -> list[Episode]:
+    """``foreign`` episodes alone, drawn afresh (``bench.decision_train --foreign``): for a share
+    (:data:`FOREIGN_SHARE`) of the labelled requests of ``sources``, a request of another group to a catalog drawn
+    around the labelled one as its ``gold`` episode's is. ``same_language``: that request in the labelled
+    request's own language (where another group has one). As built by :func:`build_episodes`, a foreign request
+    is in the other language than its catalog for about a third of the English catalogs and three quarters of
+    the Chinese ones, while a served request nearly never is; so "the request is not in its top tool's language"
+    came to mean "nothing serves" (docs/decision_trials.md)."""
+    rng = random.Random(seed)
+    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
+    if limit:
+        pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
+    episodes = []
+    for folder in (f for f in FOLDERS if f in sources):
+        space, pool = spaces[folder], _foreign_pool(pairs, folder)
+        position = {tool_id: i for i, tool_id in enumerate(space.ids)}
+        for pair in pairs[folder]:
+            gold = tuple(g for g in pair["gold"] if g in position)
+            if not gold or rng.random() >= FOREIGN_SHARE:
+                continue
+            tools = _catalog(rng, gold, space, position)
+            lang = pair.get("lang", "en") if same_language else None
+            other = _draw_foreign(rng, pool, folder, lang)
+            episodes.append(Episode(folder, "foreign", other["query"], (), tools, (), "NO_TOOL",
+                                    other.get("lang", "en")))
+    return episodes
+
+
+def _foreign_pool(pairs: Mapping[str, list[dict[str, Any]]], folder: str) -> list[tuple[str, dict[str, Any]]]:
+    """The requests a ``foreign`` episode of ``folder`` may draw: those of every other group, but never one of a
+    group the shipped model is not fitted on (:data:`SHIFT_GROUPS`) for a folder it is fitted on."""
+    fitted = GROUPS[folder] not in SHIFT_GROUPS
+    return [(f, p) for f in FOLDERS for p in pairs[f] if not (fitted and GROUPS[f] in SHIFT_GROUPS)]
+
+
+def _draw_foreign(rng: random.Random, pool: Sequence[tuple[str, dict[str, Any]]], folder: str,
+                  lang: str | None = None) -> dict[str, Any]:
+    """A request of another group than ``folder``'s from ``pool`` (``lang``: in that language, where there is
+    one)."""
+    if lang is not None:
+        pool = [(f, p) for f, p in pool if p.get("lang", "en") == lang and GROUPS[f] != GROUPS[folder]] or pool
+    other_folder, other = rng.choice(pool)
+    while GROUPS[other_folder] == GROUPS[folder]:
+        other_folder, other = rng.choice(pool)
+    return other
 
 
 def _catalog(rng: random.Random, gold: Sequence[str], space: Space, position: Mapping[str, int]) -> tuple[str, ...]:

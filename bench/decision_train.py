@@ -36,10 +36,12 @@ from bench.common import REPO, index_dir, keep_results, machine, parse_args, say
 from bench.datasets import bench_dir
 from bench.decision_episodes import (
     EPISODES_VERSION,
+    GROUPS,
     SHIFT_GROUPS,
     Episode,
     Space,
     build_episodes,
+    build_foreign,
     pool_decision_sets,
 )
 from bench.train_data import FOLDERS, prepare_training
@@ -102,6 +104,8 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     decisions = pool_decision_sets(root, args.training)
     if records is not None:
         records = _padded(records) + _added(args, root, decisions, records, folder, key)
+        if getattr(args, "foreign", "as-built") != "as-built":
+            records = _foreign_redrawn(args, root, records, folder, key)
     if records is not None and images is not None:
         return records + images
     retrievers = _retrievers(root, index_dir(folder), [*FOLDERS, *decisions])
@@ -160,6 +164,26 @@ def _added(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[
     episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit,
                               sources=missing)
     return _search_all(retrievers, episodes, cache, histories=True)
+
+
+def _foreign_redrawn(args: argparse.Namespace, root: Path, records: list[dict[str, Any]], folder: Path,
+                     key: str) -> list[dict[str, Any]]:
+    """``--foreign redrawn|same-language`` (a trial: docs/decision_trials.md): the fitted folders' ``foreign``
+    episodes replaced by ones drawn afresh (:func:`bench.decision_episodes.build_foreign`), in any language or in
+    the labelled request's own, searched with this code and kept in ``decision-foreign-<key>-<mode>.pkl``."""
+    sources = [f for f in FOLDERS if GROUPS[f] not in SHIFT_GROUPS]
+    cache = folder / f"decision-foreign-{key}-{args.foreign}.pkl"
+    fresh = _load(cache)
+    if fresh is None:
+        retrievers = _retrievers(root, index_dir(folder), sources)
+        spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
+                           np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+        episodes = build_foreign(root, spaces, sources=sources, seed=args.seed + 11, limit=args.limit,
+                                 same_language=args.foreign == "same-language")
+        fresh = _search_all(retrievers, episodes, cache, histories=False)
+    kept = [r for r in records if not (r["kind"] == "foreign" and r["source"] in sources)]
+    say(f"--foreign {args.foreign}: {len(records) - len(kept)} foreign episodes replaced by {len(fresh)}")
+    return kept + fresh
 
 
 def _newest(folder: Path, cache: Path) -> Path:
@@ -252,6 +276,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--fit-shift", nargs="?", const="all", default="",
                             help="fit on these of the groups the shipped model never saw too (comma-separated, "
                                  "default all of bench.decision_episodes.SHIFT_GROUPS; a trial: "
+                                 "docs/decision_trials.md)")
+        parser.add_argument("--foreign", choices=("as-built", "redrawn", "same-language"), default="as-built",
+                            help="the fitted folders' foreign episodes as the text-episode cache holds them, drawn "
+                                 "afresh, or drawn afresh in the labelled request's own language (a trial: "
                                  "docs/decision_trials.md)")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "

@@ -129,15 +129,9 @@ def test_the_groups_never_fitted_on_are_held_apart() -> None:
 
 
 def test_episodes_of_some_sources_only(tmp_path: Path) -> None:
-    import json
-
     from bench.decision_episodes import GROUPS, Space, build_episodes
-    from bench.train_data import FOLDERS
 
-    for n, folder in enumerate(FOLDERS):
-        (tmp_path / folder).mkdir()
-        rows = [{"query": f"request {n}.{k} of {folder}", "gold": [f"t{k}"], "lang": "en"} for k in range(4)]
-        (tmp_path / folder / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    _tiny_training(tmp_path)
     vectors = np.eye(4)
     space = Space([f"t{k}" for k in range(4)], vectors, None, np.zeros(4, dtype=bool))
     decisions = {"decisions_glaive_toolcall_en": [{"request": "order a pizza", "visible": ["f"], "gold": [],
@@ -202,3 +196,39 @@ def test_frontier_by_hand() -> None:
     # 75% clean (N1 injected) allows a threshold up to 0.8: A, B, C, E; all clean needs 0.3 or less: A, E
     assert f["clean_70"] == pytest.approx(1.0)
     assert f["clean_80"] == f["clean_95"] == pytest.approx(1 / 2)
+
+
+def _tiny_training(root: Path) -> None:
+    """Four requests per training folder, in its own language (Chinese for the *_zh folders)."""
+    import json
+
+    from bench.train_data import FOLDERS
+
+    for n, folder in enumerate(FOLDERS):
+        (root / folder).mkdir()
+        lang = "zh" if folder.endswith("_zh") else "en"
+        rows = [{"query": f"request {n}.{k} of {folder}", "gold": [f"t{k}"], "lang": lang} for k in range(4)]
+        (root / folder / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+
+
+def test_foreign_requests_drawn_afresh_in_the_request_language(tmp_path: Path) -> None:
+    from bench.decision_episodes import GROUPS, SHIFT_GROUPS, Space, build_foreign
+
+    _tiny_training(tmp_path)
+    space = Space([f"t{k}" for k in range(4)], np.eye(4), None, np.zeros(4, dtype=bool))
+    sources = ["hammerbench_zh", "apibank_lv3"]
+    for same in (True, False):
+        episodes = []
+        for seed in range(30):
+            episodes += build_foreign(tmp_path, dict.fromkeys(sources, space), sources=sources, seed=seed,
+                                      same_language=same)
+        assert 0.2 < len(episodes) / (30 * 8) < 0.5  # about a third of the labelled requests
+        owners = [e.query.rsplit(" of ", 1)[1] for e in episodes]
+        assert all(GROUPS[o] != GROUPS[e.source] and GROUPS[o] not in SHIFT_GROUPS
+                   for o, e in zip(owners, episodes, strict=True))
+        assert all(e.kind == "foreign" and e.expect == "NO_TOOL" and not e.gold and e.visible for e in episodes)
+        chinese = [e.lang for e in episodes if e.source == "hammerbench_zh"]
+        if same:  # a Chinese folder's foreign requests are Chinese (ACEBench's), an English one's English
+            assert set(chinese) == {"zh"} and {e.lang for e in episodes if e.source == "apibank_lv3"} == {"en"}
+        else:  # drawn from every other group: mostly English
+            assert chinese.count("en") > chinese.count("zh")
