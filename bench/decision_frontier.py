@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ import numpy as np
 
 from bench.common import parse_args
 
-__all__ = ["CLEAN_SHARES", "frontier", "main"]
+__all__ = ["CLEAN_SHARES", "Outcomes", "frontier", "main", "outcomes", "paired_differences"]
 
 #: The clean shares at which the frontier is read.
 CLEAN_SHARES = (0.7, 0.8, 0.85, 0.9, 0.95)
@@ -42,26 +43,52 @@ def _called(row: dict[str, Any], model: Any) -> set[str]:
     return set(chosen)
 
 
-def frontier(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, float]:
-    """``{"own": reach ratio at the model's default point, "clean_<share>": the best reach ratio at that clean
-    share or more}`` (NaN where the set has no such rows)."""
+@dataclass(frozen=True)
+class Outcomes:
+    """One model's decisions on one set's rows, per P(no tool) threshold tried: whether a right tool was
+    injected (``hit``, rows a listed tool serves) and whether nothing was (``empty``, rows nothing serves);
+    rows x thresholds, and the default point's ``own`` column."""
+
+    served: np.ndarray
+    top3: np.ndarray
+    hit: np.ndarray
+    empty: np.ndarray
+    own: np.ndarray
+
+    def read(self, weights: np.ndarray | None = None) -> dict[str, float]:
+        """``{"own": reach ratio at the default point, "clean_<share>": the best reach ratio at that clean share
+        or more}`` (NaN where the set has no such rows), the rows weighted by ``weights`` (a bootstrap draw's
+        counts; default one each)."""
+        w = np.ones(len(self.served)) if weights is None else weights
+        ws, wn = w * self.served, w * ~self.served
+        reach3 = float(ws @ self.top3)
+        if not reach3:
+            return {"own": math.nan}
+        out = {"own": float(ws @ self.own) / reach3}
+        if wn.sum() > 0:
+            reach, clean = (ws @ self.hit) / reach3, (wn @ self.empty) / wn.sum()
+            for share in CLEAN_SHARES:
+                ok = reach[clean >= share - 1e-9]
+                out[f"clean_{int(100 * share)}"] = float(ok.max()) if len(ok) else math.nan
+        return out
+
+
+def outcomes(rows: Sequence[dict[str, Any]], model: Any) -> Outcomes:
+    """The decisions of ``model`` on ``rows`` (stored ``bench.decisions`` rows) at its default EXECUTE threshold,
+    for at most about 200 P(no tool) thresholds (every distinct value it gives, thinned) and its default one."""
     from toolrag.decision.outcome import Decision, DecisionScores
     from toolrag.decision.policy import OperatingPoint, choose, operating_point
     from toolrag.decision.view import FEATURES
 
     point = operating_point(model)
     gold = [set(r["gold"]) for r in rows]
-    served = np.array([bool(g) for g in gold])
-    top3 = np.array([bool(set(r["top"][:3]) & g) for r, g in zip(rows, gold, strict=True)])
     probs = [model.probabilities(np.array(r["x"], dtype=np.float64)) if r["x"] and r["decided_by"] == "model"
              else None for r in rows]
-    reach3 = top3[served].mean() if served.any() else math.nan
-
     reader = FEATURES.index("change_reader")
     scores = [None if p is None else DecisionScores(p["right"], p["ask"], p["none"]) for p in probs]
     called = [None if p is None else _called(r, model) for r, p in zip(rows, probs, strict=True)]
 
-    def outcome(inject_below: float) -> tuple[float, float]:
+    def outcome(inject_below: float) -> tuple[list[bool], list[bool]]:
         at = OperatingPoint(point.execute_at, inject_below, math.nan, math.nan)
         hit, empty = [], []
         for r, g, score, call in zip(rows, gold, scores, called, strict=True):
@@ -73,19 +100,53 @@ def frontier(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, float]:
                     if decision is Decision.CLARIFY else set()
             hit.append(bool(shown & g))
             empty.append(not shown)
-        h, e = np.array(hit), np.array(empty)
-        return (float(h[served].mean() / reach3) if served.any() and reach3 else math.nan,
-                float(e[~served].mean()) if (~served).any() else math.nan)
+        return hit, empty
 
-    out = {"own": outcome(point.inject_below)[0]}
-    if (~served).any():
-        values = sorted({p["none"] for p in probs if p is not None})
-        values = [0.0, *values[:: max(1, len(values) // 200)], *values[-1:], 1.01]  # at most ~200 thresholds
-        points = [outcome(t) for t in values]
-        for share in CLEAN_SHARES:
-            ok = [reach for reach, clean in points if clean >= share - 1e-9]
-            out[f"clean_{int(100 * share)}"] = max(ok) if ok else math.nan
-    return out
+    values = sorted({p["none"] for p in probs if p is not None})
+    values = [0.0, *values[:: max(1, len(values) // 200)], *values[-1:], 1.01]
+    tried = [outcome(t) for t in values]
+    return Outcomes(served=np.array([bool(g) for g in gold]),
+                    top3=np.array([bool(set(r["top"][:3]) & g) for r, g in zip(rows, gold, strict=True)]),
+                    hit=np.array([h for h, _ in tried], dtype=float).T, empty=np.array([e for _, e in tried],
+                                                                                     dtype=float).T,
+                    own=np.array(outcome(point.inject_below)[0], dtype=float))
+
+
+def frontier(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, float]:
+    """:meth:`Outcomes.read` of :func:`outcomes`: the reach ratio at the default point and at each clean share."""
+    return outcomes(rows, model).read()
+
+
+def paired_differences(sets: Mapping[str, Sequence[Outcomes]], *, draws: int = 200,
+                       seed: int = 0) -> tuple[np.ndarray, list[list[tuple[float, float]]]]:
+    """(per model and clean share, the mean reach ratio over ``sets``, each a list of every model's
+    :class:`Outcomes` on it, where every model reaches the share; per model after the first and clean share, the
+    difference of that mean from the first model's and its standard error over ``draws`` bootstrap draws of each
+    set's rows, the same rows for every model)."""
+    rng = np.random.default_rng(seed)
+    names = list(sets)
+    models = len(next(iter(sets.values())))
+
+    def means(weights: Mapping[str, np.ndarray | None]) -> np.ndarray:
+        out = np.full((models, len(CLEAN_SHARES)), math.nan)
+        reads = {n: [o.read(weights[n]) for o in sets[n]] for n in names}
+        for j, share in enumerate(CLEAN_SHARES):
+            key = f"clean_{int(100 * share)}"
+            kept = [n for n in names if all(math.isfinite(r.get(key, math.nan)) for r in reads[n])]
+            if kept:
+                out[:, j] = [np.mean([reads[n][m][key] for n in kept]) for m in range(models)]
+        return out
+
+    point = means(dict.fromkeys(names))
+    if not draws:
+        return point, [[(float(point[m, j] - point[0, j]), math.nan) for j in range(len(CLEAN_SHARES))]
+                       for m in range(1, models)]
+    spread = np.array([means({n: rng.multinomial(len(sets[n][0].served), np.full(len(sets[n][0].served),
+                                                                                   1 / len(sets[n][0].served)))
+                              .astype(float) for n in names}) for _ in range(draws)])
+    diff = spread - spread[:, :1, :]
+    return point, [[(float(point[m, j] - point[0, j]), float(np.nanstd(diff[:, m, j])) if draws else math.nan)
+                    for j in range(len(CLEAN_SHARES))] for m in range(1, models)]
 
 
 def _pct(value: float) -> str:
@@ -95,7 +156,9 @@ def _pct(value: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     def options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument("results", type=Path, help="a bench.decisions results file (JSON) with stored rows")
-        parser.add_argument("models", type=Path, nargs="+", help="decision model files (model.json)")
+        parser.add_argument("models", type=Path, nargs="+", help="decision model files (model.json); the first is "
+                                                                 "the one the others are compared with")
+        parser.add_argument("--draws", type=int, default=200, help="bootstrap draws for the standard errors")
 
     args = parse_args("bench.decision_frontier", "the decision's frontier per set, for several models", argv, options)
     from toolrag.decision.model import DecisionModel
@@ -112,27 +175,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Share of the top three's reach, at clean {shares} (rows nothing serves) or at the model's own point:\n")
     print("| set | " + " | ".join(models) + " |")
     print("|---|" + "---|" * len(models))
-    table = {name: {label: frontier(rows, model) for label, model in models.items()} for name, rows in sets.items()}
-    for name, per_model in table.items():
+    computed = {name: [outcomes(rows, model) for model in models.values()] for name, rows in sets.items()}
+    for name, per_model in computed.items():
         cells = []
-        for f in per_model.values():
+        for o in per_model:
+            f = o.read()
             if "clean_70" in f:
                 cells.append("/".join(_pct(f[f"clean_{int(100 * s)}"]) for s in CLEAN_SHARES))
             else:
                 cells.append(f"{_pct(f['own'])} (own point)")
         print(f"| {name} | " + " | ".join(cells) + " |")
-    # the mean at each share over the sets where every model reaches it (rows nothing serves, and that share)
-    cells = []
-    for label in models:
-        means = []
-        for share in CLEAN_SHARES:
-            key = f"clean_{int(100 * share)}"
-            both = [per[label][key] for per in table.values()
-                    if key in per[label] and all(math.isfinite(f.get(key, math.nan)) for f in per.values())]
-            means.append(float(np.mean(both)) if both else math.nan)
-        cells.append("/".join(_pct(v) for v in means))
-    print("| mean of the sets with rows nothing serves (where every model reaches the share) | " + " | ".join(cells)
-          + " |")
+    with_none = {n: o for n, o in computed.items() if "clean_70" in o[0].read()}
+    point, differences = paired_differences(with_none, draws=args.draws)
+    print("| mean of the sets with rows nothing serves (where every model reaches the share) | "
+          + " | ".join("/".join(_pct(v) for v in row) for row in point) + " |")
+    print(f"\nThe mean's difference from {next(iter(models))}, +- its standard error over {args.draws} bootstrap "
+          "draws of each set's rows (the same rows for every model):\n")
+    for label, diff in zip(list(models)[1:], differences, strict=True):
+        print(f"- {label}: " + ", ".join(f"{int(100 * s)}% {100 * d:+.1f} +- {100 * e:.1f}"
+                                         for s, (d, e) in zip(CLEAN_SHARES, diff, strict=True)))
     return 0
 
 

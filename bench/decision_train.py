@@ -124,6 +124,20 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     return records + images
 
 
+def _leave_out(value: str) -> None:
+    """``--leave-out``: these features join :data:`bench.decision_fit.LEFT_OUT` for this run; exits naming the
+    features on an unknown name."""
+    from bench import decision_fit
+    from toolrag.decision.view import FEATURES
+
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        raise SystemExit(f"--leave-out {value}: {', '.join(unknown)} is not a decision feature; choose among "
+                         f"{', '.join(FEATURES)}")
+    decision_fit.LEFT_OUT = (*decision_fit.LEFT_OUT, *names)
+
+
 def fitted_shift(value: str) -> frozenset[str]:
     """The groups of :data:`SHIFT_GROUPS` that ``--fit-shift`` fits on (``"all"``, a comma-separated list, or
     ``""``: none); exits naming the choices on any other group."""
@@ -281,6 +295,9 @@ def main(argv: list[str] | None = None) -> int:
                             help="the fitted folders' foreign episodes as the text-episode cache holds them, drawn "
                                  "afresh, or drawn afresh in the labelled request's own language (a trial: "
                                  "docs/decision_trials.md)")
+        parser.add_argument("--leave-out", default="",
+                            help="features the heads do not read besides bench.decision_fit.LEFT_OUT (comma-separated"
+                                 " names of toolrag.decision.view.FEATURES; a trial: docs/decision_trials.md)")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "
                                  "trials of the fit; never for the shipped model)")
@@ -291,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.decision_tables import format_tables, write_docs
 
     also = fitted_shift(args.fit_shift)
+    _leave_out(args.leave_out)
     fitted, shift = split_shift(collect(args), also)
     results = fit_and_report(fitted, families=args.families.split(","), export=args.export, shift=shift)
     results.update({"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "command": args.command_line})

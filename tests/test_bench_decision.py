@@ -232,3 +232,21 @@ def test_foreign_requests_drawn_afresh_in_the_request_language(tmp_path: Path) -
             assert set(chinese) == {"zh"} and {e.lang for e in episodes if e.source == "apibank_lv3"} == {"en"}
         else:  # drawn from every other group: mostly English
             assert chinese.count("en") > chinese.count("zh")
+
+
+def test_paired_differences_by_hand() -> None:
+    from bench.decision_frontier import CLEAN_SHARES, Outcomes, paired_differences
+
+    served = np.array([True] * 4 + [False] * 2)
+    # two P(no tool) thresholds: nothing injected for both rows nothing serves, or for one of them
+    empty = np.array([[0, 0], [0, 0], [0, 0], [0, 0], [1, 0], [1, 1]], dtype=float)
+    first = Outcomes(served, np.ones(6, dtype=bool), np.array([[1, 1], [0, 1], [0, 1], [0, 1], [0, 0], [0, 0]],
+                                                              dtype=float), empty, np.ones(6))
+    better = Outcomes(served, np.ones(6, dtype=bool), np.array([[1, 1], [1, 1], [0, 1], [0, 1], [0, 0], [0, 0]],
+                                                               dtype=float), empty, np.ones(6))
+    assert first.read()["clean_70"] == pytest.approx(0.25) and better.read()["clean_70"] == pytest.approx(0.5)
+    point, differences = paired_differences({"a": [first, first, better]}, draws=100)
+    assert point[:, 0].tolist() == pytest.approx([0.25, 0.25, 0.5])
+    same, more = differences
+    assert all(d == 0 and e == 0 for d, e in same)  # the same model on the same rows: no spread
+    assert len(more) == len(CLEAN_SHARES) and more[0][0] == pytest.approx(0.25) and more[0][1] > 0
