@@ -163,8 +163,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args("bench.decision_frontier", "the decision's frontier per set, for several models", argv, options)
     from toolrag.decision.model import DecisionModel
 
+    for file in (args.results, *args.models):
+        if not file.is_file():
+            raise SystemExit(f"{file}: no such file (the results of `python -m bench.decisions`, then model files)")
     stored = json.loads(args.results.read_text(encoding="utf-8"))
     sets: dict[str, list[dict[str, Any]]] = dict(stored.get("rows", {}))
+    if not sets:
+        raise SystemExit(f"{args.results}: no stored rows; write them with `python -m bench.decisions`")
     others = [r for name, rows in sets.items() if name.startswith("multilingual_") and name != "multilingual_en"
               for r in rows]
     sets = {k: v for k, v in sets.items() if not k.startswith("multilingual_") or k == "multilingual_en"}
