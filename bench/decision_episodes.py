@@ -48,8 +48,8 @@ import numpy as np
 
 from bench.train_data import FOLDERS, training_dir
 
-__all__ = ["DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "SHIFT_GROUPS", "Episode", "Space", "build_episodes",
-           "build_foreign", "pool_decision_sets", "size_draw"]
+__all__ = ["DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "OTHER_SIDE", "SHIFT_GROUPS", "Episode", "Space", "build_cross",
+           "build_episodes", "build_foreign", "pool_decision_sets", "size_draw"]
 
 #: The decision sets of ``../shared/training/decisions``.
 DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive", "glaive_toolcall_en",
@@ -72,6 +72,8 @@ SHIFT_GROUPS = frozenset({"tau_bench", "restbench", "glaive"})
 EPISODES_VERSION = "4"
 #: The share of labelled requests that also give a ``foreign`` episode (another group's request, NO_TOOL).
 FOREIGN_SHARE = 0.34
+#: The folders whose tools have a version in the other language under the same ids, and that version.
+OTHER_SIDE: Mapping[str, str] = {"hammerbench_zh": "hammerbench_en", "hammerbench_en": "hammerbench_zh"}
 #: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
 NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: A tool at least this close to a gold tool (MiniLM; the multilingual model for a tool MiniLM cannot read) is its
@@ -222,7 +224,7 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
                 other = _draw_foreign(rng, foreign_pool, folder)
                 episodes.append(Episode(folder, "foreign", other["query"], (), tools, (), "NO_TOOL",
                                         other.get("lang", "en")))
-            other_side = {"hammerbench_zh": "hammerbench_en", "hammerbench_en": "hammerbench_zh"}.get(folder)
+            other_side = OTHER_SIDE.get(folder)
             if other_side is not None and rng.random() < 0.34:
                 other = spaces[other_side]
                 at = {t: i for i, t in enumerate(other.ids)}
@@ -266,6 +268,31 @@ def build_foreign(root: Path, spaces: Mapping[str, Space], *, sources: Sequence[
             other = _draw_foreign(rng, pool, folder, lang)
             episodes.append(Episode(folder, "foreign", other["query"], (), tools, (), "NO_TOOL",
                                     other.get("lang", "en")))
+    return episodes
+
+
+def build_cross(root: Path, spaces: Mapping[str, Space], *, seed: int, limit: int | None = None) -> list[Episode]:
+    """``cross`` and ``cross_sibling`` episodes alone, one of each for every labelled request of a folder whose
+    tools exist in the other language (:data:`OTHER_SIDE`), drawn afresh (``bench.decision_train --cross-extra``):
+    the request to a catalog of the other language's tools with its gold tools (EXECUTE) and without them
+    (NO_TOOL), so a request in the other language than its catalog is served as often as not."""
+    rng = random.Random(seed)
+    episodes = []
+    for folder, other_side in OTHER_SIDE.items():
+        rows = list(_read_jsonl(root / folder / "pairs.jsonl"))
+        if limit:
+            rows = rows[:: max(1, len(rows) // limit)][:limit]
+        other = spaces[other_side]
+        at = {t: i for i, t in enumerate(other.ids)}
+        for pair in rows:
+            gold = tuple(g for g in pair["gold"] if g in at)
+            if not gold or len(gold) < len(pair["gold"]):
+                continue
+            lang = pair.get("lang", "en")
+            cross = _catalog(rng, gold, other, at)
+            episodes.append(Episode(other_side, "cross", pair["query"], (), cross, gold, "EXECUTE", lang))
+            shown = tuple(t for t in cross if t not in gold) or _nearest(gold, other, at, 1, rng)
+            episodes.append(Episode(other_side, "cross_sibling", pair["query"], (), shown, gold, "NO_TOOL", lang))
     return episodes
 
 

@@ -37,9 +37,11 @@ from bench.datasets import bench_dir
 from bench.decision_episodes import (
     EPISODES_VERSION,
     GROUPS,
+    OTHER_SIDE,
     SHIFT_GROUPS,
     Episode,
     Space,
+    build_cross,
     build_episodes,
     build_foreign,
     pool_decision_sets,
@@ -106,6 +108,8 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         records = _padded(records) + _added(args, root, decisions, records, folder, key)
         if getattr(args, "foreign", "as-built") != "as-built":
             records = _foreign_redrawn(args, root, records, folder, key)
+        if getattr(args, "cross_extra", False):
+            records = records + _cross_extra(args, root, folder, key)
     if records is not None and images is not None:
         return records + images
     retrievers = _retrievers(root, index_dir(folder), [*FOLDERS, *decisions])
@@ -198,6 +202,23 @@ def _foreign_redrawn(args: argparse.Namespace, root: Path, records: list[dict[st
     kept = [r for r in records if not (r["kind"] == "foreign" and r["source"] in sources)]
     say(f"--foreign {args.foreign}: {len(records) - len(kept)} foreign episodes replaced by {len(fresh)}")
     return kept + fresh
+
+
+def _cross_extra(args: argparse.Namespace, root: Path, folder: Path, key: str) -> list[dict[str, Any]]:
+    """``--cross-extra`` (a trial: docs/decision_trials.md): one more ``cross`` and ``cross_sibling`` episode for
+    every HammerBench request (:func:`bench.decision_episodes.build_cross`), searched with this code and kept in
+    ``decision-cross-<key>.pkl``."""
+    cache = folder / f"decision-cross-{key}.pkl"
+    fresh = _load(cache)
+    if fresh is None:
+        sides = sorted(set(OTHER_SIDE.values()))
+        retrievers = _retrievers(root, index_dir(folder), sides)
+        spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
+                           np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+        fresh = _search_all(retrievers, build_cross(root, spaces, seed=args.seed + 13, limit=args.limit), cache,
+                            histories=False)
+    say(f"--cross-extra: {len(fresh)} cross-language episodes added")
+    return fresh
 
 
 def _newest(folder: Path, cache: Path) -> Path:
@@ -295,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
                             help="the fitted folders' foreign episodes as the text-episode cache holds them, drawn "
                                  "afresh, or drawn afresh in the labelled request's own language (a trial: "
                                  "docs/decision_trials.md)")
+        parser.add_argument("--cross-extra", action="store_true",
+                            help="one more request-in-the-other-language episode pair (served, nothing serves) per "
+                                 "HammerBench request (a trial: docs/decision_trials.md)")
         parser.add_argument("--leave-out", default="",
                             help="features the heads do not read besides bench.decision_fit.LEFT_OUT (comma-separated"
                                  " names of toolrag.decision.view.FEATURES; a trial: docs/decision_trials.md)")
