@@ -2,7 +2,7 @@
 reaches the agent with, at each share of requests nothing serves kept clean, per set of a stored
 ``bench.decisions`` run (its rows keep their searches and features), without searching again.
 
-    python -m bench.decision_frontier <bench dir>/decisions.json toolrag/decision/model.json /tmp/trial.json
+    python -m bench.decision_frontier <bench dir>/decisions.json toolrag/decision/model.json <bench dir>/trial.json
 
 A model moves the frontier when it reaches more at the same clean share; a model that only reaches more at its
 own default point may just sit elsewhere on the same frontier. For every clean share the P(no tool) threshold is
