@@ -33,14 +33,9 @@ CLEAN_SHARES = (0.7, 0.8, 0.85, 0.9, 0.95)
 
 
 def _called(row: dict[str, Any], model: Any) -> set[str]:
-    """What an EXECUTE injects: the top tool and each next one whose P(also needed) reaches the threshold."""
-    chosen = [row["top"][0]]
-    if row.get("cand"):
-        for tool, q in zip(row["top"][1:], model.also_needed(np.array(row["cand"], dtype=np.float64)), strict=False):
-            if q < model.select_threshold:
-                break
-            chosen.append(tool)
-    return set(chosen)
+    """What an EXECUTE injects: the top tool and the lower candidates the model selects with it."""
+    also = model.also_selected(np.array(row["cand"], dtype=np.float64)) if row.get("cand") else 0
+    return set(row["top"][: 1 + also])
 
 
 @dataclass(frozen=True)
@@ -194,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     point, differences = paired_differences(with_none, draws=args.draws)
     print("| mean of the sets with rows nothing serves (where every model reaches the share) | "
           + " | ".join("/".join(_pct(v) for v in row) for row in point) + " |")
+    if len(models) < 2:
+        return 0
     print(f"\nThe mean's difference from {next(iter(models))}, +- its standard error over {args.draws} bootstrap "
           "draws of each set's rows (the same rows for every model):\n")
     for label, diff in zip(list(models)[1:], differences, strict=True):

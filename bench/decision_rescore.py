@@ -49,12 +49,8 @@ def rescore(rows: list[Row], *, target: float | None, clean: float | None) -> li
         scores = DecisionScores(p["right"], p["ask"], p["none"])
         decision = choose(scores, point, change_reader=bool(np.nan_to_num(x[reader]) > 0))
         if decision is Decision.EXECUTE:
-            selected = [row.top[0]]
-            for tool, q in zip(row.top[1:], model.also_needed(np.array(row.cand, dtype=np.float64).reshape(
-                    -1, len(row.cand[0]) if row.cand else 1)) if row.cand else [], strict=False):
-                if q < model.select_threshold:
-                    break
-                selected.append(tool)
+            also = model.also_selected(np.array(row.cand, dtype=np.float64)) if row.cand else 0
+            selected = list(row.top[: 1 + also])
         else:
             selected = list(row.top[:3]) if decision is Decision.CLARIFY else []
         out.append(Row(**{**row.__dict__, "decision": decision.value, "selected": tuple(selected),

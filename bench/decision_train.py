@@ -106,15 +106,21 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     decisions = pool_decision_sets(root, args.training)
     if records is not None:
         records = _padded(records) + _added(args, root, decisions, records, folder, key)
-        if getattr(args, "foreign", "as-built") != "as-built":
-            records = _foreign_redrawn(args, root, records, folder, key)
-        if getattr(args, "cross_extra", False):
-            records = records + _cross_extra(args, root, folder, key)
-    if records is not None and images is not None:
-        return records + images
+    if records is None or images is None:
+        records, images = _searched(args, root, decisions, records, images, folder, text_cache, image_cache)
+    if getattr(args, "foreign", "as-built") != "as-built":
+        records = _foreign_redrawn(args, root, records, folder, key)
+    if getattr(args, "cross_extra", False):
+        records = records + _cross_extra(args, root, folder, key)
+    return records + images
+
+
+def _searched(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[str, Any]]],
+              records: list[dict[str, Any]] | None, images: list[dict[str, Any]] | None, folder: Path,
+              text_cache: Path, image_cache: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The text and image episodes no cache held, built and searched with this code (and kept)."""
     retrievers = _retrievers(root, index_dir(folder), [*FOLDERS, *decisions])
-    spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
-                       np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+    spaces = _spaces(retrievers)
     episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit)
     if records is None:
         records = _search_all(retrievers, episodes, text_cache, histories=True)
@@ -125,7 +131,13 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         say(f"{len(photos)} photos for the image episodes")
         shown = build_image_episodes(root, spaces, episodes, photos=photos, seed=args.seed + 4, limit=args.limit)
         images = _search_all(retrievers, shown, image_cache, histories=False)
-    return records + images
+    return records, images
+
+
+def _spaces(retrievers: dict[str, Any]) -> dict[str, Space]:
+    """Each source catalog's tools and vectors, as the episode builders read them."""
+    return {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
+                     np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
 
 
 def _leave_out(value: str) -> None:
@@ -177,8 +189,7 @@ def _added(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[
         return kept
     say(f"the cache lacks {', '.join(missing)}: their episodes are built and searched with this code")
     retrievers = _retrievers(root, index_dir(folder), missing)
-    spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
-                       np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+    spaces = _spaces(retrievers)
     episodes = build_episodes(root, spaces, decisions, seed=args.seed, training=args.training, limit=args.limit,
                               sources=missing)
     return _search_all(retrievers, episodes, cache, histories=True)
@@ -194,8 +205,7 @@ def _foreign_redrawn(args: argparse.Namespace, root: Path, records: list[dict[st
     fresh = _load(cache)
     if fresh is None:
         retrievers = _retrievers(root, index_dir(folder), sources)
-        spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
-                           np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+        spaces = _spaces(retrievers)
         episodes = build_foreign(root, spaces, sources=sources, seed=args.seed + 11, limit=args.limit,
                                  same_language=args.foreign == "same-language")
         fresh = _search_all(retrievers, episodes, cache, histories=False)
@@ -213,8 +223,7 @@ def _cross_extra(args: argparse.Namespace, root: Path, folder: Path, key: str) -
     if fresh is None:
         sides = sorted(set(OTHER_SIDE.values()))
         retrievers = _retrievers(root, index_dir(folder), sides)
-        spaces = {s: Space(list(r.snapshot.ids), r.snapshot.vectors["dense"], r.snapshot.vectors.get("dense_en"),
-                           np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
+        spaces = _spaces(retrievers)
         fresh = _search_all(retrievers, build_cross(root, spaces, seed=args.seed + 13, limit=args.limit), cache,
                             histories=False)
     say(f"--cross-extra: {len(fresh)} cross-language episodes added")

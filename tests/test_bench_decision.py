@@ -171,8 +171,8 @@ class _StubModel:
         right, none = self.table[float(x[0])]
         return {"right": right, "ask": 1.0 - right - none, "none": none}
 
-    def also_needed(self, rows: np.ndarray) -> list[float]:
-        return [0.0] * len(rows)
+    def also_selected(self, rows: np.ndarray) -> int:
+        return 0
 
 
 def test_frontier_by_hand() -> None:
@@ -266,3 +266,17 @@ def test_cross_language_episodes_in_pairs(tmp_path: Path) -> None:
         # the request is in the other language than the catalog it is shown
         assert OTHER_SIDE[served.source] in served.query and served.lang != ("zh" if served.source.endswith("_zh")
                                                                                else "en")
+
+
+def test_features_left_out_for_a_trial(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench import decision_fit
+    from bench.decision_train import _leave_out
+    from toolrag.decision.view import FEATURES
+
+    monkeypatch.setattr(decision_fit, "LEFT_OUT", decision_fit.LEFT_OUT)  # restored after the test
+    before = len(decision_fit.used())
+    _leave_out("lang_match, cjk")
+    assert {"lang_match", "cjk"} <= set(decision_fit.LEFT_OUT)
+    assert len(decision_fit.used()) == before - 2 and FEATURES.index("lang_match") not in decision_fit.used()
+    with pytest.raises(SystemExit, match="langmatch is not a decision feature; choose among sem_null"):
+        _leave_out("langmatch")

@@ -242,6 +242,22 @@ def test_the_selection_adds_the_tools_likely_needed_too() -> None:
     assert both.decision is Decision.EXECUTE and both.selected == (0, 1, 2) and "3 tools injected" in both.reason
 
 
+def test_the_selection_is_the_run_of_candidates_likely_needed() -> None:
+    """One rule for serving and the benches (``DecisionModel.also_selected``): the lower candidates join while
+    each one's P(also needed) reaches the threshold; the first below it ends the run."""
+    width = len(SELECTION_FEATURES)
+    coef = np.zeros((1, width))
+    coef[0, 0] = 10.0  # P(also needed) = sigmoid(10 x the first selection feature)
+    selection = Ensemble("logistic", 1, np.array([0.0]), {"mean": np.zeros(width), "scale": np.ones(width),
+                                                           "coef": coef})
+    model = DecisionModel({"none": _constant(0.1, len(FEATURES)), "call": _constant(0.9, len(FEATURES))}, selection,
+                          ((0.8, 0.5),), 0.8, ((0.8, 0.4),), 0.8, 0.5, "test", {})
+    rows = np.zeros((3, width))
+    rows[:, 0] = [1.0, -1.0, 1.0]  # needed, not needed, needed
+    assert model.also_selected(rows) == 1 and model.also_selected(rows[1:]) == 0
+    assert model.also_selected(rows[[0, 2]]) == 2 and model.also_selected(np.zeros((0, width))) == 0
+
+
 def test_a_question_names_what_the_request_leaves_open() -> None:
     view = DecisionView(_view().features, np.zeros((0, len(SELECTION_FEATURES))), open_parameters=("date",))
     asked = decide(Facts(["plan_auction"], ["Plan an auction."], query="plan an auction"), view, _model(0.1, 0.3))

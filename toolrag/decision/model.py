@@ -169,6 +169,16 @@ class DecisionModel:
         """P(also needed) of each lower candidate (rows of :data:`SELECTION_FEATURES`)."""
         return [float(self.selection.probabilities(row)[0]) for row in rows]
 
+    def also_selected(self, rows: np.ndarray) -> int:
+        """How many of the lower candidates ``rows`` (best first, rows of :data:`SELECTION_FEATURES`) an EXECUTE
+        injects beside the top tool: the run of them whose P(also needed) reaches :attr:`select_threshold`."""
+        count = 0
+        for q in self.also_needed(rows):
+            if q < self.select_threshold:
+                break
+            count += 1
+        return count
+
     @classmethod
     def from_json(cls, text: str) -> DecisionModel:
         data = json.loads(text)

@@ -137,12 +137,8 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
     precision = f"the operating point for {100 * point.precision:.0f}% EXECUTE precision"
     kept = f"the point keeping {100 * point.clean:.0f}% of requests nothing serves clean"
     if decision is Decision.EXECUTE:
-        selected = [0]
-        for at, q in enumerate(model.also_needed(view.candidates[: len(names) - 1]), start=1):
-            if q < model.select_threshold:
-                break
-            if facts.may_inject(at):
-                selected.append(at)
+        also = model.also_selected(view.candidates[: len(names) - 1])
+        selected = [0, *(at for at in range(1, 1 + also) if facts.may_inject(at))]
         more = f"; {len(selected)} tools injected (the next ones are likely needed too)" if len(selected) > 1 else ""
         return DecisionOutcome(Decision.EXECUTE, None,
                                f"calls {names[0]}: P(right) {scores.right:.2f} >= {point.execute_at:.2f} ({precision}) "
