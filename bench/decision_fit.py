@@ -108,10 +108,11 @@ def _with_unread(x: np.ndarray, y: np.ndarray, w: np.ndarray, rows: np.ndarray,
             np.concatenate([w[rows], UNREAD_WEIGHT * w[more]]))
 
 
-def used() -> list[int]:
+def used(left_out: Sequence[str] = ()) -> list[int]:
+    """The features the heads read: all but :data:`LEFT_OUT` and a trial's ``left_out``."""
     from toolrag.decision.view import FEATURES
 
-    return [i for i, name in enumerate(FEATURES) if name not in LEFT_OUT]
+    return [i for i, name in enumerate(FEATURES) if name not in LEFT_OUT and name not in left_out]
 
 
 def _fit(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, monotone: Mapping[str, int] | None = None,
@@ -163,12 +164,12 @@ def _selection_data(records: Sequence[Mapping[str, Any]], y: np.ndarray) -> tupl
             np.array(groups))
 
 
-def _heads(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray) -> dict[str, Any]:
-    """The two heads fitted on ``x`` (every feature; the heads read :func:`used`): ``none`` on every episode,
-    ``call`` (right) on the episodes a listed tool serves."""
+def _heads(family: str, x: np.ndarray, y: np.ndarray, w: np.ndarray, left_out: Sequence[str] = ()) -> dict[str, Any]:
+    """The two heads fitted on ``x`` (every feature; the heads read :func:`used` of ``left_out``): ``none`` on
+    every episode, ``call`` (right) on the episodes a listed tool serves."""
     from toolrag.decision.view import FEATURES
 
-    cols = [c for c in used() if np.isfinite(x[:, c]).any()]  # a feature no episode has (--no-images) is left out
+    cols = [c for c in used(left_out) if np.isfinite(x[:, c]).any()]  # a feature no episode has (--no-images) is left out
     names = [FEATURES[i] for i in cols]
     served = y != 2
     heads = {"none": _fit(family, x[:, cols], (y == 2).astype(np.int64), w, MONOTONE["none"], names),
@@ -186,9 +187,10 @@ def _predict(heads: Mapping[str, Any], x: np.ndarray) -> np.ndarray:
 
 
 def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[str], export: bool,
-                   shift: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+                   shift: Sequence[Mapping[str, Any]] = (), left_out: Sequence[str] = ()) -> dict[str, Any]:
     """Leave-one-source-out results of every family, the winner's operating points, (``shift``) what the winner
-    fitted on every source gives on episodes of groups it never saw, and (``export``) that model written."""
+    fitted on every source gives on episodes of groups it never saw, and (``export``) that model written;
+    ``left_out``: features a trial's heads do not read besides :data:`LEFT_OUT`."""
     from toolrag.decision.view import FEATURES
 
     x = np.stack([r["x"] for r in records])
@@ -214,12 +216,12 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         text_on_images = np.zeros((len(records), 3))
         for group in sorted(set(groups)):
             held = groups == group
-            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text))
+            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), left_out)
             oof[held & text] = _predict(heads, x[held & text])
             oof_unread[held] = _predict(heads, _as_unread(x[held]))
             if (held & pictured).any():
                 text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
-                image_heads = _heads(family, *_with_unread(x, y, w, ~held, pick))
+                image_heads = _heads(family, *_with_unread(x, y, w, ~held, pick), left_out)
                 oof[held & pictured] = _predict(image_heads, x[held & pictured])
                 oof_unread[held & pictured] = _predict(image_heads, _as_unread(x[held & pictured]))
         # the operating points on the text episodes: the image episodes are drawn, their share of the whole is
@@ -256,14 +258,16 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                                reader)
     if shift and best_family is not None:
         results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
-                                          shift)
+                                          shift, left_out)
     if export and best_family is not None:
-        results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick)
+        results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick,
+                                      left_out)
     return results
 
 
 def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, wt: np.ndarray,
-                   pick: np.ndarray, chosen: Mapping[str, Any], shift: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+                   pick: np.ndarray, chosen: Mapping[str, Any], shift: Sequence[Mapping[str, Any]],
+                   left_out: Sequence[str] = ()) -> dict[str, Any]:
     """Per group of ``shift`` (episodes of sources never fitted on; their text episodes), at the default point: the
     text heads fitted on every text episode of ``records`` (as :func:`_export` fits them), and ECE of P(right)."""
     from toolrag.decision.view import FEATURES
@@ -271,7 +275,7 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
     shift = [r for r in shift if not r.get("image")]
 
     text = ~np.array([bool(r.get("image")) for r in records])
-    heads = _heads(family, *_with_unread(x, y, wt, text, pick & text))
+    heads = _heads(family, *_with_unread(x, y, wt, text, pick & text), left_out)
     sx, sy = np.stack([r["x"] for r in shift]), labels(shift)
     p = _predict(heads, sx)
     execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
@@ -315,16 +319,16 @@ def _image_outcome(records: Sequence[Mapping[str, Any]], oof: np.ndarray, text_o
 
 
 def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y: np.ndarray, w: np.ndarray,
-            chosen: Mapping[str, Any], pick: np.ndarray) -> dict[str, Any]:
+            chosen: Mapping[str, Any], pick: np.ndarray, left_out: Sequence[str] = ()) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
     text = ~np.array([bool(r.get("image")) for r in records])
     wt = _text_weights(np.array([r["group"] for r in records]), records, w)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
-             for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text)).items()}
+             for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), left_out).items()}
     everything = np.ones(len(x), dtype=bool)
     image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
-                   for name, model in _heads(family, *_with_unread(x, y, w, everything, pick)).items()} \
+                   for name, model in _heads(family, *_with_unread(x, y, w, everything, pick), left_out).items()} \
         if not text.all() else {}
     sx, sy, sg = _selection_data([r for r, t in zip(records, text, strict=True) if t], y[text])  # as the text heads
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
@@ -333,5 +337,5 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     return write_model(heads, selection, image_heads=image_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),
-                                "left_out": list(LEFT_OUT), "held_out": summary, "tradeoff": chosen["tradeoff"],
+                                "left_out": [*LEFT_OUT, *left_out], "held_out": summary, "tradeoff": chosen["tradeoff"],
                                 "reliability": chosen["reliability"]})

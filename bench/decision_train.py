@@ -140,10 +140,9 @@ def _spaces(retrievers: dict[str, Any]) -> dict[str, Space]:
                      np.asarray(r.snapshot.english, dtype=bool)) for s, r in retrievers.items()}
 
 
-def _leave_out(value: str) -> None:
-    """``--leave-out``: these features join :data:`bench.decision_fit.LEFT_OUT` for this run; exits naming the
-    features on an unknown name."""
-    from bench import decision_fit
+def left_out(value: str) -> tuple[str, ...]:
+    """``--leave-out``: the features a trial's heads do not read besides :data:`bench.decision_fit.LEFT_OUT`;
+    exits naming the features on an unknown name."""
     from toolrag.decision.view import FEATURES
 
     names = [v.strip() for v in value.split(",") if v.strip()]
@@ -151,7 +150,7 @@ def _leave_out(value: str) -> None:
     if unknown:
         raise SystemExit(f"--leave-out {value}: {', '.join(unknown)} is not a decision feature; choose among "
                          f"{', '.join(FEATURES)}")
-    decision_fit.LEFT_OUT = (*decision_fit.LEFT_OUT, *names)
+    return tuple(names)
 
 
 def fitted_shift(value: str) -> frozenset[str]:
@@ -341,9 +340,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench.decision_tables import format_tables, write_docs
 
     also = fitted_shift(args.fit_shift)
-    _leave_out(args.leave_out)
+    dropped = left_out(args.leave_out)
     fitted, shift = split_shift(collect(args), also)
-    results = fit_and_report(fitted, families=args.families.split(","), export=args.export, shift=shift)
+    results = fit_and_report(fitted, families=args.families.split(","), export=args.export, shift=shift,
+                             left_out=dropped)
     results.update({"date": time.strftime("%Y-%m-%d %H:%M"), "machine": machine(), "command": args.command_line})
     return keep_results(args, results, "decision_train.json", format_tables, write_docs)
 

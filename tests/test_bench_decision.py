@@ -268,15 +268,54 @@ def test_cross_language_episodes_in_pairs(tmp_path: Path) -> None:
                                                                                else "en")
 
 
-def test_features_left_out_for_a_trial(monkeypatch: pytest.MonkeyPatch) -> None:
-    from bench import decision_fit
-    from bench.decision_train import _leave_out
+def test_features_left_out_for_a_trial() -> None:
+    from bench.decision_fit import LEFT_OUT, used
+    from bench.decision_train import left_out
     from toolrag.decision.view import FEATURES
 
-    monkeypatch.setattr(decision_fit, "LEFT_OUT", decision_fit.LEFT_OUT)  # restored after the test
-    before = len(decision_fit.used())
-    _leave_out("lang_match, cjk")
-    assert {"lang_match", "cjk"} <= set(decision_fit.LEFT_OUT)
-    assert len(decision_fit.used()) == before - 2 and FEATURES.index("lang_match") not in decision_fit.used()
+    dropped = left_out("lang_match, cjk")
+    assert dropped == ("lang_match", "cjk")
+    assert len(used(dropped)) == len(used()) - 2 and FEATURES.index("lang_match") not in used(dropped)
+    assert LEFT_OUT == ("sem_top", "en_top")  # a trial's list is passed down, never added to the module's
     with pytest.raises(SystemExit, match="langmatch is not a decision feature; choose among sem_null"):
-        _leave_out("langmatch")
+        left_out("langmatch")
+
+
+def _synthetic_episodes(group: str, rng: np.random.Generator, count: int = 80) -> list[dict[str, object]]:
+    """Episodes of one group where the standing against the no-tool requests (``sem_null``) tells a request a
+    listed tool serves from one nothing serves, and the top tool's z among the visible tools (``sem_z``) tells
+    a right top tool from a wrong one; every other feature is absent (NaN)."""
+    from toolrag.decision.view import FEATURES
+
+    out: list[dict[str, object]] = []
+    for i in range(count):
+        x = np.full(len(FEATURES), np.nan)
+        kind = ("gold", "gold", "gold", "foreign")[i % 4]
+        right = kind == "gold" and i % 3 != 0
+        x[FEATURES.index("sem_null")] = rng.normal(4.0 if kind == "gold" else 0.0, 0.7)
+        x[FEATURES.index("sem_z")] = rng.normal(0.5 if kind == "gold" and not right else 3.0, 0.5)
+        x[FEATURES.index("tools")] = 2.0
+        out.append({"source": group, "group": group, "kind": kind, "expect": "EXECUTE" if kind == "gold" else
+                    "NO_TOOL", "gold": ["t1"] if right else ["t9"] if kind == "gold" else [], "lang": "en", "n": 5,
+                    "query": f"request {i}", "history": (), "top": ["t1", "t2", "t3"], "x": x, "cand": []})
+    return out
+
+
+def test_groups_never_fitted_on_are_scored_by_the_model_fitted_on_the_others() -> None:
+    """``fit_and_report(shift=...)``: the shift group is decided by heads fitted on the other groups alone, and a
+    trial's ``left_out`` features are not read (without the one that tells served from not, the model can no
+    longer call the right tools without calling for requests nothing serves too)."""
+    from bench.decision_fit import fit_and_report
+
+    rng = np.random.default_rng(3)
+    fitted = [e for g in ("a", "b", "c") for e in _synthetic_episodes(g, rng)]
+    shift = _synthetic_episodes("s", rng)
+    full = fit_and_report(fitted, families=["logistic"], export=False, shift=shift)
+    assert full["groups"] == ["a", "b", "c"] and set(full["shift"]) == {"ece", "s"}
+    scored = full["shift"]["s"]["all"]
+    assert scored["n"] == len(shift)
+    # served requests stand 4 spreads from those nothing serves: nearly all kept out; a third of the served ones
+    # rank a wrong tool first, so at most two thirds can be called right, at about the 85% precision target
+    assert scored["kept_out"] > 0.9 and scored["coverage"] > 0.5 and scored["precision"] > 0.6
+    blind = fit_and_report(fitted, families=["logistic"], export=False, shift=shift, left_out=("sem_null",))
+    assert blind["shift"]["s"]["all"]["coverage"] < scored["coverage"] - 0.3
