@@ -48,8 +48,8 @@ import numpy as np
 
 from bench.train_data import FOLDERS, training_dir
 
-__all__ = ["DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "OTHER_SIDE", "SHIFT_GROUPS", "Episode", "Space", "build_cross",
-           "build_episodes", "build_foreign", "pool_decision_sets", "size_draw"]
+__all__ = ["CROSS_SIDES", "DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "OTHER_SIDE", "SHIFT_GROUPS", "Episode", "Space",
+           "build_cross", "build_episodes", "build_foreign", "pool_decision_sets", "size_draw"]
 
 #: The decision sets of ``../shared/training/decisions``.
 DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive", "glaive_toolcall_en",
@@ -74,6 +74,11 @@ EPISODES_VERSION = "4"
 FOREIGN_SHARE = 0.34
 #: The folders whose tools have a version in the other language under the same ids, and that version.
 OTHER_SIDE: Mapping[str, str] = {"hammerbench_zh": "hammerbench_en", "hammerbench_en": "hammerbench_zh"}
+#: The sources whose tools exist in both languages, for the trial episodes of :func:`build_cross`: HammerBench (the
+#: same tool ids) and Glaive (the same function names, described in English in one folder, in Chinese in the other).
+CROSS_SIDES: Mapping[str, Mapping[str, str]] = {
+    "hammerbench": OTHER_SIDE,
+    "glaive": {"glaive_toolcall_zh": "glaive_toolcall_en", "glaive_toolcall_en": "glaive_toolcall_zh"}}
 #: The shares of a catalog's distractors that are the gold tool's nearest siblings (one drawn per catalog).
 NEAR_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
 #: A tool at least this close to a gold tool (MiniLM; the multilingual model for a tool MiniLM cannot read) is its
@@ -271,14 +276,16 @@ def build_foreign(root: Path, spaces: Mapping[str, Space], *, sources: Sequence[
     return episodes
 
 
-def build_cross(root: Path, spaces: Mapping[str, Space], *, seed: int, limit: int | None = None) -> list[Episode]:
+def build_cross(root: Path, spaces: Mapping[str, Space], *, seed: int, limit: int | None = None,
+                sides: Mapping[str, str] = OTHER_SIDE) -> list[Episode]:
     """``cross`` and ``cross_sibling`` episodes alone, one of each for every labelled request of a folder whose
-    tools exist in the other language (:data:`OTHER_SIDE`), drawn afresh (``bench.decision_train --cross-extra``):
+    tools exist in the other language (``sides``: folder -> the other language's folder, :data:`CROSS_SIDES`),
+    drawn afresh (``bench.decision_train --cross-extra``):
     the request to a catalog of the other language's tools with its gold tools (EXECUTE) and without them
     (NO_TOOL), so a request in the other language than its catalog is served as often as not."""
     rng = random.Random(seed)
     episodes = []
-    for folder, other_side in OTHER_SIDE.items():
+    for folder, other_side in sides.items():
         rows = list(_read_jsonl(root / folder / "pairs.jsonl"))
         if limit:
             rows = rows[:: max(1, len(rows) // limit)][:limit]

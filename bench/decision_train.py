@@ -35,9 +35,9 @@ import numpy as np
 from bench.common import REPO, index_dir, keep_results, machine, parse_args, say
 from bench.datasets import bench_dir
 from bench.decision_episodes import (
+    CROSS_SIDES,
     EPISODES_VERSION,
     GROUPS,
-    OTHER_SIDE,
     SHIFT_GROUPS,
     Episode,
     Space,
@@ -110,8 +110,9 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
         records, images = _searched(args, root, decisions, records, images, folder, text_cache, image_cache)
     if getattr(args, "foreign", "as-built") != "as-built":
         records = _foreign_redrawn(args, root, records, folder, key)
-    if getattr(args, "cross_extra", False):
-        records = records + _cross_extra(args, root, folder, key)
+    sources = cross_sources(getattr(args, "cross_extra", "") or "")
+    if sources:
+        records = records + _cross_extra(args, root, folder, key, sources)
     return records + images
 
 
@@ -213,20 +214,34 @@ def _foreign_redrawn(args: argparse.Namespace, root: Path, records: list[dict[st
     return kept + fresh
 
 
-def _cross_extra(args: argparse.Namespace, root: Path, folder: Path, key: str) -> list[dict[str, Any]]:
+def cross_sources(value: str) -> tuple[str, ...]:
+    """The sources of ``--cross-extra`` (comma-separated names of :data:`CROSS_SIDES`, or ``""``: none); exits
+    naming the choices on any other name."""
+    names = tuple(v.strip() for v in value.split(",") if v.strip())
+    unknown = [n for n in names if n not in CROSS_SIDES]
+    if unknown:
+        raise SystemExit(f"--cross-extra {value}: {', '.join(unknown)} is not a source with tools in both languages; "
+                         f"choose among {', '.join(CROSS_SIDES)}")
+    return names
+
+
+def _cross_extra(args: argparse.Namespace, root: Path, folder: Path, key: str,
+                 sources: Sequence[str]) -> list[dict[str, Any]]:
     """``--cross-extra`` (a trial: docs/decision_trials.md): one more ``cross`` and ``cross_sibling`` episode for
-    every HammerBench request (:func:`bench.decision_episodes.build_cross`), searched with this code and kept in
-    ``decision-cross-<key>.pkl``."""
-    cache = folder / f"decision-cross-{key}.pkl"
-    fresh = _load(cache)
-    if fresh is None:
-        sides = sorted(set(OTHER_SIDE.values()))
-        retrievers = _retrievers(root, index_dir(folder), sides)
-        spaces = _spaces(retrievers)
-        fresh = _search_all(retrievers, build_cross(root, spaces, seed=args.seed + 13, limit=args.limit), cache,
-                            histories=False)
-    say(f"--cross-extra: {len(fresh)} cross-language episodes added")
-    return fresh
+    every request of ``sources`` (HammerBench, Glaive: :func:`bench.decision_episodes.build_cross`), searched with
+    this code and kept in ``decision-cross-<key>[-<source>].pkl``."""
+    out: list[dict[str, Any]] = []
+    for source in sources:
+        sides = CROSS_SIDES[source]
+        cache = folder / f"decision-cross-{key}{'' if source == 'hammerbench' else '-' + source}.pkl"
+        fresh = _load(cache)
+        if fresh is None:
+            retrievers = _retrievers(root, index_dir(folder), sorted(set(sides.values())))
+            fresh = _search_all(retrievers, build_cross(root, _spaces(retrievers), seed=args.seed + 13,
+                                                        limit=args.limit, sides=sides), cache, histories=False)
+        say(f"--cross-extra {source}: {len(fresh)} cross-language episodes added")
+        out += fresh
+    return out
 
 
 def _newest(folder: Path, cache: Path) -> Path:
@@ -324,9 +339,10 @@ def main(argv: list[str] | None = None) -> int:
                             help="the fitted folders' foreign episodes as the text-episode cache holds them, drawn "
                                  "afresh, or drawn afresh in the labelled request's own language (a trial: "
                                  "docs/decision_trials.md)")
-        parser.add_argument("--cross-extra", action="store_true",
+        parser.add_argument("--cross-extra", nargs="?", const="hammerbench", default="",
                             help="one more request-in-the-other-language episode pair (served, nothing serves) per "
-                                 "HammerBench request (a trial: docs/decision_trials.md)")
+                                 "request of these sources with tools in both languages (comma-separated: "
+                                 "hammerbench, the default, glaive; a trial: docs/decision_trials.md)")
         parser.add_argument("--leave-out", default="",
                             help="features the heads do not read besides bench.decision_fit.LEFT_OUT (comma-separated"
                                  " names of toolrag.decision.view.FEATURES; a trial: docs/decision_trials.md)")
@@ -341,6 +357,7 @@ def main(argv: list[str] | None = None) -> int:
 
     also = fitted_shift(args.fit_shift)
     dropped = left_out(args.leave_out)
+    cross_sources(args.cross_extra)  # a bad name exits before any episode is built
     fitted, shift = split_shift(collect(args), also)
     results = fit_and_report(fitted, families=args.families.split(","), export=args.export, shift=shift,
                              left_out=dropped)

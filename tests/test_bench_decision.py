@@ -252,20 +252,31 @@ def test_paired_differences_by_hand() -> None:
     assert len(more) == len(CLEAN_SHARES) and more[0][0] == pytest.approx(0.25) and more[0][1] > 0
 
 
-def test_cross_language_episodes_in_pairs(tmp_path: Path) -> None:
-    from bench.decision_episodes import OTHER_SIDE, Space, build_cross
+@pytest.mark.parametrize("source", ["hammerbench", "glaive"])
+def test_cross_language_episodes_in_pairs(tmp_path: Path, source: str) -> None:
+    from bench.decision_episodes import CROSS_SIDES, Space, build_cross
 
     _tiny_training(tmp_path)
+    sides = CROSS_SIDES[source]
     space = Space([f"t{k}" for k in range(4)], np.eye(4), None, np.zeros(4, dtype=bool))
-    episodes = build_cross(tmp_path, dict.fromkeys(OTHER_SIDE, space), seed=1)
-    assert len(episodes) == 2 * 4 * len(OTHER_SIDE)  # a served one and one nothing serves per request
+    episodes = build_cross(tmp_path, dict.fromkeys(sides, space), seed=1, sides=sides)
+    assert len(episodes) == 2 * 4 * len(sides)  # a served one and one nothing serves per request
     for served, none in zip(episodes[0::2], episodes[1::2], strict=True):
         assert served.query == none.query and served.source == none.source
         assert (served.kind, served.expect, none.kind, none.expect) == ("cross", "EXECUTE", "cross_sibling", "NO_TOOL")
         assert set(served.gold) <= set(served.visible) and not set(none.gold) & set(none.visible)
         # the request is in the other language than the catalog it is shown
-        assert OTHER_SIDE[served.source] in served.query and served.lang != ("zh" if served.source.endswith("_zh")
-                                                                               else "en")
+        assert sides[served.source] in served.query and served.lang != ("zh" if served.source.endswith("_zh")
+                                                                         else "en")
+
+
+def test_cross_language_sources_are_checked() -> None:
+    from bench.decision_train import cross_sources
+
+    assert cross_sources("") == () and cross_sources("hammerbench, glaive") == ("hammerbench", "glaive")
+    with pytest.raises(SystemExit, match="glaive_en is not a source with tools in both languages; choose among "
+                                         "hammerbench, glaive"):
+        cross_sources("glaive_en")
 
 
 def test_features_left_out_for_a_trial() -> None:
