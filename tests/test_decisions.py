@@ -61,6 +61,28 @@ def test_what_reaches_the_agent(sample_retriever: Any, query: str, image: str | 
         assert_decided(result, decision, sample_retriever.decider.model)
 
 
+@pytest.mark.parametrize(("query", "permissions", "tool", "decision"), [
+    ("I'd like to take next Thursday and Friday off as annual leave", (), "hr.leave.submit", Decision.EXECUTE),
+    ("give maria.gonzalez editor rights on the Marketing drive until 30 June", ("access.grant",), "it.access.grant",
+     None),
+])
+def test_an_english_request_to_a_tool_described_in_chinese(sample_retriever: Any, query: str,
+                                                           permissions: tuple[str, ...], tool: str,
+                                                           decision: Decision | None) -> None:
+    """The bundled tools are bilingual: a Chinese description with an English name, tags and examples. The English
+    model reads such a tool through its English words (toolrag.text.english_segments), so an English request to
+    it stands out by both text models and is in the tool's language; before, the English model skipped the tool
+    and "not in the tool's language" read as "nothing serves" (both requests were answered NO_TOOL or asked)."""
+    from toolrag import Caller
+
+    result = sample_retriever.search(query, caller=Caller(codes=frozenset(permissions)))
+    features = result.decision_features
+    assert math.isfinite(features["en_null"]) and features["lang_match"] == 1.0, features
+    assert_reaches(result, tool, sample_retriever.decider.model)
+    if decision is not None:
+        assert_decided(result, decision, sample_retriever.decider.model)
+
+
 def test_one_coherent_answer_on_every_bundled_row(sample_retriever: Any) -> None:
     """Issue 44: the three probabilities sum to one; never EXECUTE at P(no tool) >= 0.5; a reason never calls a
     tool while saying it only reads what the request asks to change; what is injected is what the decision

@@ -110,3 +110,24 @@ def test_stemming_from_many_threads_gives_the_stems_of_one() -> None:
                 assert list(pool.map(stem, words * 10)) == [expected[w] for w in words * 10]
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_the_english_model_reads_a_bilingual_tool_through_its_english_words() -> None:
+    """``toolrag.text.english_segments``: a Chinese description with an English name, tags and example is read
+    through those (the tool is then scored by the English model, and its language matches an English request); a
+    Chinese tool with an English name alone is not read (too few words); an English text is read whole."""
+    from toolrag.index.text_sync import tool_text
+    from toolrag.text import english_segments
+
+    bilingual = ("add contact from business card: 识别名片中的姓名、职位和公司，并保存为联系人。\n"
+                 "Tags: 名片, 联系人, business card, CRM.\nscan this business card and add him to the CRM as a lead\n"
+                 "把这张名片存到通讯录")
+    assert english_segments(bilingual) == ("add contact from business card\nTags, business card, CRM.\n"
+                                           "scan this business card and add him to the CRM as a lead")
+    assert english_segments("get weather: 查询城市的天气和气温。\nTags: 天气, 气温.") == ""
+    english = "Send an email: to one or more people.\nTags: 邮件, email."
+    assert english_segments(english) == english
+    # what the index embeds for each text model, and whether the English model scores the tool at all
+    assert tool_text("dense_en", bilingual) == english_segments(bilingual)
+    assert tool_text("dense", bilingual) == bilingual
+    assert tool_text("dense_en", "查询天气：城市的天气和气温") == ""

@@ -55,6 +55,28 @@ def is_mostly_cjk(text: str) -> bool:
     return bool(letters) and sum(1 for c in letters if _CJK.match(c)) / len(letters) >= MOSTLY_CJK
 
 
+#: A mostly-Chinese tool text is read by the English model only when its English parts hold this many words.
+ENGLISH_SEGMENT_WORDS = 8
+#: Bumped whenever :func:`english_segments` changes what it returns (the English model's tool vectors are rebuilt).
+ENGLISH_SEGMENTS_VERSION = 1
+_SEGMENT = re.compile(r"[:：,，、;；。!！?？()（）]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
+
+
+def english_segments(text: str) -> str:
+    """What an English-only model can read of ``text``: the text itself when it is not mostly CJK
+    (:func:`is_mostly_cjk`); else its segments (between line breaks and punctuation) that hold no CJK ideograph,
+    joined, or "" when they hold fewer than :data:`ENGLISH_SEGMENT_WORDS` words. A bilingual tool (a Chinese
+    description with an English name, tags and examples) is then read by the English model through its English
+    words, as a catalog of English descriptions with Chinese tags is."""
+    if not is_mostly_cjk(text):
+        return text
+    lines = ((s.strip() for s in _SEGMENT.split(line)) for line in text.splitlines())
+    kept = [", ".join(s for s in segments if s and not _CJK.search(s) and _WORD.search(s)) for segments in lines]
+    reading = "\n".join(line for line in kept if line)
+    return reading if len(_WORD.findall(reading)) >= ENGLISH_SEGMENT_WORDS else ""
+
+
 # ------------------------------------------------------------------------------------------ cleaning text
 
 #: Undecodable bytes 0x80-0xFF as Python's ``surrogateescape`` decodes them (command-line arguments that are

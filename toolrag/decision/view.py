@@ -271,10 +271,11 @@ def _selection(snap: IndexSnapshot, raw: Mapping[str, np.ndarray], present: Mapp
 
 def _reads_language(snap: IndexSnapshot, row: int, language: str) -> bool:
     """Whether the tool at ``row`` is written in the request's ``language`` (:func:`toolrag.language.detect_language`):
-    some Chinese in its text for a Chinese request, not mostly Chinese for an English one (or one without letters;
-    a bilingual tool reads both), its text detected as the request's language for any other. A property of the
-    tool, not of the catalog: a catalog of English descriptions with Chinese tags serves English requests as well
-    as any."""
+    some Chinese in its text for a Chinese request, read by the English model for an English one (or one without
+    letters): not mostly Chinese, or a Chinese description with enough English words of its own (name, tags,
+    examples: :func:`toolrag.text.english_segments`), so a bilingual tool reads both; its text detected as the
+    request's language for any other. A property of the tool, not of the catalog: a catalog of English
+    descriptions with Chinese tags serves English requests as well as any."""
     if language in ("en", UNDETERMINED):
         return bool(snap.english[row])
     if language == "zh":

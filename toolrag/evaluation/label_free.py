@@ -59,6 +59,7 @@ from toolrag.evaluation.risk import (
 )
 from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
+from toolrag.index.text_sync import tool_text
 from toolrag.progress import Progress
 from toolrag.search.query import TEXT_READING
 from toolrag.search.results import Decision, SearchResult
@@ -240,14 +241,15 @@ class LabelFreeChecker:
         encoded = 0
         with ThreadPoolExecutor(max_workers=max(len(kinds), 1), thread_name_prefix="toolrag-label-free") as pool:
             futures = {kind: pool.submit(self._cache.passages, model,
-                                         [d for _, _, d, _ in items if kind != "dense_en" or not is_mostly_cjk(d)])
+                                         [tool_text(kind, d) for _, _, d, _ in items if tool_text(kind, d)])
                        for kind, model in kinds}
             for kind, future in futures.items():
                 docs[kind], n = future.result()
                 encoded += n
         for n, (tool, sentence, doc, lexical) in enumerate(items):
             view = document_view(base, tool.id, doc=doc, lexical=lexical,
-                                 vectors={kind: docs[kind][doc] for kind, _ in kinds if doc in docs[kind]})
+                                 vectors={kind: docs[kind][tool_text(kind, doc)] for kind, _ in kinds
+                                          if tool_text(kind, doc) in docs[kind]})
             result = retriever.search(sentence, caller=caller, top_k=_DEPTH, settings=cfg, snapshot=view,
                                       audited=False)
             probes[tool.id].append(_probe(tool.id, SENTENCE, sentence, result))

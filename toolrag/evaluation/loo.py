@@ -51,12 +51,12 @@ from toolrag.evaluation import projection
 from toolrag.evaluation.retrievability import ExampleOutcome, RetrievabilityReport, summarize
 from toolrag.evaluation.vector_cache import VectorCache, prime_queries
 from toolrag.index.snapshot import IndexSnapshot
+from toolrag.index.text_sync import tool_text
 from toolrag.index.tokenize import tokenize
 from toolrag.progress import Progress
 from toolrag.search.retriever import ToolRetriever
 from toolrag.settings import Settings
 from toolrag.signals import COLLECTIONS, SIGNAL_SPECS
-from toolrag.text import is_mostly_cjk
 
 __all__ = ["REPORT_DEPTH", "RetrievabilityChecker", "document_view", "left_out_examples"]
 
@@ -185,19 +185,20 @@ class RetrievabilityChecker:
             vectors = self._query_vectors(retriever, [i.query for i in chunk])
             # A leave-one-out vector is encoded only where the search reads it: a signal with a weight, a
             # request that has a vector of that kind (the English model skips Chinese requests) and, for the
-            # English model, a tool document it scores (not mostly Chinese).
+            # English model, a tool document it reads (toolrag.index.text_sync.tool_text: what the index embeds).
             needed = {kind: [i for i in chunk if cfg.weights.get(kind, 0.0) > 0 and (kind, i.query) in vectors
-                             and (kind != "dense_en" or not is_mostly_cjk(i.doc))] for kind, _ in kinds}
+                             and tool_text(kind, i.doc)] for kind, _ in kinds}
             # One thread per text model: each runs its own encoder, so two models keep two cores busy.
             with ThreadPoolExecutor(max_workers=max(len(kinds), 1), thread_name_prefix="toolrag-loo") as pool:
-                futures = {kind: pool.submit(self._cache.passages, model, [i.doc for i in needed[kind]])
-                           for kind, model in kinds}
+                futures = {kind: pool.submit(self._cache.passages, model,
+                                             [tool_text(kind, i.doc) for i in needed[kind]]) for kind, model in kinds}
                 docs: dict[str, dict[str, np.ndarray]] = {}
                 for kind, future in futures.items():
                     docs[kind], n = future.result()
                     encoded += n
             for n, item in enumerate(chunk):
-                loo = {kind: docs[kind][item.doc] for kind, _ in kinds if item.doc in docs[kind]}
+                loo = {kind: docs[kind][tool_text(kind, item.doc)] for kind, _ in kinds
+                       if tool_text(kind, item.doc) in docs[kind]}
                 view = _leave_one_out(base, item, loo)
                 result = retriever.search(item.query, caller=caller, top_k=self.depth, settings=cfg,
                                           snapshot=view, audited=False)
@@ -309,7 +310,7 @@ def _leave_one_out(base: IndexSnapshot, item: _Item, vectors: dict[str, np.ndarr
         matrix[item.row] = vec
         replaced[kind] = matrix
     english = base.english.copy()
-    english[item.row] = not is_mostly_cjk(item.doc)
+    english[item.row] = bool(tool_text("dense_en", item.doc))
     texts = list(base.bm25_texts)
     if texts:
         texts[item.row] = item.lexical

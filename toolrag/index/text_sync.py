@@ -19,11 +19,12 @@ from toolrag.catalog.profile import ToolProfile
 from toolrag.encode.spread import passage_jobs, spread
 from toolrag.index.mirror import MirroredCollection
 from toolrag.progress import Progress
+from toolrag.text import ENGLISH_SEGMENTS_VERSION, english_segments
 
 if TYPE_CHECKING:
     from toolrag.index.held import HeldVectors
 
-__all__ = ["AllBut", "sync_texts", "text_meta"]
+__all__ = ["AllBut", "reading_key", "sync_texts", "text_meta", "tool_text"]
 
 #: Tool texts encoded (and written to Chroma) per batch; sorted by length first, so batches pad little.
 _BATCH = 256
@@ -72,8 +73,10 @@ def sync_texts(
     for start in range(0, batches, _BATCH):
         block = {kind: plans[kind][0][start:start + _BATCH] for kind in collections}
         block = {kind: batch for kind, batch in block.items() if batch}
-        # Text models embed documents with their passage prompt; CLIP has one text tower.
-        work = [(len(batch), passage_jobs(collections[kind][1], [t.document_text() for t in batch]))
+        # Text models embed documents with their passage prompt; CLIP has one text tower. A tool the English model
+        # does not read keeps its row (its document's vector), which no search scores (the index's English flags).
+        work = [(len(batch), passage_jobs(collections[kind][1],
+                                          [tool_text(kind, t.document_text()) or t.document_text() for t in batch]))
                 for kind, batch in block.items()]
         for (kind, batch), vecs in zip(block.items(), spread(work), strict=True):
             wanted = plans[kind][1]
@@ -105,6 +108,20 @@ def sync_texts(
     else:
         vectors = {kind: collection.matrix(ids) for kind, (collection, _) in collections.items()}
     return vectors, changed, done
+
+
+def tool_text(kind: str, document: str) -> str:
+    """What a tool-text collection of ``kind`` embeds of a tool's ``document``: the document, except that the
+    English model reads a mostly-Chinese one through its English words (:func:`toolrag.text.english_segments`: a
+    bilingual tool's English name, tags and examples; "" when they are too few to read, and the English model
+    then does not score the tool). Index builds, the English flag of each tool and the leave-one-out views of
+    ``toolrag.evaluation`` all read it here."""
+    return english_segments(document) if kind == "dense_en" else document
+
+
+def reading_key(kind: str) -> str:
+    """What a collection's name adds for :func:`tool_text` (so a changed reading rebuilds its vectors)."""
+    return f"|reading={ENGLISH_SEGMENTS_VERSION}" if kind == "dense_en" else ""
 
 
 def _plan(collection: MirroredCollection, tools: Sequence[ToolProfile], same: Container[str],

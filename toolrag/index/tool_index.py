@@ -48,10 +48,9 @@ from toolrag.index.restore import (
 from toolrag.index.serving import SavedState, ServingStore
 from toolrag.index.snapshot import IndexSnapshot, perm_codes
 from toolrag.index.store import VectorCollection, collection_name
-from toolrag.index.text_sync import AllBut, sync_texts, text_meta
+from toolrag.index.text_sync import AllBut, reading_key, sync_texts, text_meta, tool_text
 from toolrag.progress import Progress, no_progress
 from toolrag.signals import COLLECTIONS, ModelRole
-from toolrag.text import is_mostly_cjk
 
 if TYPE_CHECKING:
     from toolrag.index.held import HeldVectors
@@ -78,6 +77,7 @@ def collection_specs(models: ModelSet, catalog_key: str) -> dict[str, tuple[str,
             continue
         model = getattr(models, spec.model.value)
         fp = f"{catalog_key}|{spec.kind}|{model.fingerprint}"
+        fp += reading_key(spec.kind)
         if ModelRole.OCR in spec.requires:  # text read by another OCR reading is read again, not mixed
             fp += f"|{OcrEngine.model_id}"
         out[spec.kind] = (collection_name(spec.kind.replace("_", "-"), fp), model.dim, model.fingerprint)
@@ -381,5 +381,5 @@ class ToolIndex:
         """Whether the English model may score this tool (cached by text hash: edits re-check one tool)."""
         key = tool.text_hash()
         if key not in self._english:
-            self._english[key] = not is_mostly_cjk(tool.document_text())
+            self._english[key] = bool(tool_text("dense_en", tool.document_text()))
         return self._english[key]
