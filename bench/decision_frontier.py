@@ -3,8 +3,11 @@ reaches the agent with, at each share of requests nothing serves kept clean, per
 ``bench.decisions`` run (its rows keep their searches and features), without searching again.
 
     python -m bench.decision_frontier <bench dir>/decisions.json toolrag/decision/model.json <bench dir>/trial.json
+    python -m bench.decision_frontier <bench dir>/before.json toolrag/decision/model.json --searched-again <bench dir>/decisions.json
 
-A model moves the frontier when it reaches more at the same clean share; a model that only reaches more at its
+The second form compares one model on the same rows searched by two revisions (a change of what the search
+reads, the model unchanged): the rows must be the same requests in the same order. A model moves the frontier
+when it reaches more at the same clean share; a model that only reaches more at its
 own default point may just sit elsewhere on the same frontier. For every clean share the P(no tool) threshold is
 the highest that keeps at least that share of the set's rows nothing serves clean (the best the model can do on
 that set: an upper bound for both models alike); the EXECUTE threshold is each model's default. Sets without rows
@@ -144,6 +147,20 @@ def paired_differences(sets: Mapping[str, Sequence[Outcomes]], *, draws: int = 2
                     for j in range(len(CLEAN_SHARES))] for m in range(1, models)]
 
 
+def _stored_sets(file: Path) -> dict[str, list[dict[str, Any]]]:
+    """The stored rows of a ``bench.decisions`` results file per set, the eight other languages' sets as one."""
+    stored = json.loads(file.read_text(encoding="utf-8"))
+    sets: dict[str, list[dict[str, Any]]] = dict(stored.get("rows", {}))
+    if not sets:
+        raise SystemExit(f"{file}: no stored rows; write them with `python -m bench.decisions`")
+    others = [r for name, rows in sets.items() if name.startswith("multilingual_") and name != "multilingual_en"
+              for r in rows]
+    sets = {k: v for k, v in sets.items() if not k.startswith("multilingual_") or k == "multilingual_en"}
+    if others:
+        sets["multilingual (8 languages)"] = others
+    return sets
+
+
 def _pct(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{100 * value:.1f}"
 
@@ -154,28 +171,38 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("models", type=Path, nargs="+", help="decision model files (model.json); the first is "
                                                                  "the one the others are compared with")
         parser.add_argument("--draws", type=int, default=200, help="bootstrap draws for the standard errors")
+        parser.add_argument("--searched-again", type=Path, default=None,
+                            help="a second results file of the same rows searched by another revision: the one "
+                                 "model is read on both (the first is the one compared with)")
 
     args = parse_args("bench.decision_frontier", "the decision's frontier per set, for several models", argv, options)
     from toolrag.decision.model import DecisionModel
 
-    for file in (args.results, *args.models):
+    again = [args.searched_again] if args.searched_again else []
+    for file in (args.results, *args.models, *again):
         if not file.is_file():
             raise SystemExit(f"{file}: no such file (the results of `python -m bench.decisions`, then model files)")
-    stored = json.loads(args.results.read_text(encoding="utf-8"))
-    sets: dict[str, list[dict[str, Any]]] = dict(stored.get("rows", {}))
-    if not sets:
-        raise SystemExit(f"{args.results}: no stored rows; write them with `python -m bench.decisions`")
-    others = [r for name, rows in sets.items() if name.startswith("multilingual_") and name != "multilingual_en"
-              for r in rows]
-    sets = {k: v for k, v in sets.items() if not k.startswith("multilingual_") or k == "multilingual_en"}
-    if others:
-        sets["multilingual (8 languages)"] = others
-    models = {str(m): DecisionModel.from_json(m.read_text(encoding="utf-8")) for m in args.models}
+    if again and len(args.models) != 1:
+        raise SystemExit("--searched-again compares one model on two searches of the same rows: give one model file")
+    searches = {str(f): _stored_sets(f) for f in (args.results, *again)}
+    model_files = {str(m): DecisionModel.from_json(m.read_text(encoding="utf-8")) for m in args.models}
+    first = next(iter(searches.values()))
+    if again:
+        second = searches[str(args.searched_again)]
+        for name, rows in second.items():
+            if name in first and [r["query"] for r in rows] != [r["query"] for r in first[name]]:
+                raise SystemExit(f"{args.searched_again}: the rows of {name} are not those of {args.results} "
+                                 "(the same requests in the same order are needed)")
+        columns = {f"{label}, rows of {file}": (sets, model) for label, model in model_files.items()
+                   for file, sets in searches.items()}
+    else:
+        columns = {label: (first, model) for label, model in model_files.items()}
+    names = [n for n in first if all(n in sets for sets, _ in columns.values())]
     shares = "/".join(f"{int(100 * s)}" for s in CLEAN_SHARES)
     print(f"Share of the top three's reach, at clean {shares} (rows nothing serves) or at the model's own point:\n")
-    print("| set | " + " | ".join(models) + " |")
-    print("|---|" + "---|" * len(models))
-    computed = {name: [outcomes(rows, model) for model in models.values()] for name, rows in sets.items()}
+    print("| set | " + " | ".join(columns) + " |")
+    print("|---|" + "---|" * len(columns))
+    computed = {name: [outcomes(sets[name], model) for sets, model in columns.values()] for name in names}
     for name, per_model in computed.items():
         cells = []
         for o in per_model:
@@ -189,11 +216,11 @@ def main(argv: list[str] | None = None) -> int:
     point, differences = paired_differences(with_none, draws=args.draws)
     print("| mean of the sets with rows nothing serves (where every model reaches the share) | "
           + " | ".join("/".join(_pct(v) for v in row) for row in point) + " |")
-    if len(models) < 2:
+    if len(columns) < 2:
         return 0
-    print(f"\nThe mean's difference from {next(iter(models))}, +- its standard error over {args.draws} bootstrap "
-          "draws of each set's rows (the same rows for every model):\n")
-    for label, diff in zip(list(models)[1:], differences, strict=True):
+    print(f"\nThe mean's difference from {next(iter(columns))}, +- its standard error over {args.draws} bootstrap "
+          "draws of each set's rows (the same rows for every column):\n")
+    for label, diff in zip(list(columns)[1:], differences, strict=True):
         print(f"- {label}: " + ", ".join(f"{int(100 * s)}% {100 * d:+.1f} +- {100 * e:.1f}"
                                          for s, (d, e) in zip(CLEAN_SHARES, diff, strict=True)))
     return 0

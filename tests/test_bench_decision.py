@@ -330,3 +330,20 @@ def test_groups_never_fitted_on_are_scored_by_the_model_fitted_on_the_others() -
     assert scored["kept_out"] > 0.9 and scored["coverage"] > 0.5 and scored["precision"] > 0.6
     blind = fit_and_report(fitted, families=["logistic"], export=False, shift=shift, left_out=("sem_null",))
     assert blind["shift"]["s"]["all"]["coverage"] < scored["coverage"] - 0.3
+
+
+def test_one_model_on_two_searches_of_the_same_rows_needs_the_same_rows(tmp_path: Path) -> None:
+    """``bench.decision_frontier --searched-again``: one model read on the rows two revisions searched; other rows
+    or several models are refused with what to give."""
+    import json
+
+    from bench.decision_frontier import main
+
+    model = ROOT / "toolrag" / "decision" / "model.json"
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps({"rows": {"bundled": [{"query": "a"}, {"query": "b"}]}}), encoding="utf-8")
+    after.write_text(json.dumps({"rows": {"bundled": [{"query": "b"}, {"query": "a"}]}}), encoding="utf-8")
+    with pytest.raises(SystemExit, match="the rows of bundled are not those of .*before.json"):
+        main([str(before), str(model), "--searched-again", str(after)])
+    with pytest.raises(SystemExit, match="give one model file"):
+        main([str(before), str(model), str(model), "--searched-again", str(after)])
