@@ -1,7 +1,8 @@
 """Facts about text that several layers need: the one definition of a CJK character, and the one cleaner
 of text that no encoder can read (invalid UTF-8, lone surrogates, control characters).
 
-The tokenizer segments CJK runs with jieba, the English model skips mostly-CJK texts, and the clarifying
+The tokenizer segments CJK runs with jieba, the English model reads a mostly-CJK text only through its English
+segments (:func:`english_segments`), and the clarifying
 question is asked in Chinese for a Chinese request: all three use :data:`CJK_RANGES`, so they never disagree
 about what counts as Chinese; the language detector (:mod:`toolrag.language`) reads the other writing systems
 from :data:`SCRIPT_RANGES`. Every request text (the library, the CLI's arguments, the app) goes through
