@@ -4,7 +4,9 @@ its query analysis cached in the bench folder, and each set's rows.
 Sets: ``bundled`` (sample_tools/queries.yaml: 223 rows with an expected decision), ``multilingual`` (30 of them
 in English and translated into eight languages, sample_tools/queries_multilingual.yaml: one set per language), ``bundled_tuned`` (the odd
 rows, at the precision target ``toolrag tune`` chose from the even ones: a catalog's own labelled rows move only
-the operating point), ``mcp_zh`` / ``mcp_en`` (50 requests written for this project, in Chinese and the same in
+the operating point), ``bundled_history`` (the bundled text rows, each after one earlier turn: another row's
+request that a tool serves, of other tools: a conversation that moved on, labelled as the row alone),
+``mcp_zh`` / ``mcp_en`` (50 requests written for this project, in Chinese and the same in
 English, to the 31 English tools of tests/data/published_mcp), ``metatool_task1`` (520 need-a-tool + 520
 need-no-tool requests), the single-tool test splits of MetaTool, Seal-Tools (in and out of domain) and Gorilla HF
 (every row needs a tool), MetaTool two-tool (the selection), and ``small``: catalogs of 1-5 tools
@@ -24,10 +26,10 @@ from typing import Any
 
 from bench.common import REPO, SETS, index_dir, open_retriever, prepare
 
-__all__ = ["DECISION_SETS", "REPO_SETS", "SMALL_DRAWS", "SMALL_SIZES", "SetOpener", "expected_decision"]
+__all__ = ["DECISION_SETS", "REPO_SETS", "SMALL_DRAWS", "SMALL_SIZES", "SetOpener", "expected_decision", "moved_on"]
 
-DECISION_SETS = ("bundled", "bundled_tuned", "multilingual", "mcp_zh", "mcp_en", "metatool_task1", "metatool_single",
-                 "metatool_multi", "seal_in", "seal_out", "gorilla", "small")
+DECISION_SETS = ("bundled", "bundled_tuned", "bundled_history", "multilingual", "mcp_zh", "mcp_en", "metatool_task1",
+                 "metatool_single", "metatool_multi", "seal_in", "seal_out", "gorilla", "small")
 #: The small catalogs of the ``small`` set: 1-5 tools, 4 draws per size and source (MetaTool, the bundled catalog).
 SMALL_SIZES = (1, 2, 3, 4, 5)
 SMALL_DRAWS = 4
@@ -41,6 +43,24 @@ REPO_SETS = {
 def expected_decision(row: Any) -> str:
     """A labelled row's expected decision: its own ``expect``, else EXECUTE when it has gold tools, else NO_TOOL."""
     return row.expect.value if row.expect is not None else ("EXECUTE" if row.gold else "NO_TOOL")
+
+
+def moved_on(rows: Sequence[Any]) -> list[Any]:
+    """The text rows of ``rows``, each after one earlier turn: the request of the next text row (in file order,
+    wrapping) that a tool serves and that shares no tool with it (with the same caller, so the turn was served
+    for that caller too). The row's labels stay its own: a conversation that moved on."""
+    from dataclasses import replace
+
+    text = [r for r in rows if r.image is None and not r.history]
+    out = []
+    for i, row in enumerate(text):
+        for step in range(1, len(text)):
+            other = text[(i + step) % len(text)]
+            if other.gold and not set(other.gold) & set(row.gold) and other.permissions == row.permissions \
+                    and other.role == row.role:
+                out.append(replace(row, history=(other.query,)))
+                break
+    return out
 
 
 def _limit(rows: list[Any], limit: int | None) -> list[Any]:
@@ -134,6 +154,9 @@ class SetOpener:
         if name in ("bundled", "bundled_tuned"):
             retriever, rows = self.bundled()
             return retriever, _limit(rows[1::2] if name == "bundled_tuned" else rows, self.args.limit)
+        if name == "bundled_history":
+            retriever, rows = self.bundled()
+            return retriever, _limit(moved_on(rows), self.args.limit)
         if name in REPO_SETS:
             catalog, queries = REPO_SETS[name]
             if catalog not in self.retrievers:

@@ -347,3 +347,22 @@ def test_one_model_on_two_searches_of_the_same_rows_needs_the_same_rows(tmp_path
         main([str(before), str(model), "--searched-again", str(after)])
     with pytest.raises(SystemExit, match="give one model file"):
         main([str(before), str(model), str(model), "--searched-again", str(after)])
+
+
+def test_a_conversation_that_moved_on() -> None:
+    """``bench.decision_sets.moved_on``: each text row after the request of the next served row of other tools and
+    the same caller (wrapping); image rows and rows with their own history are left out; the labels stay the
+    row's; a row no other row fits is left out."""
+    from bench.decision_sets import moved_on
+    from toolrag.evaluation.queries import QueryRow
+
+    rows = [QueryRow("book a room", ("room.book",)), QueryRow("tell me a joke", ()),
+            QueryRow("book it for two", ("room.book",)), QueryRow("pay the vendor", ("pay",), role="finance"),
+            QueryRow("send an email", ("mail.send",)), QueryRow("scan this", ("ocr",), image=Path("a.png")),
+            QueryRow("and now?", ("x",), history=("y",))]
+    assert [(r.query, r.history, r.gold) for r in moved_on(rows)] == [
+        ("book a room", ("send an email",), ("room.book",)),  # not the joke (no tool), not the other booking
+        ("tell me a joke", ("book it for two",), ()),
+        ("book it for two", ("send an email",), ("room.book",)),  # not the payment: another role
+        ("send an email", ("book a room",), ("mail.send",)),  # wrapping round
+    ]
