@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-#: One conversation: a request, a follow-up its history explains, small talk, a change asked of tools that only
-#: read (asked, not called), and a request whose tool needs a permission most roles lack.
+#: One conversation: a request, a follow-up its history explains, a question no tool answers, a change asked of
+#: tools that only read (asked, not called), and a request whose tool needs a permission most roles lack.
 TURNS = (
     "book a meeting room for 3pm tomorrow",
     "make it 4pm instead, same room",
-    "tell me a joke",
+    "who won the world cup in 2018?",
     "change the amount on my expense claim",
     "approve this month's payroll",
 )
