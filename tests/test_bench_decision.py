@@ -366,3 +366,27 @@ def test_a_conversation_that_moved_on() -> None:
         ("book it for two", ("send an email",), ("room.book",)),  # not the payment: another role
         ("send an email", ("book a room",), ("mail.send",)),  # wrapping round
     ]
+
+
+def test_one_model_on_two_searches_of_the_same_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--searched-again`` reads the one model on each search of the rows and gives the second one's difference:
+    here rows an invariant decided (their stored selection stands), one search injecting the right tool where the
+    other injected nothing, both keeping the request nothing serves clean."""
+    import json
+
+    from bench.decision_frontier import main
+
+    def rows(hit: bool) -> dict[str, object]:
+        served = {"query": "a", "gold": ["t1"], "top": ["t1", "t2", "t3"], "selected": ["t1"] if hit else [],
+                  "x": None, "decided_by": "named_tool"}
+        none = {"query": "b", "gold": [], "top": ["t2"], "selected": [], "x": None, "decided_by": "named_tool"}
+        return {"rows": {"bundled": [served, none]}}
+
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    before.write_text(json.dumps(rows(False)), encoding="utf-8")
+    after.write_text(json.dumps(rows(True)), encoding="utf-8")
+    model = ROOT / "toolrag" / "decision" / "model.json"
+    assert main([str(before), str(model), "--searched-again", str(after), "--draws", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "| bundled | 0.0/0.0/0.0/0.0/0.0 | 100.0/100.0/100.0/100.0/100.0 |" in out
+    assert f"rows of {after}: 70% +100.0 +- 0.0" in out
