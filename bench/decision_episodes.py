@@ -20,7 +20,9 @@ decontamination), around each labelled request:
 - ``cross``: a HammerBench request to its tools in the other language (the same ids: a Chinese request to the
   English tools, an English one to the Chinese tools) -> as ``gold``/``sibling``;
 - earlier turns: ACEBench's follow-up requests carry their dialogue's user turns; a share of the others get an
-  unrelated earlier request of their folder as a turn (the decision is the current request's).
+  unrelated earlier request of their folder as a turn (the decision is the current request's);
+- conversations (``bench.decision_conversations``): a served request as the earlier turn, then a request that
+  moved on or one that continues it.
 
 Catalog sizes are weighted toward what agents send: 70% 1-10 tools, 20% 11-40, 10% 41-300 (capped by the
 folder). From ``decisions/`` (real requests with their own function lists): ACEBench special (irrelevant ->

@@ -82,7 +82,8 @@ def _trees(model: Any, outputs: int, columns: Sequence[int]) -> dict[str, Any]:
 
 
 def write_model(heads: Mapping[str, Mapping[str, Any]], selection: Mapping[str, Any], *,
-                image_heads: Mapping[str, Mapping[str, Any]] | None = None, points: Sequence[tuple[float, float]],
+                image_heads: Mapping[str, Mapping[str, Any]] | None = None,
+                history_heads: Mapping[str, Mapping[str, Any]] | None = None, points: Sequence[tuple[float, float]],
                 default_target: float, clean_points: Sequence[tuple[float, float]], default_clean: float,
                 select_threshold: float,
                 trained: Mapping[str, Any]) -> dict[str, Any]:
@@ -90,10 +91,12 @@ def write_model(heads: Mapping[str, Mapping[str, Any]], selection: Mapping[str, 
     from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble
     from toolrag.files import write_atomic
 
-    digest = hashlib.sha256(repr((heads, image_heads, selection, points, clean_points)).encode()).hexdigest()[:8]
+    parts = (heads, image_heads, selection, points, clean_points) + ((history_heads,) if history_heads else ())
+    digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:8]
     version = f"{time.strftime('%Y-%m-%d')}-{digest}"
     model = DecisionModel({k: Ensemble.from_json(v) for k, v in heads.items()}, Ensemble.from_json(selection),
                           tuple(points), default_target, tuple(clean_points), default_clean, select_threshold, version,
-                          dict(trained), {k: Ensemble.from_json(v) for k, v in (image_heads or {}).items()})
+                          dict(trained), {k: Ensemble.from_json(v) for k, v in (image_heads or {}).items()},
+                          {k: Ensemble.from_json(v) for k, v in (history_heads or {}).items()})
     write_atomic(MODEL_FILE, model.to_json())
     return {"file": str(MODEL_FILE.relative_to(REPO)), "version": version, "bytes": MODEL_FILE.stat().st_size}

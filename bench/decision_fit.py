@@ -60,7 +60,8 @@ def labels(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
 #: hardest case, and half of the episodes built, but rarely what an agent sends (a request its tools serve, or
 #: one nothing listed serves); at full weight the model learned a prior of "no tool" that real small catalogs
 #: do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled catalog).
-KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25}
+KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25,
+               "follow_sibling": 0.25, "moved_on": 0.5}
 
 
 def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
@@ -77,6 +78,10 @@ def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
 #: Features the heads do not read: the raw cosines depend on how a catalog is written (the view keeps them for the
 #: reason and for the MiniLM baseline of the benchmarks).
 LEFT_OUT = ("sem_top", "en_top")
+#: Features the text and image heads do not read: the request's own standing beside the one mixed with its earlier
+#: turns is for the history heads, fitted with the conversations (so a request without earlier turns is decided
+#: exactly as without them).
+HISTORY_ONLY = ("sem_own", "en_own")
 #: Per head, features whose effect has a known direction (+1: more of it never lowers the probability).
 MONOTONE: Mapping[str, Mapping[str, int]] = {
     "call": {"sem_null": 1, "en_null": 1, "sem_gap": 1, "en_gap": 1, "ocr_null": 1, "ocr_gap": 1, "name_hit": 1, "action": 1, "sem_chat": -1, "en_chat": -1, "change_reader": -1,
@@ -205,8 +210,9 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                                                                           "missed"))}}
     pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
     pictured = np.array([bool(r.get("image")) for r in records])
-    text = ~pictured
-    wt = _text_weights(groups, records, w)
+    text, turns, wh = _text_rows(records), _turn_rows(records), _turn_weights(groups, records)
+    wt, wi, seen = _text_weights(groups, records, w), _image_weights(groups, records, w), _image_rows(records)
+    spoken, report = _spoken_rows(records), ~np.array([bool(r.get("stale")) for r in records], dtype=bool)
     best_family, best_score = None, -math.inf
     for family in families:
         # the text heads are fitted on the text episodes, the image heads (read when a request has an image) on
@@ -214,14 +220,21 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         oof = np.zeros((len(records), 3))
         oof_unread = np.zeros((len(records), 3))
         text_on_images = np.zeros((len(records), 3))
+        text_on_turns = np.zeros((len(records), 3))
         for group in sorted(set(groups)):
             held = groups == group
-            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), left_out)
-            oof[held & text] = _predict(heads, x[held & text])
+            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
+            oof[held & ~pictured] = _predict(heads, x[held & ~pictured])
             oof_unread[held] = _predict(heads, _as_unread(x[held]))
+            text_on_turns[held & turns] = oof[held & turns]
+            if wh is not None and (held & turns).any():  # the heads a request with earlier turns reads
+                history_heads = _heads(family, *_with_unread(x, y, wh, ~held & spoken, pick & spoken), left_out)
+                oof[held & turns] = _predict(history_heads, x[held & turns])
+                oof_unread[held & turns] = _predict(history_heads, _as_unread(x[held & turns]))
             if (held & pictured).any():
                 text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
-                image_heads = _heads(family, *_with_unread(x, y, w, ~held, pick), left_out)
+                image_heads = _heads(family, *_with_unread(x, y, wi, ~held & seen, pick & seen),
+                                     (*left_out, *HISTORY_ONLY))
                 oof[held & pictured] = _predict(image_heads, x[held & pictured])
                 oof_unread[held & pictured] = _predict(image_heads, _as_unread(x[held & pictured]))
         # the operating points on the text episodes: the image episodes are drawn, their share of the whole is
@@ -231,8 +244,8 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
-        for group in sorted(set(groups)):
-            held = groups == group
+        for group in sorted(set(groups)):  # what serving does: a stale episode stands in its fresh copy's place
+            held = (groups == group) & report
             small = held & (n <= SMALL)
             per_group[group] = {scope: metrics(d[rows], y[rows], [records[i] for i in np.flatnonzero(rows)],
                                                base[rows], oof[rows])
@@ -240,22 +253,29 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         # the ranking quality of P(right) on held-out small catalogs, whatever the threshold: the mean precision
         # at 60% and 70% coverage over the groups
         score = float(np.nanmean([v["small"].get(f"at_{c}", math.nan) for v in per_group.values() for c in (60, 70)]))
+        kept = [r for r, k in zip(records, report, strict=True) if k]
+        o, u, yr, wr = oof[report], oof_unread[report], y[report], w[report]
         results["families"][family] = {"points": points, "clean_points": cleans, "groups": per_group,
-                                       "score": score, "auc_none": auc(oof[:, 2], y == 2, w),
-                                       "tradeoff": tradeoff(oof, y, w, points, cleans, records, reader),
-                                       "reliability": reliability(oof[:, 0], y == 0, w),
-                                       "ece": ece(oof[:, 0], y == 0, groups),
-                                       "unread": agent_result(decide(oof_unread, execute_at, inject_below, reader),
-                                                              records, base)}
+                                       "score": score, "auc_none": auc(o[:, 2], yr == 2, wr),
+                                       "tradeoff": tradeoff(o, yr, wr, points, cleans, kept, reader[report]),
+                                       "reliability": reliability(o[:, 0], yr == 0, wr),
+                                       "ece": ece(o[:, 0], yr == 0, groups[report]),
+                                       "unread": agent_result(decide(u, execute_at, inject_below, reader[report]),
+                                                              kept, base[report])}
         if score > best_score:
             best_family, best_score = family, score
-        results["families"][family]["oof"] = (oof, text_on_images)
+        results["families"][family]["oof"] = (oof, text_on_images, text_on_turns)
     results["winner"] = best_family
     for family in families:
-        oof, text_on_images = results["families"][family].pop("oof")
+        oof, text_on_images, text_on_turns = results["families"][family].pop("oof")
         if family == best_family and pictured.any():
-            results["images"] = _image_outcome(records, oof, text_on_images, results["families"][family], base,
-                                               reader)
+            results["images"] = _kind_outcome(records, pictured, {"with image episodes": oof,
+                                                                  "text episodes only": text_on_images},
+                                              results["families"][family], base, reader)
+        if family == best_family and wh is not None:
+            results["conversations"] = _kind_outcome(records, turns, {"history heads": oof,
+                                                                      "text heads": text_on_turns},
+                                                     results["families"][family], base, reader)
     if shift and best_family is not None:
         results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
                                           shift, left_out)
@@ -274,47 +294,108 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
 
     shift = [r for r in shift if not r.get("image")]
 
-    text = ~np.array([bool(r.get("image")) for r in records])
-    heads = _heads(family, *_with_unread(x, y, wt, text, pick & text), left_out)
+    text = _text_rows(records)
+    heads = _heads(family, *_with_unread(x, y, wt, text, pick & text), (*left_out, *HISTORY_ONLY))
     sx, sy = np.stack([r["x"] for r in shift]), labels(shift)
     p = _predict(heads, sx)
+    wh, later = _turn_weights(np.array([r["group"] for r in records]), records), _turn_rows(shift)
+    if wh is not None and later.any():
+        spoken = _spoken_rows(records)
+        p[later] = _predict(_heads(family, *_with_unread(x, y, wh, spoken, pick & spoken), left_out), sx[later])
     execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
     d = decide(p, execute_at, inject_below, np.nan_to_num(sx[:, FEATURES.index("change_reader")]) > 0)
     groups, n, base = np.array([r["group"] for r in shift]), np.array([r["n"] for r in shift]), baseline(sx)
     out: dict[str, Any] = {"ece": ece(p[:, 0], sy == 0, groups)}
     for group in sorted(set(groups)):
         held = groups == group
+        scopes = (("all", held), ("small", held & (n <= SMALL))) + ((("turns", held & later),) if (held & later).any()
+                                                                     else ())
         out[group] = {scope: metrics(d[rows], sy[rows], [shift[i] for i in np.flatnonzero(rows)], base[rows], p[rows])
-                      for scope, rows in (("all", held), ("small", held & (n <= SMALL)))}
+                      for scope, rows in scopes}
+    return out
+
+
+def _text_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The text episodes: neither an image, nor a conversation of ``bench.decision_conversations``, nor an episode
+    searched again for the history heads alone (``fresh``: ``bench.decision_train``)."""
+    return np.array([not r.get("image") and _shared(r) for r in records], dtype=bool)
+
+
+def _shared(record: Mapping[str, Any]) -> bool:
+    """Whether the text and image heads are fitted on ``record``: not a conversation, not ``fresh``."""
+    from bench.decision_conversations import CONVERSATION_KINDS
+
+    return record["kind"] not in CONVERSATION_KINDS and not record.get("fresh")
+
+
+def _image_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The episodes the image heads are fitted on: every one but the conversations and the ``fresh`` ones."""
+    return np.array([_shared(r) for r in records], dtype=bool)
+
+
+def _spoken_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The episodes the history heads are fitted on: every one without an image but the ``stale`` ones (searched
+    before the view read the request's own text; their ``fresh`` copies stand in)."""
+    return np.array([not r.get("image") and not r.get("stale") for r in records], dtype=bool)
+
+
+def _image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
+    """The weights the image heads are fitted with: as if there were no conversations (each group the same total
+    among the others; conversations 0)."""
+    seen = _image_rows(records)
+    if seen.all():
+        return w
+    out = np.zeros(len(records))
+    out[seen] = _weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]))
+    return out
+
+
+def _turn_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The episodes whose request has earlier turns and no image (but the ``stale`` ones): read by the history
+    heads."""
+    return np.array([bool(r["history"]) for r in records], dtype=bool) & _spoken_rows(records)
+
+
+def _turn_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]]) -> np.ndarray | None:
+    """The weights the history heads are fitted with (each group the same total among :func:`_spoken_rows`; the
+    others 0), or ``None`` without conversations: then there are no history heads."""
+    from bench.decision_conversations import CONVERSATION_KINDS
+
+    if not any(r["kind"] in CONVERSATION_KINDS for r in records):
+        return None
+    spoken = _spoken_rows(records)
+    out = np.zeros(len(records))
+    out[spoken] = _weights(groups[spoken], np.array([r["kind"] for r, t in zip(records, spoken, strict=True) if t]))
     return out
 
 
 def _text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
-    """The weights of the text episodes as if there were no image episodes (each group the same total among the
-    text episodes; image episodes 0): the text heads and the operating points are fitted on these."""
-    text = np.array([not r.get("image") for r in records])
+    """The weights of the text episodes as if there were neither image episodes nor conversations (each group the
+    same total among the text episodes; the others 0): the text heads and the operating points are fitted on
+    these."""
+    text = _text_rows(records)
     out = np.zeros(len(records))
     out[text] = _weights(groups[text], np.array([r["kind"] for r, t in zip(records, text, strict=True) if t]))
     return out if not text.all() else w
 
 
-def _image_outcome(records: Sequence[Mapping[str, Any]], oof: np.ndarray, text_on_images: np.ndarray,
-                   chosen: Mapping[str, Any], base: np.ndarray, reader: np.ndarray) -> dict[str, Any]:
-    """The agent's outcome on the held-out image episodes (pooled over groups, by kind) at the default point: the
-    image heads (fitted with the image episodes, ``oof``) against the text heads (fitted on the text episodes
-    alone, as the model before them was: ``text_on_images``), each group predicted by heads fitted on the others."""
-    pictured = np.array([bool(r.get("image")) for r in records])
+def _kind_outcome(records: Sequence[Mapping[str, Any]], rows: np.ndarray, predictions: Mapping[str, np.ndarray],
+                  chosen: Mapping[str, Any], base: np.ndarray, reader: np.ndarray) -> dict[str, Any]:
+    """The agent's outcome on the held-out episodes ``rows`` (pooled over groups, and by kind) at the default point,
+    per named set of held-out ``predictions``: the image heads against the text heads on the image episodes, the
+    history heads against the text heads on the episodes with earlier turns (each group predicted by heads fitted
+    on the others)."""
     execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
     out: dict[str, Any] = {}
     kinds = np.array([r["kind"] for r in records])
-    for name, p in (("with image episodes", oof), ("text episodes only", text_on_images)):
+    for name, p in predictions.items():
         d = decide(p, execute_at, inject_below, reader)
-        rows = {"all": pictured, **{k: kinds == k for k in sorted(set(kinds[pictured])) if k not in SIBLINGS}}
+        masks = {"all": rows, **{k: rows & (kinds == k) for k in sorted(set(kinds[rows])) if k not in SIBLINGS}}
         out[name] = {k: {**agent_result(d[m], [records[i] for i in np.flatnonzero(m)], base[m]),
                          "n": int(m.sum()), "accuracy": float(np.mean(
                              [("EXECUTE", "CLARIFY", "NO_TOOL")[c] == records[i]["expect"]
                               for c, i in zip(d[m], np.flatnonzero(m), strict=True)]))}
-                     for k, m in rows.items()}
+                     for k, m in masks.items()}
     return out
 
 
@@ -322,19 +403,24 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
             chosen: Mapping[str, Any], pick: np.ndarray, left_out: Sequence[str] = ()) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
-    text = ~np.array([bool(r.get("image")) for r in records])
-    wt = _text_weights(np.array([r["group"] for r in records]), records, w)
+    text, spoken = _text_rows(records), _spoken_rows(records)
+    groups = np.array([r["group"] for r in records])
+    wt, wh = _text_weights(groups, records, w), _turn_weights(groups, records)
+    alone = (*left_out, *HISTORY_ONLY)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
-             for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), left_out).items()}
-    everything = np.ones(len(x), dtype=bool)
+             for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), alone).items()}
+    seen, wi = _image_rows(records), _image_weights(groups, records, w)
     image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
-                   for name, model in _heads(family, *_with_unread(x, y, w, everything, pick), left_out).items()} \
-        if not text.all() else {}
+                   for name, model in _heads(family, *_with_unread(x, y, wi, seen, pick & seen), alone).items()} \
+        if any(r.get("image") for r in records) else {}
+    history_heads = {name: ensemble_json(model, x, model.toolrag_cols) for name, model in
+                     _heads(family, *_with_unread(x, y, wh, spoken, pick & spoken), left_out).items()} \
+        if wh is not None else {}
     sx, sy, sg = _selection_data([r for r, t in zip(records, text, strict=True) if t], y[text])  # as the text heads
     selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
-    return write_model(heads, selection, image_heads=image_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
+    return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),
                                 "left_out": [*LEFT_OUT, *left_out], "held_out": summary, "tradeoff": chosen["tradeoff"],

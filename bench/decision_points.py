@@ -23,7 +23,7 @@ DEFAULT_TARGET = 0.85
 CLEAN_TARGETS = (0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 DEFAULT_CLEAN = 0.85
 #: The kinds of episode whose own tool was taken out of the catalog while its nearest siblings stayed.
-SIBLINGS = frozenset({"sibling", "cross_sibling", "img_sibling", "photo_sibling"})
+SIBLINGS = frozenset({"sibling", "cross_sibling", "img_sibling", "photo_sibling", "follow_sibling"})
 
 
 def decide(p: np.ndarray, execute_at: float, inject_below: float, change_reader: np.ndarray | None = None) -> np.ndarray:

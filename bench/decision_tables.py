@@ -88,24 +88,31 @@ def format_tables(results: Mapping[str, Any]) -> str:
         for group, both in shift.items():
             if group == "ece":
                 continue
-            for scope in ("small", "all"):
-                label = f"{group} ({'1-10' if scope == 'small' else 'all'})"
+            for scope in ("small", "all", "turns"):
+                if scope not in both:
+                    continue
+                label = f"{group} ({({'small': '1-10', 'all': 'all', 'turns': 'with earlier turns'})[scope]})"
                 ece = f" {pct(shift['ece'].get(group))} |" if scope == "all" else " |"
                 lines.append(agent_row(label, both[scope]["agent"]) + ece)
         lines.append("")
-    if results.get("images"):
-        lines += ["Held-out image episodes (pooled over groups, each predicted by a model fitted on the others; "
-                  "bench/decision_images.py), at the default point: fitted with the image episodes / on the text "
-                  "episodes alone, as before them:", "",
-                  "| episodes | rows | right tool injected (served) | top three (served) | nothing injected (no tool "
-                  "serves) | tools injected per request | decision accuracy |", "|---|---|---|---|---|---|---|"]
-        fitted, before = results["images"]["with image episodes"], results["images"]["text episodes only"]
-        for kind, m in fitted.items():
-            b = before[kind]
-            lines.append(f"| {kind} | {m['n']} | {pct(m['reach'])} / {pct(b['reach'])} | {pct(m['top3_reach'])} | "
-                         f"{pct(m['clean'])} / {pct(b['clean'])} | {m['injected']:.2f} / {b['injected']:.2f} | "
-                         f"{pct(m['accuracy'])} / {pct(b['accuracy'])} |")
-        lines.append("")
+    for key, text, names in (
+            ("images", "Held-out image episodes (pooled over groups, each predicted by a model fitted on the others; "
+                       "bench/decision_images.py), at the default point: fitted with the image episodes / on the text "
+                       "episodes alone, as before them:", ("with image episodes", "text episodes only")),
+            ("conversations", "Held-out episodes with earlier turns (pooled over groups, each predicted by a model "
+                              "fitted on the others; bench/decision_conversations.py), at the default point: the "
+                              "history heads / the text heads, as before them:", ("history heads", "text heads"))):
+        if results.get(key):
+            lines += [text, "", "| episodes | rows | right tool injected (served) | top three (served) | nothing "
+                      "injected (no tool serves) | tools injected per request | decision accuracy |",
+                      "|---|---|---|---|---|---|---|"]
+            fitted, before = (results[key][name] for name in names)
+            for kind, m in fitted.items():
+                b = before[kind]
+                lines.append(f"| {kind} | {m['n']} | {pct(m['reach'])} / {pct(b['reach'])} | {pct(m['top3_reach'])} "
+                             f"| {pct(m['clean'])} / {pct(b['clean'])} | {m['injected']:.2f} / {b['injected']:.2f} | "
+                             f"{pct(m['accuracy'])} / {pct(b['accuracy'])} |")
+            lines.append("")
     return "\n".join(lines)
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import math
 import pickle
 import time
 from collections.abc import Sequence
@@ -64,7 +65,7 @@ def episode_key(seed: int, limit: int | None) -> str:
             digest.update(file.read_bytes())
     for data in sorted((REPO / "toolrag" / "data").rglob("*.yaml")):  # the no-tool requests the features read
         digest.update(data.read_bytes())
-    for name in ("decision_episodes.py", "decision_images.py"):
+    for name in ("decision_episodes.py", "decision_images.py", "decision_conversations.py"):
         digest.update((REPO / "bench" / name).read_bytes())
     return digest.hexdigest()[:16]
 
@@ -103,17 +104,20 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     want_images = not getattr(args, "no_images", False)
     records = _load(text_cache)
     images = _load(image_cache) if want_images else []
+    if images:
+        images = _padded(images)
     decisions = pool_decision_sets(root, args.training)
     if records is not None:
         records = _padded(records) + _added(args, root, decisions, records, folder, key)
     if records is None or images is None:
         records, images = _searched(args, root, decisions, records, images, folder, text_cache, image_cache)
+    records, conversations = _conversations(args, root, decisions, records, folder, key)
     if getattr(args, "foreign", "as-built") != "as-built":
         records = _foreign_redrawn(args, root, records, folder, key)
     sources = cross_sources(getattr(args, "cross_extra", "") or "")
     if sources:
         records = records + _cross_extra(args, root, folder, key, sources)
-    return records + images
+    return records + images + conversations  # appended last: the other episodes' draws stay as they were
 
 
 def _searched(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[str, Any]]],
@@ -133,6 +137,52 @@ def _searched(args: argparse.Namespace, root: Path, decisions: dict[str, list[di
         shown = build_image_episodes(root, spaces, episodes, photos=photos, seed=args.seed + 4, limit=args.limit)
         images = _search_all(retrievers, shown, image_cache, histories=False)
     return records, images
+
+
+def _conversations(args: argparse.Namespace, root: Path, decisions: dict[str, list[dict[str, Any]]],
+                   records: list[dict[str, Any]], folder: Path, key: str) -> tuple[list[dict[str, Any]],
+                                                                                  list[dict[str, Any]]]:
+    """(``records``, the episodes only the history heads are fitted on): the conversations
+    (``bench.decision_conversations``; none with ``--no-conversations``) and, when a cache searched the episodes
+    with earlier turns before the view read the request's own text (``sem_own`` NaN: the shipped model's cached
+    text episodes), those episodes drawn and searched again with this code (``fresh``: for the history heads;
+    the cached ones are marked ``stale``: for the text and image heads, which do not read the request's own
+    text, so they stay the shipped ones). Kept in ``decision-turns-<key>.pkl`` and
+    ``decision-conversations-<key>.pkl``."""
+    from bench.decision_conversations import build_conversations
+    from toolrag.decision.view import FEATURES
+
+    own = FEATURES.index("sem_own")
+    stale = [r for r in records if r["history"] and math.isnan(r["x"][own])]
+    if getattr(args, "no_conversations", False):
+        return records, []
+    turns_cache = folder / f"decision-turns-{key}.pkl"
+    talks_cache = folder / f"decision-conversations-{key}.pkl"
+    turns = _load(turns_cache) if stale else []
+    talks = _load(talks_cache)
+    if turns is None or talks is None:
+        fitted = [f for f in FOLDERS if GROUPS[f] not in SHIFT_GROUPS]
+        sources = sorted({r["source"] for r in stale} | set(fitted if talks is None else ()))
+        retrievers = _retrievers(root, index_dir(folder), sources)
+        spaces = _spaces(retrievers)
+        if turns is None:
+            again = [e for e in build_episodes(root, spaces, decisions, seed=args.seed, training=args.training,
+                                               limit=args.limit, sources=sorted({r["source"] for r in stale}))
+                     if e.history]
+            turns = _search_all(retrievers, again, turns_cache, histories=True)
+        if talks is None:
+            talks = _search_all(retrievers, build_conversations(root, spaces, decisions, sources=fitted,
+                                                                seed=args.seed + 17, limit=args.limit),
+                                talks_cache, histories=True)
+    for r in stale:
+        r["stale"] = True
+    for r in turns:
+        r["fresh"] = True
+    if stale:  # drawn by this builder: its catalogs' duplicates moved with the English reading (docs/decisions.md)
+        say(f"{len(stale)} cached episodes with earlier turns drawn and searched again with this code for the history "
+            f"heads ({len(turns)})")
+    say(f"{len(talks)} conversation episodes added")
+    return records, list(turns) + list(talks)
 
 
 def _spaces(retrievers: dict[str, Any]) -> dict[str, Space]:
@@ -266,7 +316,9 @@ def _load(cache: Path) -> list[dict[str, Any]] | None:
 
 def _padded(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Records searched before features were appended to the view (``--reuse`` of an older cache): the new
-    features NaN (right for text episodes only when the new features are the image's)."""
+    features NaN. Right where a record has none of them: the image's for a text episode, the request's own
+    standing (``sem_own``, ``en_own``) for an episode without earlier turns (:func:`_conversations` searches
+    the others again)."""
     from toolrag.decision.view import FEATURES
 
     for r in records:
@@ -346,6 +398,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument("--leave-out", default="",
                             help="features the heads do not read besides bench.decision_fit.LEFT_OUT (comma-separated"
                                  " names of toolrag.decision.view.FEATURES; a trial: docs/decision_trials.md)")
+        parser.add_argument("--no-conversations", action="store_true",
+                            help="without the conversation episodes (bench.decision_conversations) and so without "
+                                 "history heads (a trial's control)")
         parser.add_argument("--reuse", action="store_true",
                             help="fit on the newest searched episodes even if toolrag's code changed since (quick "
                                  "trials of the fit; never for the shipped model)")

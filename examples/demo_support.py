@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TURNS = (
     "book a meeting room for 3pm tomorrow",
     "make it 4pm instead, same room",
-    "who won the world cup in 2018?",
+    "tell me a joke",
     "change the amount on my expense claim",
     "approve this month's payroll",
 )

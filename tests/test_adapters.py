@@ -167,7 +167,7 @@ def test_langgraph_graph_binds_each_turns_selection_with_history(sample_retrieve
     config = {"configurable": {"thread_id": "t"}}
     seen = []
     for request in ("book a meeting room for 3pm tomorrow", "make it 4pm instead, same room",
-                    "who won the world cup in 2018?",
+                    "tell me a joke",
                     "change the amount on my expense claim", "approve this month's payroll"):
         before = len(model.calls)
         state = graph.invoke({"messages": [HumanMessage(request)]}, config)
@@ -257,7 +257,7 @@ def test_llamaindex_function_agent_gets_only_the_selection(sample_retriever: Any
 
     CALLS.clear()
     requests = ["book a meeting room for 3pm tomorrow", "make it 4pm instead, same room",
-                "who won the world cup in 2018?",
+                "tell me a joke",
                 "change the amount on my expense claim", "approve this month's payroll"]
     turns = asyncio.run(conversation("employee", requests))
     selector = ToolSelector(sample_retriever, role="employee")
@@ -329,7 +329,7 @@ def test_openai_agents_mcp_tool_filter_over_a_real_stdio_server(sample_retriever
         return out
 
     turns = asyncio.run(conversation("employee", ["book a meeting room for 3pm tomorrow",
-                                                  "make it 4pm instead, same room", "who won the world cup in 2018?",
+                                                  "make it 4pm instead, same room", "tell me a joke",
                                                   "change the amount on my expense claim"]))
     (t1, c1, _), (t2, c2, _), (t3, c3, (i3, a3)), (t4, c4, (i4, a4)) = turns
     assert all(names == sorted(t1.names.values()) for names in c1) and len(c1) == 2  # called, then answered

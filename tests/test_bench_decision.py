@@ -198,8 +198,9 @@ def test_frontier_by_hand() -> None:
     assert f["clean_80"] == f["clean_95"] == pytest.approx(1 / 2)
 
 
-def _tiny_training(root: Path) -> None:
-    """Four requests per training folder, in its own language (Chinese for the *_zh folders)."""
+def _tiny_training(root: Path, *, same_tool: bool = False) -> None:
+    """Four requests per training folder, in its own language (Chinese for the *_zh folders); ``same_tool``: eight,
+    two per tool (request k and k + 4 of tool k)."""
     import json
 
     from bench.train_data import FOLDERS
@@ -207,7 +208,8 @@ def _tiny_training(root: Path) -> None:
     for n, folder in enumerate(FOLDERS):
         (root / folder).mkdir()
         lang = "zh" if folder.endswith("_zh") else "en"
-        rows = [{"query": f"request {n}.{k} of {folder}", "gold": [f"t{k}"], "lang": lang} for k in range(4)]
+        rows = [{"query": f"request {n}.{k} {f'word{k} ' if same_tool else ''}of {folder}", "gold": [f"t{k % 4}"],
+                 "lang": lang} for k in range(8 if same_tool else 4)]
         (root / folder / "pairs.jsonl").write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
 
 
@@ -232,6 +234,53 @@ def test_foreign_requests_drawn_afresh_in_the_request_language(tmp_path: Path) -
             assert set(chinese) == {"zh"} and {e.lang for e in episodes if e.source == "apibank_lv3"} == {"en"}
         else:  # drawn from every other group: mostly English
             assert chinese.count("en") > chinese.count("zh")
+
+
+def test_conversation_episodes(tmp_path: Path) -> None:
+    from bench.decision_conversations import CONVERSATION_KINDS, FOLLOW_SHARE, MOVED_SHARE, build_conversations
+    from bench.decision_episodes import GROUPS, SHIFT_GROUPS, Space
+
+    _tiny_training(tmp_path, same_tool=True)
+    space = Space([f"t{k}" for k in range(4)], np.eye(4), None, np.zeros(4, dtype=bool))
+    sources = ["hammerbench_zh", "apibank_lv3"]
+    asked = {"decisions_acebench_special_en": [{"request": "request 2.1 of apibank_lv3", "visible": ["t1"],
+                                                "gold": ["t1"], "expect": "CLARIFY"}]}
+    episodes = []
+    for seed in range(40):
+        episodes += build_conversations(tmp_path, dict.fromkeys(sources, space), asked, sources=sources, seed=seed)
+    kinds = [e.kind for e in episodes]
+    assert set(kinds) == CONVERSATION_KINDS
+    assert MOVED_SHARE * 0.3 < (kinds.count("moved_on") + kinds.count("moved_gold")) / (40 * 16) < MOVED_SHARE * 1.3
+    assert FOLLOW_SHARE * 0.6 < kinds.count("follow") / (40 * 16) < FOLLOW_SHARE * 1.4
+    for e in episodes:
+        (earlier,) = e.history
+        folder, k = earlier.rsplit(" of ", 1)[1], int(earlier.split(".")[1].split()[0])
+        assert folder == e.source and f"t{k % 4}" in set(e.visible) | set(e.gold)  # the earlier turn's own tool
+        if e.kind == "moved_on":  # then a request of another group, in the earlier turn's language
+            owner = e.query.rsplit(" of ", 1)[1]
+            assert GROUPS[owner] != GROUPS[e.source] and GROUPS[owner] not in SHIFT_GROUPS
+            assert e.expect == "NO_TOOL" and not e.gold and e.lang == ("zh" if folder == "hammerbench_zh" else "en")
+        elif e.kind == "moved_gold":  # then another request of the folder, with its own tool
+            assert e.expect == "EXECUTE" and set(e.gold) <= set(e.visible) and f"t{k % 4}" not in e.gold
+            assert e.query.rsplit(" of ", 1)[1] == e.source and e.query != "request 2.1 of apibank_lv3"
+        else:  # what another request of the same tool says beyond the earlier one, for that tool
+            assert e.gold == (f"t{k % 4}",) and e.lang == ("zh" if folder == "hammerbench_zh" else "en")
+            assert (e.expect, set(e.gold) <= set(e.visible)) in ({("EXECUTE", True)} if e.kind == "follow" else
+                                                                {("NO_TOOL", False)})
+            assert "request" not in e.query and " of " not in e.query  # only the words the earlier one lacks
+
+
+def test_a_follow_up_says_what_the_earlier_request_did_not() -> None:
+    import random
+
+    from bench.decision_conversations import follow_up
+
+    rng = random.Random(0)
+    text = follow_up("weather forecast for Paris on Friday", "what's the weather in Shanghai tomorrow?", "en", rng)
+    assert "Paris" in text and "Friday" in text and "weather" not in text and "for" not in text.split()
+    text = follow_up("帮我查一下明天北京的天气", "今天上海天气怎么样", "zh", rng)
+    assert "明天北京" in text and "天气" not in text and "帮我" not in text
+    assert follow_up("the weather in Shanghai", "what's the weather in Shanghai?", "en", rng) == ""
 
 
 def test_paired_differences_by_hand() -> None:
@@ -330,6 +379,49 @@ def test_groups_never_fitted_on_are_scored_by_the_model_fitted_on_the_others() -
     assert scored["kept_out"] > 0.9 and scored["coverage"] > 0.5 and scored["precision"] > 0.6
     blind = fit_and_report(fitted, families=["logistic"], export=False, shift=shift, left_out=("sem_null",))
     assert blind["shift"]["s"]["all"]["coverage"] < scored["coverage"] - 0.3
+
+
+def _conversations(group: str, rng: np.random.Generator, count: int = 80) -> list[dict[str, object]]:
+    """Episodes with an earlier turn: the mixed vector stands out for the top tool either way (``sem_null`` high),
+    the request's own text tells a follow-up (``sem_own`` high) from a request that moved on (low)."""
+    from toolrag.decision.view import FEATURES
+
+    out: list[dict[str, object]] = []
+    for i in range(count):
+        x = np.full(len(FEATURES), np.nan)
+        kind = ("follow", "moved_on")[i % 2]
+        x[FEATURES.index("sem_null")] = rng.normal(4.0, 0.7)
+        x[FEATURES.index("sem_own")] = rng.normal(4.0 if kind == "follow" else 0.0, 0.7)
+        x[FEATURES.index("sem_z")] = rng.normal(3.0, 0.5)
+        x[FEATURES.index("tools")], x[FEATURES.index("history")] = 2.0, 1.0
+        out.append({"source": group, "group": group, "kind": kind, "expect": "EXECUTE" if kind == "follow" else
+                    "NO_TOOL", "gold": ["t1"] if kind == "follow" else [], "lang": "en", "n": 5,
+                    "query": f"later {i}", "history": True, "top": ["t1", "t2", "t3"], "x": x, "cand": []})
+    return out
+
+
+def test_conversations_are_read_by_the_history_heads_alone() -> None:
+    """With conversation episodes, a request with earlier turns is read by history heads that learn the request's
+    own standing: held out, requests that moved on are kept clean and follow-ups served, where the text heads (which
+    never read it) cannot tell them apart; and a request without earlier turns is decided exactly as without the
+    conversations."""
+    from bench.decision_fit import fit_and_report
+
+    rng = np.random.default_rng(5)
+    plain = [e for g in ("a", "b", "c") for e in _synthetic_episodes(g, rng)]
+    talks = [e for g in ("a", "b", "c") for e in _conversations(g, rng)]
+    shift = _synthetic_episodes("s", rng)
+    both = fit_and_report(plain + talks, families=["trees"], export=False, shift=shift)
+    held = both["conversations"]
+    assert held["text heads"]["moved_on"]["clean"] < 0.2  # the mixed standing calls them all
+    assert held["history heads"]["moved_on"]["clean"] > held["text heads"]["moved_on"]["clean"] + 0.4
+    assert held["history heads"]["follow"]["reach"] > 0.9
+    alone = fit_and_report(plain, families=["trees"], export=False, shift=shift)
+    assert "conversations" not in alone and alone["shift"]["s"] == both["shift"]["s"]
+    # episodes searched again for the history heads alone (fresh) leave the text heads as they were either
+    fresh = [{**e, "fresh": True, "x": np.where(np.isnan(e["x"]), np.nan, 0.0)} for e in plain[:60]]
+    again = fit_and_report(plain + talks + fresh, families=["trees"], export=False, shift=shift)
+    assert again["shift"]["s"] == alone["shift"]["s"]
 
 
 def test_one_model_on_two_searches_of_the_same_rows_needs_the_same_rows(tmp_path: Path) -> None:

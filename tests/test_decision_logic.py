@@ -346,3 +346,22 @@ def test_the_model_file_round_trips() -> None:
     data["features"] = data["features"][:-1]
     with pytest.raises(ValueError, match="rebuild it"):
         DecisionModel.from_json(json.dumps(data))
+
+
+def test_a_request_with_earlier_turns_reads_the_history_heads() -> None:
+    """A request with earlier turns (and no image) is read by the history heads, every other by the text heads
+    (an image by the image heads); the file keeps all three."""
+    base = _model(0.1, 0.7)
+    talk = {"none": _constant(0.8, len(FEATURES)), "call": _constant(0.7, len(FEATURES))}
+    pictured = {"none": _constant(0.3, len(FEATURES)), "call": _constant(0.7, len(FEATURES))}
+    model = DecisionModel(base.heads, base.selection, base.points, 0.8, base.clean_points, 0.8, 0.5, "test", {},
+                          pictured, talk)
+    alone, later, shown = (np.zeros(len(FEATURES)) for _ in range(3))
+    later[FEATURES.index("history")] = 1.0
+    shown[FEATURES.index("history")] = shown[FEATURES.index("image")] = 1.0
+    assert model.probabilities(alone)["none"] == pytest.approx(0.1)
+    assert model.probabilities(later)["none"] == pytest.approx(0.8)
+    assert model.probabilities(shown)["none"] == pytest.approx(0.3)
+    again = DecisionModel.from_json(model.to_json())
+    assert again.probabilities(later)["none"] == pytest.approx(0.8) and again.probabilities(alone)["none"] == \
+        pytest.approx(0.1)

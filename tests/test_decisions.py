@@ -83,6 +83,32 @@ def test_an_english_request_to_a_tool_described_in_chinese(sample_retriever: Any
         assert_decided(result, decision, sample_retriever.decider.model)
 
 
+@pytest.mark.parametrize(("query", "earlier", "tool"), [
+    ("tell me a joke", ["book a meeting room for 3pm tomorrow", "move it to room 5"], None),
+    ("order me a pizza", ["book a meeting room for 3pm tomorrow"], None),
+    ("make it 4pm instead, same room", ["book a meeting room for 3pm tomorrow"], "office.meeting_room.book"),
+])
+def test_a_conversation_that_moved_on_and_one_that_goes_on(sample_retriever: Any, query: str, earlier: list[str],
+                                                           tool: str | None) -> None:
+    """The earlier turns are mixed into the request's vectors, so a follow-up finds the earlier turn's tool, and so
+    does a request that changed the subject. The view reads the request's own standing beside the mixed one (NaN
+    without earlier turns) and the history heads decide: a new subject nothing serves gets no tool (before them
+    the joke was asked about with the room tools, at P(no tool) 0.60), the follow-up keeps its tool."""
+    model = sample_retriever.decider.model
+    assert model.history_heads, "the shipped model has heads for requests with earlier turns"
+    alone = sample_retriever.search(query, role="employee")
+    assert math.isnan(alone.decision_features["sem_own"]) and math.isnan(alone.decision_features["en_own"])
+    result = sample_retriever.search(query, role="employee", history=earlier)
+    features = result.decision_features
+    assert result.ids[0] == "office.meeting_room.book"  # the mixed vector finds the earlier turn's tool either way
+    if tool is None:
+        assert features["sem_own"] < features["sem_null"] - 2.0, features  # the request alone stands far lower
+        assert_decided(result, Decision.NO_TOOL, model)
+    else:
+        assert features["sem_own"] > 2.0 and features["en_own"] > 2.0, features
+        assert_reaches(result, tool, model)
+
+
 def test_one_coherent_answer_on_every_bundled_row(sample_retriever: Any) -> None:
     """Issue 44: the three probabilities sum to one; never EXECUTE at P(no tool) >= 0.5; a reason never calls a
     tool while saying it only reads what the request asks to change; what is injected is what the decision

@@ -7,11 +7,12 @@ that stands out more for the top tool never lowers P(call)): ``none``, P(no list
 ``call``, P(the top tool serves it and can be called | a listed tool serves it). They compose one distribution
 over what an agent can do, which sums to one: P(right) = (1 - P(none)) P(call), P(ambiguous) = (1 - P(none))
 (1 - P(call)) (a tool fits, but which one or what to pass is open: ask), P(no tool). A request with an image is
-read by a second pair of heads, fitted with the image episodes too (``image_heads``); the text heads are fitted on
-text episodes alone, so drawn pictures move no decision about a request without one. A small selection model
-gives each lower candidate's P(also needed). The file also holds the operating points measured on held-out sources
-(the P(right) threshold of each EXECUTE precision target, the P(no tool) threshold of each share of requests
-nothing serves kept clean) and its own version: nothing is fitted per catalog.
+read by a second pair of heads, fitted with the image episodes too (``image_heads``), and one with earlier turns by
+a third (``history_heads``, fitted with conversations too: ``bench.decision_conversations``); the text heads are
+fitted on text episodes alone, so drawn pictures and conversations move no decision about a request without them.
+A small selection model gives each lower candidate's P(also needed). The file also holds the operating points
+measured on held-out sources (the P(right) threshold of each EXECUTE precision target, the P(no tool) threshold of
+each share of requests nothing serves kept clean) and its own version: nothing is fitted per catalog.
 
 Evaluated with numpy alone (every tree walked at once, a level per step: about 0.1 ms); no scikit-learn at run
 time. A missing or damaged file is reported by :func:`load_model` and the decision falls back
@@ -37,7 +38,7 @@ __all__ = ["HEADS", "MODEL_FILE", "DecisionModel", "Ensemble", "load_model", "sh
 MODEL_FILE = Path(__file__).resolve().parent / "model.json"
 #: The heads of the model: P(no tool), P(call | a listed tool serves the request).
 HEADS = ("none", "call")
-_IMAGE = FEATURES.index("image")
+_IMAGE, _HISTORY = FEATURES.index("image"), FEATURES.index("history")
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,9 @@ class DecisionModel:
     image_heads: Mapping[str, Ensemble] = field(default_factory=dict)
     """The heads read when the request has an image (fitted with the image episodes as well): the text heads
     stay those fitted on text alone, so drawn pictures move no decision about a request without one."""
+    history_heads: Mapping[str, Ensemble] = field(default_factory=dict)
+    """The heads read for a request with earlier turns (and no image): fitted with conversations that moved on
+    and follow-ups too, so they read the request's own standing beside the mixed one."""
 
     def operating_point(self, target: float) -> tuple[float, float]:
         """(measured target, its P(right) threshold) serving an EXECUTE precision ``target`` (0-1): the smallest
@@ -160,7 +164,8 @@ class DecisionModel:
         """The distribution over what to do for one :data:`FEATURES` vector, summing to one: ``right`` (call the
         top tool), ``ask`` (a tool fits, the call is open), ``none`` (no listed tool serves the request)."""
         x = np.asarray(features, dtype=np.float64)
-        heads = self.image_heads if self.image_heads and x[_IMAGE] > 0 else self.heads
+        heads = self.image_heads if self.image_heads and x[_IMAGE] > 0 else \
+            self.history_heads if self.history_heads and x[_HISTORY] > 0 else self.heads
         none = float(heads["none"].probabilities(x)[0])
         call = float(heads["call"].probabilities(x)[0])
         return {"right": (1.0 - none) * call, "ask": (1.0 - none) * (1.0 - call), "none": none}
@@ -187,22 +192,23 @@ class DecisionModel:
         points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
         clean = tuple(sorted((float(t), float(v)) for t, v in data["clean_points"]))
         heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
-        pictured = {name: Ensemble.from_json(data["image_heads"][name], inputs=len(FEATURES)) for name in HEADS} \
-            if data.get("image_heads") else {}
-        if any(head.outputs != 1 for head in (*heads.values(), *pictured.values())):
+        pictured, turns = ({name: Ensemble.from_json(data[key][name], inputs=len(FEATURES)) for name in HEADS}
+                           if data.get(key) else {} for key in ("image_heads", "history_heads"))
+        if any(head.outputs != 1 for head in (*heads.values(), *pictured.values(), *turns.values())):
             raise ValueError("each head must give one probability")
         if not points or not clean:
             raise ValueError("it has no operating points")
         model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
                     float(data["default_target"]), clean, float(data["default_clean"]),
-                    float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})), pictured)
+                    float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})), pictured,
+                    turns)
         # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
         # here, where the decision can fall back, not in every search
-        probabilities = model.probabilities(np.zeros(len(FEATURES)))
-        if pictured:
-            probabilities = model.probabilities(np.where(np.arange(len(FEATURES)) == _IMAGE, 1.0, 0.0))
+        read = [model.probabilities(np.zeros(len(FEATURES)))]
+        read += [model.probabilities(np.where(np.arange(len(FEATURES)) == flag, 1.0, 0.0))
+                 for flag, extra in ((_IMAGE, pictured), (_HISTORY, turns)) if extra]
         needed = model.also_needed(np.zeros((1, len(SELECTION_FEATURES))))
-        if not all(0.0 <= p <= 1.0 for p in (*probabilities.values(), *needed)):
+        if not all(0.0 <= p <= 1.0 for p in (*(v for r in read for v in r.values()), *needed)):
             raise ValueError("its probabilities fall outside 0-1")
         return model
 
@@ -211,6 +217,7 @@ class DecisionModel:
                            "selection_features": list(SELECTION_FEATURES),
                            "heads": {name: head.to_json() for name, head in self.heads.items()},
                            "image_heads": {name: head.to_json() for name, head in self.image_heads.items()},
+                           "history_heads": {name: head.to_json() for name, head in self.history_heads.items()},
                            "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
                            "default_target": self.default_target, "clean_points": [list(p) for p in self.clean_points],
                            "default_clean": self.default_clean,

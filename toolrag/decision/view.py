@@ -15,6 +15,9 @@ reads a catalog of one tool and one of thousands:
   placeholder ("schedule something");
 - the catalog and the request: how many tools are visible, the request's language and whether the top tool is
   written in it, earlier turns, an image;
+- with earlier turns (mixed into the request's vectors, so a follow-up such as "what about Friday?" finds the
+  tool), how far the top tool stands out for the request's own text alone: a request that changed the subject
+  ("who won the world cup?" after booking a room) does not inherit the earlier turn's tool (docs/decisions.md);
 - the image: how far the text read in it (OCR) stands out for the top tool from requests that need no tool, the
   top tool's z among the visible tools and lead over the next by that text, how much text was read, and the top
   tool's z by the image's concepts, so a screenshot or a receipt with "handle this" (or nothing typed) is read
@@ -64,12 +67,13 @@ FEATURES: tuple[str, ...] = (
     "change", "reads", "change_reader", "action", "url", "takes_url", "vague", "open",
     "tools", "cjk", "lang_match", "history", "image", "text",
     "ocr_null", "ocr_z", "ocr_gap", "ocr_len", "concepts_z",
+    "sem_own", "en_own",
 )
 #: What the English model reads of a request, and BM25 with it: absent for a request in a language it does not
 #: read (:func:`toolrag.language.english_model_reads`). The training sets hold English and Chinese requests only,
 #: so the model learned such requests from training episodes read this way (:func:`as_unread`).
 ENGLISH_ONLY: tuple[str, ...] = ("en_null", "en_top", "en_z", "en_gap", "en_null2", "en_chat", "lookalike_en", "kw_z",
-                                 "name_hit")
+                                 "name_hit", "en_own")
 _UNREAD = [FEATURES.index(f) for f in ENGLISH_ONLY]
 #: The features of one lower candidate (position 2, 3, ...): is it also needed?
 SELECTION_FEATURES: tuple[str, ...] = ("position", "sem_drop", "en_drop", "kw_drop", "sem_null", "novel", "alike")
@@ -101,6 +105,9 @@ class RequestFacts(Protocol):
 
     @property
     def ocr_text(self) -> str: ...
+
+    @property
+    def own(self) -> dict[str, np.ndarray]: ...
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,9 @@ def build_view(snap: IndexSnapshot, rows: np.ndarray, raw: Mapping[str, np.ndarr
             for slot, at in ((f"{name}_null", 0), (f"{name}_null2", 1)):
                 if at < len(pos) and here[pos[at]]:
                     f[slot] = bank.z(space, snap.vectors[space][head[at]], vector, language=request.language)
+            if request.history and here[pos[0]]:
+                alone = request.own.get(signal, vector)  # the turns were not mixed in: its own vector
+                f[f"{name}_own"] = bank.z(space, snap.vectors[space][head[0]], alone, language=request.language)
     if "bm25" in raw:
         kw = np.log1p(np.maximum(raw["bm25"].astype(np.float64), 0.0))
         f["kw_z"] = _standing(kw, present["bm25"], int(pos[0]))[0]

@@ -74,6 +74,10 @@ class QueryFeatures:
     reads of it, and words BM25 reads beside it."""
     language: str = "und"
     """The request's language (:func:`toolrag.language.detect_language` of its text and earlier turns)."""
+    own: dict[str, np.ndarray] = field(default_factory=dict)
+    """The request's own text vectors (``dense``, ``dense_en``) when earlier turns were mixed into
+    :attr:`vectors`: the decision reads how the top tool stands for the request alone beside how it stands for
+    the conversation, so a request that changed the subject does not inherit the earlier turn's tool."""
 
     @property
     def lexical(self) -> str:
@@ -128,6 +132,7 @@ class QueryAnalyzer:
         turns = tuple(_clean(h) for h in history if h and h.strip())[-3:]
         absent: dict[str, str] = {}
         vectors: dict[str, np.ndarray] = {}
+        own: dict[str, np.ndarray] = {}
         joined = " ".join((text, *turns))
         cjk, language = is_mostly_cjk(joined), detect_language(joined)
         start = time.perf_counter()
@@ -146,6 +151,8 @@ class QueryAnalyzer:
                 gloss = en_text
             reads = (en_text, en_turns) if en_text or en_turns else None
             vectors.update(self._text_vectors(text, turns, settings, english=reads))
+            if turns and text:
+                own = self._own_vectors(text, en_text)
             if self.models.clip is not None:
                 vectors["clip_text"] = self._clip_text(text or " ".join(turns))
         else:
@@ -167,7 +174,7 @@ class QueryAnalyzer:
         if self.models.clip is None and "clip" not in absent:
             absent["clip"] = self.models.signal_reason("clip") or "CLIP is off"
         return QueryFeatures(text, turns, cjk, vectors, ocr_text, tuple(concepts), image is not None, absent,
-                             timing, gloss, language)
+                             timing, gloss, language, own)
 
     def prepare(self, texts: Sequence[str], *, histories: Sequence[Sequence[str]] | None = None) -> int:
         """Encode the text vectors of many requests in one pass per model and keep them in the cache, so the
@@ -270,6 +277,13 @@ class QueryAnalyzer:
         other = job.result() if job is not None else self._text_vector("dense_en", self.models.english, en_text,
                                                                          en_turns, settings)
         return {"dense": dense, "dense_en": other}
+
+    def _own_vectors(self, text: str, en_text: str) -> dict[str, np.ndarray]:
+        """The vectors of the request's own text (encoded already for the mixed ones: read from the cache)."""
+        own = {"dense": self._encode("dense", self.models.text, text)}
+        if en_text:
+            own["dense_en"] = self._encode("dense_en", self.models.english, en_text)
+        return own
 
     def _text_pool(self) -> ThreadPoolExecutor:
         with self._lock:
