@@ -196,6 +196,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     """Leave-one-source-out results of every family, the winner's operating points, (``shift``) what the winner
     fitted on every source gives on episodes of groups it never saw, and (``export``) that model written;
     ``left_out``: features a trial's heads do not read besides :data:`LEFT_OUT`."""
+    from bench.decision_conversations import CONVERSATION_KINDS
     from toolrag.decision.view import FEATURES
 
     x = np.stack([r["x"] for r in records])
@@ -212,7 +213,10 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     pictured = np.array([bool(r.get("image")) for r in records])
     text, turns, wh = _text_rows(records), _turn_rows(records), _turn_weights(groups, records)
     wt, wi, seen = _text_weights(groups, records, w), _image_weights(groups, records, w), _image_rows(records)
-    spoken, report = _spoken_rows(records), ~np.array([bool(r.get("stale")) for r in records], dtype=bool)
+    # what the group tables report: what serving does (a stale episode's fresh copy stands in its place), and the
+    # conversations apart (their own table: they are drawn, and their share of a group is arbitrary)
+    spoken = _spoken_rows(records)
+    report = np.array([not r.get("stale") and r["kind"] not in CONVERSATION_KINDS for r in records], dtype=bool)
     best_family, best_score = None, -math.inf
     for family in families:
         # the text heads are fitted on the text episodes, the image heads (read when a request has an image) on
@@ -244,7 +248,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
-        for group in sorted(set(groups)):  # what serving does: a stale episode stands in its fresh copy's place
+        for group in sorted(set(groups)):
             held = (groups == group) & report
             small = held & (n <= SMALL)
             per_group[group] = {scope: metrics(d[rows], y[rows], [records[i] for i in np.flatnonzero(rows)],
