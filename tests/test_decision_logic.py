@@ -365,3 +365,15 @@ def test_a_request_with_earlier_turns_reads_the_history_heads() -> None:
     again = DecisionModel.from_json(model.to_json())
     assert again.probabilities(later)["none"] == pytest.approx(0.8) and again.probabilities(alone)["none"] == \
         pytest.approx(0.1)
+
+
+def test_the_reason_says_how_the_top_tool_stands_with_the_earlier_turns_and_alone() -> None:
+    """A request with earlier turns: the reason quotes both standings the history heads read (the English model's
+    where it read the request), so "tell me a joke" after booking a room says why the room tool is not offered."""
+    called = decide(FACTS, _view(sem_null=3.5, sem_own=0.3, en_null=3.6, en_own=-0.4, history=1.0), _model(0.9, 0.1))
+    assert called.decision is Decision.NO_TOOL
+    assert "3.6 spreads out with the earlier turns and -0.4 by this request alone" in called.reason
+    alone = decide(FACTS, _view(sem_null=3.5, en_null=3.6), _model(0.9, 0.1))
+    assert "earlier turns" not in alone.reason
+    chinese = decide(FACTS, _view(sem_null=4.0, sem_own=1.0, history=1.0), _model(0.05, 0.95))  # no English reading
+    assert chinese.decision is Decision.EXECUTE and "4.0 spreads out with the earlier turns and 1.0" in chinese.reason

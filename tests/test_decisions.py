@@ -104,6 +104,8 @@ def test_a_conversation_that_moved_on_and_one_that_goes_on(sample_retriever: Any
     if tool is None:
         assert features["sem_own"] < features["sem_null"] - 2.0, features  # the request alone stands far lower
         assert_decided(result, Decision.NO_TOOL, model)
+        assert "with the earlier turns and" in result.decision_reason and "by this request alone" in \
+            result.decision_reason
     else:
         assert features["sem_own"] > 2.0 and features["en_own"] > 2.0, features
         assert_reaches(result, tool, model)

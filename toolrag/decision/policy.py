@@ -143,7 +143,8 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
         return DecisionOutcome(Decision.EXECUTE, None,
                                f"calls {names[0]}: P(right) {scores.right:.2f} >= {point.execute_at:.2f} ({precision}) "
                                f"and P(no tool) {scores.no_tool:.2f} < {NO_TOOL_AT:.2f}; P(ambiguous) "
-                               f"{scores.ambiguous:.2f}{more}{_notes(view, names[0])}", scores, tuple(selected))
+                               f"{scores.ambiguous:.2f}{more}{_notes(view, names[0])}{_turns(view)}", scores,
+                               tuple(selected))
     if decision is Decision.CLARIFY:
         question, about = _question(facts, view, offered)
         if not top_ok:
@@ -157,7 +158,8 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
             why = (f"a listed tool likely serves the request (P(no tool) {scores.no_tool:.2f} < "
                    f"{point.inject_below:.2f}, {kept}) but P(right) {scores.right:.2f} < {point.execute_at:.2f} "
                    f"({precision})")
-        return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {about}; {numbers}", scores, offered)
+        return DecisionOutcome(Decision.CLARIFY, question, f"asks: {why}; {about}; {numbers}{_turns(view)}", scores,
+                               offered)
     if not offered:  # nothing may be offered, whatever the numbers say
         return DecisionOutcome(Decision.NO_TOOL, None, "no tool: every candidate's description is flagged as keyword "
                                f"stuffing (never injected); {numbers}", scores)
@@ -166,7 +168,7 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
     best = f"the best visible match is {names[0]}" if top_ok else "the best match may not be injected"
     return DecisionOutcome(Decision.NO_TOOL, None,
                            f"no tool: P(no tool) {scores.no_tool:.2f} >= {point.inject_below:.2f} ({kept}) and "
-                           f"P(right) {scores.right:.2f} < {point.execute_at:.2f}; {best}{reads}", scores)
+                           f"P(right) {scores.right:.2f} < {point.execute_at:.2f}; {best}{reads}{_turns(view)}", scores)
 
 
 def _offered(facts: Facts, view: DecisionView) -> tuple[int, ...]:
@@ -192,6 +194,17 @@ def _notes(view: DecisionView, top: str) -> str:
     if view.open_parameters:
         out += f"; it leaves open {', '.join(view.open_parameters)} of {top}"
     return out
+
+
+def _turns(view: DecisionView) -> str:
+    """For a request with earlier turns, how its top tool stands with them and by the request alone (the history
+    heads read both): a request that changed the subject stands high only with them."""
+    f = view.named()
+    for own, mixed in (("en_own", "en_null"), ("sem_own", "sem_null")):
+        if math.isfinite(f[own]) and math.isfinite(f[mixed]):
+            return (f"; against requests that need no tool, the top tool stands {f[mixed]:.1f} spreads out with the "
+                    f"earlier turns and {f[own]:.1f} by this request alone")
+    return ""
 
 
 def _asks_for_parameters(facts: Facts, view: DecisionView) -> bool:
