@@ -220,7 +220,8 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     best_family, best_score = None, -math.inf
     for family in families:
         # the text heads are fitted on the text episodes, the image heads (read when a request has an image) on
-        # every episode: drawn pictures must not move a decision about a request without one
+        # every episode but the conversations, the history heads (read when it has earlier turns) on every episode
+        # without an image: drawn pictures and conversations must not move a decision about a request without them
         oof = np.zeros((len(records), 3))
         oof_unread = np.zeros((len(records), 3))
         text_on_images = np.zeros((len(records), 3))
