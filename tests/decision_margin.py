@@ -74,14 +74,19 @@ class NoisyAnalyzer:
         return getattr(self.inner, name)
 
     def analyze(self, query: str, **kwargs: Any) -> Any:
+        """The analysis with every vector moved: the mixed ones and the request's own (``own``, with earlier
+        turns), each by its own draw."""
         features = self.inner.analyze(query, **kwargs)
         rng = np.random.default_rng([self.seed, len(query), sum(map(ord, query))])
+        return replace(features, vectors=self._moved(features.vectors, rng), own=self._moved(features.own, rng))
+
+    def _moved(self, vectors: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
         moved = {}
-        for name, vector in features.vectors.items():
+        for name, vector in vectors.items():
             v = np.asarray(vector, dtype=np.float64)
             noise = rng.normal(size=v.shape)
             noise *= self.size.get(name, 0.0) * np.linalg.norm(v) / max(float(np.linalg.norm(noise)), 1e-12)
             w = v + noise
             w *= np.linalg.norm(v) / max(float(np.linalg.norm(w)), 1e-12)
             moved[name] = w.astype(np.asarray(vector).dtype)
-        return replace(features, vectors=moved)
+        return moved
