@@ -35,6 +35,16 @@ from bench.decision_points import (
     decide,
     operating_points,
 )
+from bench.decision_rows import (
+    image_rows,
+    image_weights,
+    spoken_rows,
+    text_rows,
+    text_weights,
+    turn_rows,
+    turn_weights,
+    weights,
+)
 
 __all__ = ["CLEAN_TARGETS", "CURVE", "DEFAULT_CLEAN", "DEFAULT_TARGET", "TARGETS", "clean_points", "decide",
            "fit_and_report", "labels", "operating_points"]
@@ -53,25 +63,6 @@ def labels(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
             out[i] = 1
         else:
             out[i] = 0 if top and top[0] in gold else 3
-    return out
-
-
-#: The weight of a kind of episode: a request whose own tool was removed and its nearest siblings kept is the
-#: hardest case, and half of the episodes built, but rarely what an agent sends (a request its tools serve, or
-#: one nothing listed serves); at full weight the model learned a prior of "no tool" that real small catalogs
-#: do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled catalog).
-KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25,
-               "follow_sibling": 0.25, "moved_on": 0.5}
-
-
-def _weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
-    """Each group the same total weight, each kind of episode its :data:`KIND_WEIGHT` within it."""
-    base = np.ones(len(groups)) if kinds is None else np.array([KIND_WEIGHT.get(k, 1.0) for k in kinds])
-    out = np.empty(len(groups))
-    names = np.unique(groups)
-    for name in names:
-        held = groups == name
-        out[held] = base[held] * len(groups) / (len(names) * base[held].sum())
     return out
 
 
@@ -203,7 +194,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     y = labels(records)
     groups = np.array([r["group"] for r in records])
     n = np.array([r["n"] for r in records])
-    w = _weights(groups, np.array([r["kind"] for r in records]))
+    w = weights(groups, np.array([r["kind"] for r in records]))
     base = baseline(x)
     reader = np.nan_to_num(x[:, FEATURES.index("change_reader")]) > 0
     results: dict[str, Any] = {"episodes": len(records), "families": {}, "groups": sorted(set(groups)),
@@ -211,11 +202,11 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                                                                                           "missed"))}}
     pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
     pictured = np.array([bool(r.get("image")) for r in records])
-    text, turns, wh = _text_rows(records), _turn_rows(records), _turn_weights(groups, records)
-    wt, wi, seen = _text_weights(groups, records, w), _image_weights(groups, records, w), _image_rows(records)
+    text, turns, wh = text_rows(records), turn_rows(records), turn_weights(groups, records)
+    wt, wi, seen = text_weights(groups, records, w), image_weights(groups, records, w), image_rows(records)
     # what the group tables report: what serving does (a stale episode's fresh copy stands in its place), and the
     # conversations apart (their own table: they are drawn, and their share of a group is arbitrary)
-    spoken = _spoken_rows(records)
+    spoken = spoken_rows(records)
     report = np.array([not r.get("stale") and r["kind"] not in CONVERSATION_KINDS for r in records], dtype=bool)
     best_family, best_score = None, -math.inf
     for family in families:
@@ -299,13 +290,13 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
 
     shift = [r for r in shift if not r.get("image")]
 
-    text = _text_rows(records)
+    text = text_rows(records)
     heads = _heads(family, *_with_unread(x, y, wt, text, pick & text), (*left_out, *HISTORY_ONLY))
     sx, sy = np.stack([r["x"] for r in shift]), labels(shift)
     p = _predict(heads, sx)
-    wh, later = _turn_weights(np.array([r["group"] for r in records]), records), _turn_rows(shift)
+    wh, later = turn_weights(np.array([r["group"] for r in records]), records), turn_rows(shift)
     if wh is not None and later.any():
-        spoken = _spoken_rows(records)
+        spoken = spoken_rows(records)
         p[later] = _predict(_heads(family, *_with_unread(x, y, wh, spoken, pick & spoken), left_out), sx[later])
     execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
     d = decide(p, execute_at, inject_below, np.nan_to_num(sx[:, FEATURES.index("change_reader")]) > 0)
@@ -318,70 +309,6 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
         out[group] = {scope: metrics(d[rows], sy[rows], [shift[i] for i in np.flatnonzero(rows)], base[rows], p[rows])
                       for scope, rows in scopes}
     return out
-
-
-def _text_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """The text episodes: neither an image, nor a conversation of ``bench.decision_conversations``, nor an episode
-    searched again for the history heads alone (``fresh``: ``bench.decision_train``)."""
-    return np.array([not r.get("image") and _shared(r) for r in records], dtype=bool)
-
-
-def _shared(record: Mapping[str, Any]) -> bool:
-    """Whether the text and image heads are fitted on ``record``: not a conversation, not ``fresh``."""
-    from bench.decision_conversations import CONVERSATION_KINDS
-
-    return record["kind"] not in CONVERSATION_KINDS and not record.get("fresh")
-
-
-def _image_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """The episodes the image heads are fitted on: every one but the conversations and the ``fresh`` ones."""
-    return np.array([_shared(r) for r in records], dtype=bool)
-
-
-def _spoken_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """The episodes the history heads are fitted on: every one without an image but the ``stale`` ones (searched
-    before the view read the request's own text; their ``fresh`` copies stand in)."""
-    return np.array([not r.get("image") and not r.get("stale") for r in records], dtype=bool)
-
-
-def _image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
-    """The weights the image heads are fitted with: as if there were no conversations (each group the same total
-    among the others; conversations 0)."""
-    seen = _image_rows(records)
-    if seen.all():
-        return w
-    out = np.zeros(len(records))
-    out[seen] = _weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]))
-    return out
-
-
-def _turn_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
-    """The episodes whose request has earlier turns and no image (but the ``stale`` ones): read by the history
-    heads."""
-    return np.array([bool(r["history"]) for r in records], dtype=bool) & _spoken_rows(records)
-
-
-def _turn_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]]) -> np.ndarray | None:
-    """The weights the history heads are fitted with (each group the same total among :func:`_spoken_rows`; the
-    others 0), or ``None`` without conversations: then there are no history heads."""
-    from bench.decision_conversations import CONVERSATION_KINDS
-
-    if not any(r["kind"] in CONVERSATION_KINDS for r in records):
-        return None
-    spoken = _spoken_rows(records)
-    out = np.zeros(len(records))
-    out[spoken] = _weights(groups[spoken], np.array([r["kind"] for r, t in zip(records, spoken, strict=True) if t]))
-    return out
-
-
-def _text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
-    """The weights of the text episodes as if there were neither image episodes nor conversations (each group the
-    same total among the text episodes; the others 0): the text heads and the operating points are fitted on
-    these."""
-    text = _text_rows(records)
-    out = np.zeros(len(records))
-    out[text] = _weights(groups[text], np.array([r["kind"] for r, t in zip(records, text, strict=True) if t]))
-    return out if not text.all() else w
 
 
 def _kind_outcome(records: Sequence[Mapping[str, Any]], rows: np.ndarray, predictions: Mapping[str, np.ndarray],
@@ -408,13 +335,13 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
             chosen: Mapping[str, Any], pick: np.ndarray, left_out: Sequence[str] = ()) -> dict[str, Any]:
     from bench.decision_export import ensemble_json, write_model
 
-    text, spoken = _text_rows(records), _spoken_rows(records)
+    text, spoken = text_rows(records), spoken_rows(records)
     groups = np.array([r["group"] for r in records])
-    wt, wh = _text_weights(groups, records, w), _turn_weights(groups, records)
+    wt, wh = text_weights(groups, records, w), turn_weights(groups, records)
     alone = (*left_out, *HISTORY_ONLY)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
              for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), alone).items()}
-    seen, wi = _image_rows(records), _image_weights(groups, records, w)
+    seen, wi = image_rows(records), image_weights(groups, records, w)
     image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
                    for name, model in _heads(family, *_with_unread(x, y, wi, seen, pick & seen), alone).items()} \
         if any(r.get("image") for r in records) else {}
@@ -422,7 +349,7 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
                      _heads(family, *_with_unread(x, y, wh, spoken, pick & spoken), left_out).items()} \
         if wh is not None else {}
     sx, sy, sg = _selection_data([r for r, t in zip(records, text, strict=True) if t], y[text])  # as the text heads
-    selection = ensemble_json(_fit(family, sx, sy, _weights(sg)), sx, list(range(sx.shape[1])))
+    selection = ensemble_json(_fit(family, sx, sy, weights(sg)), sx, list(range(sx.shape[1])))
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
     return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads, points=chosen["points"], default_target=DEFAULT_TARGET,

@@ -16,7 +16,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.decision_episodes import size_draw  # noqa: E402
-from bench.decision_fit import _weights, clean_points, decide, labels, operating_points  # noqa: E402
+from bench.decision_fit import clean_points, decide, labels, operating_points  # noqa: E402
+from bench.decision_rows import weights as _weights  # noqa: E402
 from bench.decisions import Row, precision_at  # noqa: E402
 
 
