@@ -237,6 +237,8 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         # arbitrary, and their requests nothing serves (a photo that asks for nothing) are easy to keep clean
         points = operating_points(oof[text], y[text], wt[text])
         cleans = clean_points(oof[text], [r for r, t in zip(records, text, strict=True) if t], wt[text])
+        # the history heads' own points, on their held-out predictions (each group the same weight among them)
+        spoke = _history_points(oof, y, records, groups, turns) if wh is not None and turns.any() else None
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
@@ -252,6 +254,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         kept = [r for r, k in zip(records, report, strict=True) if k]
         o, u, yr, wr = oof[report], oof_unread[report], y[report], w[report]
         results["families"][family] = {"points": points, "clean_points": cleans, "groups": per_group,
+                                       "history_points": spoke,
                                        "score": score, "auc_none": auc(o[:, 2], yr == 2, wr),
                                        "tradeoff": tradeoff(o, yr, wr, points, cleans, kept, reader[report]),
                                        "reliability": reliability(o[:, 0], yr == 0, wr),
@@ -267,11 +270,15 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         if family == best_family and pictured.any():
             results["images"] = _kind_outcome(records, pictured, {"with image episodes": oof,
                                                                   "text episodes only": text_on_images},
-                                              results["families"][family], base, reader)
+                                              results["families"][family], base, reader, y)
         if family == best_family and wh is not None:
-            results["conversations"] = _kind_outcome(records, turns, {"history heads": oof,
-                                                                      "text heads": text_on_turns},
-                                                     results["families"][family], base, reader)
+            chosen = results["families"][family]
+            own = {"history heads, their own points": _at(chosen["history_points"]),
+                   "history heads, their own EXECUTE point": (_at(chosen["history_points"])[0], _at(chosen)[1])} \
+                if chosen["history_points"] else {}
+            results["conversations"] = _kind_outcome(
+                records, turns, {"history heads": oof, "text heads": text_on_turns,
+                                 **dict.fromkeys(own, oof)}, chosen, base, reader, y, points=own)
     if shift and best_family is not None:
         results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
                                           shift, left_out)
@@ -298,35 +305,58 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
     if wh is not None and later.any():
         spoken = spoken_rows(records)
         p[later] = _predict(_heads(family, *_with_unread(x, y, wh, spoken, pick & spoken), left_out), sx[later])
-    execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
-    d = decide(p, execute_at, inject_below, np.nan_to_num(sx[:, FEATURES.index("change_reader")]) > 0)
+    reader = np.nan_to_num(sx[:, FEATURES.index("change_reader")]) > 0
+    d = decide(p, *_at(chosen), reader)
+    own, execute = d.copy(), d.copy()  # requests with earlier turns at the history heads' own points
+    if chosen.get("history_points") and later.any():
+        own[later] = decide(p[later], *_at(chosen["history_points"]), reader[later])
+        execute[later] = decide(p[later], _at(chosen["history_points"])[0], _at(chosen)[1], reader[later])
     groups, n, base = np.array([r["group"] for r in shift]), np.array([r["n"] for r in shift]), baseline(sx)
     out: dict[str, Any] = {"ece": ece(p[:, 0], sy == 0, groups)}
     for group in sorted(set(groups)):
         held = groups == group
-        scopes = (("all", held), ("small", held & (n <= SMALL))) + ((("turns", held & later),) if (held & later).any()
-                                                                     else ())
-        out[group] = {scope: metrics(d[rows], sy[rows], [shift[i] for i in np.flatnonzero(rows)], base[rows], p[rows])
-                      for scope, rows in scopes}
+        scopes = [("all", held, d), ("small", held & (n <= SMALL), d)]
+        if (held & later).any():
+            scopes += [("turns", held & later, d)] + ([("turns_own", held & later, own),
+                                                       ("turns_execute", held & later, execute)]
+                                                      if chosen.get("history_points") else [])
+        out[group] = {scope: metrics(e[rows], sy[rows], [shift[i] for i in np.flatnonzero(rows)], base[rows], p[rows])
+                      for scope, rows, e in scopes}
     return out
 
 
+def _history_points(oof: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], groups: np.ndarray,
+                    turns: np.ndarray) -> dict[str, list[tuple[float, float]]]:
+    """The operating points of the history heads, read off their held-out predictions on the episodes with earlier
+    turns (each group the same total weight among them, each kind its weight)."""
+    kept = [records[i] for i in np.flatnonzero(turns)]
+    w = weights(groups[turns], np.array([r["kind"] for r in kept]))
+    return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w)}
+
+
+def _at(points: Mapping[str, Any]) -> tuple[float, float]:
+    """(P(right) threshold, P(no tool) threshold) of ``points`` at the default targets."""
+    return dict(points["points"])[DEFAULT_TARGET], dict(points["clean_points"])[DEFAULT_CLEAN]
+
+
 def _kind_outcome(records: Sequence[Mapping[str, Any]], rows: np.ndarray, predictions: Mapping[str, np.ndarray],
-                  chosen: Mapping[str, Any], base: np.ndarray, reader: np.ndarray) -> dict[str, Any]:
-    """The agent's outcome on the held-out episodes ``rows`` (pooled over groups, and by kind) at the default point,
-    per named set of held-out ``predictions``: the image heads against the text heads on the image episodes, the
-    history heads against the text heads on the episodes with earlier turns (each group predicted by heads fitted
-    on the others)."""
-    execute_at, inject_below = dict(chosen["points"])[DEFAULT_TARGET], dict(chosen["clean_points"])[DEFAULT_CLEAN]
+                  chosen: Mapping[str, Any], base: np.ndarray, reader: np.ndarray, y: np.ndarray, *,
+                  points: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """The agent's outcome on the held-out episodes ``rows`` (pooled over groups, and by kind) at the default point
+    (or a name's own ``points``), per named set of held-out ``predictions``: the image heads against the text heads
+    on the image episodes, the history heads against the text heads on the episodes with earlier turns (each group
+    predicted by heads fitted on the others)."""
+    shared = _at(chosen)
     out: dict[str, Any] = {}
     kinds = np.array([r["kind"] for r in records])
     for name, p in predictions.items():
-        d = decide(p, execute_at, inject_below, reader)
+        d = decide(p, *(points or {}).get(name, shared), reader)
         masks = {"all": rows, **{k: rows & (kinds == k) for k in sorted(set(kinds[rows])) if k not in SIBLINGS}}
         out[name] = {k: {**agent_result(d[m], [records[i] for i in np.flatnonzero(m)], base[m]),
                          "n": int(m.sum()), "accuracy": float(np.mean(
                              [("EXECUTE", "CLARIFY", "NO_TOOL")[c] == records[i]["expect"]
-                              for c, i in zip(d[m], np.flatnonzero(m), strict=True)]))}
+                              for c, i in zip(d[m], np.flatnonzero(m), strict=True)])),
+                         "precision": float(np.mean(y[m][d[m] == 0] == 0)) if (d[m] == 0).any() else math.nan}
                      for k, m in masks.items()}
     return out
 
@@ -352,7 +382,9 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     selection = ensemble_json(_fit(family, sx, sy, weights(sg)), sx, list(range(sx.shape[1])))
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
-    return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads, points=chosen["points"], default_target=DEFAULT_TARGET,
+    return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads,
+                       history_points=(chosen["history_points"] or {}).get("points", ()), points=chosen["points"],
+                       default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),
                                 "left_out": [*LEFT_OUT, *left_out], "held_out": summary, "tradeoff": chosen["tradeoff"],

@@ -78,7 +78,7 @@ def outcomes(rows: Sequence[dict[str, Any]], model: Any) -> Outcomes:
     from toolrag.decision.policy import OperatingPoint, choose, operating_point
     from toolrag.decision.view import FEATURES
 
-    point = operating_point(model)
+    point, later = operating_point(model), operating_point(model, history=True)  # later: earlier turns read
     gold = [set(r["gold"]) for r in rows]
     probs = [model.probabilities(np.array(r["x"], dtype=np.float64)) if r["x"] and r["decided_by"] == "model"
              else None for r in rows]
@@ -86,10 +86,16 @@ def outcomes(rows: Sequence[dict[str, Any]], model: Any) -> Outcomes:
     scores = [None if p is None else DecisionScores(p["right"], p["ask"], p["none"]) for p in probs]
     called = [None if p is None else _called(r, model) for r, p in zip(rows, probs, strict=True)]
 
-    def outcome(inject_below: float) -> tuple[list[bool], list[bool]]:
-        at = OperatingPoint(point.execute_at, inject_below, math.nan, math.nan)
+    turns = [r["x"] is not None and len(r["x"]) > 0 and model.reads_history(np.array(r["x"], dtype=np.float64))
+             for r in rows]
+
+    def outcome(inject_below: float | None) -> tuple[list[bool], list[bool]]:
+        """At the P(no tool) threshold ``inject_below`` for every row (``None``: each row's own default)."""
         hit, empty = [], []
-        for r, g, score, call in zip(rows, gold, scores, called, strict=True):
+        for r, g, score, call, turn in zip(rows, gold, scores, called, turns, strict=True):
+            own = later if turn else point
+            at = OperatingPoint(own.execute_at, own.inject_below if inject_below is None else inject_below,
+                                math.nan, math.nan)
             if score is None or call is None:  # an invariant decided: its decision stays
                 shown = set(r["selected"])
             else:
@@ -107,7 +113,7 @@ def outcomes(rows: Sequence[dict[str, Any]], model: Any) -> Outcomes:
                     top3=np.array([bool(set(r["top"][:3]) & g) for r, g in zip(rows, gold, strict=True)]),
                     hit=np.array([h for h, _ in tried], dtype=float).T, empty=np.array([e for _, e in tried],
                                                                                      dtype=float).T,
-                    own=np.array(outcome(point.inject_below)[0], dtype=float))
+                    own=np.array(outcome(None)[0], dtype=float))
 
 
 def frontier(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, float]:

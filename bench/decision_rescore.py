@@ -37,7 +37,8 @@ def rescore(rows: list[Row], *, target: float | None, clean: float | None) -> li
     model, note = shipped_model()
     if model is None:
         raise SystemExit(f"no decision model: {note}")
-    point = operating_point(model, target=target, clean=clean)
+    points = {history: operating_point(model, target=target, clean=clean, history=history)
+              for history in (False, True)}
     reader = FEATURES.index("change_reader")
     out = []
     for row in rows:
@@ -47,7 +48,7 @@ def rescore(rows: list[Row], *, target: float | None, clean: float | None) -> li
         x = np.array(row.x, dtype=np.float64)
         p = model.probabilities(x)
         scores = DecisionScores(p["right"], p["ask"], p["none"])
-        decision = choose(scores, point, change_reader=bool(np.nan_to_num(x[reader]) > 0))
+        decision = choose(scores, points[model.reads_history(x)], change_reader=bool(np.nan_to_num(x[reader]) > 0))
         if decision is Decision.EXECUTE:
             also = model.also_selected(np.array(row.cand, dtype=np.float64)) if row.cand else 0
             selected = list(row.top[: 1 + also])

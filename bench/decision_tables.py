@@ -88,32 +88,47 @@ def format_tables(results: Mapping[str, Any]) -> str:
         for group, both in shift.items():
             if group == "ece":
                 continue
-            for scope in ("small", "all", "turns"):
+            for scope in ("small", "all", "turns", "turns_own", "turns_execute"):
                 if scope not in both:
                     continue
-                label = f"{group} ({({'small': '1-10', 'all': 'all', 'turns': 'with earlier turns'})[scope]})"
+                label = f"{group} ({_SCOPES[scope]})"
                 ece = f" {pct(shift['ece'].get(group))} |" if scope == "all" else " |"
                 lines.append(agent_row(label, both[scope]["agent"]) + ece)
         lines.append("")
-    for key, text, names in (
-            ("images", "Held-out image episodes (pooled over groups, each predicted by a model fitted on the others; "
-                       "bench/decision_images.py), at the default point: fitted with the image episodes / on the text "
-                       "episodes alone, as before them:", ("with image episodes", "text episodes only")),
-            ("conversations", "Held-out episodes with earlier turns (pooled over groups, each predicted by a model "
-                              "fitted on the others; bench/decision_conversations.py), at the default point: the "
-                              "history heads / the text heads, as before them:", ("history heads", "text heads"))):
+    held = "(pooled over groups, each predicted by a model fitted on the others; bench/decision_{}.py), at "
+    tables = [("images", f"Held-out image episodes {held.format('images')}the default point: fitted with the image "
+                         "episodes / on the text episodes alone, as before them:", ("with image episodes",
+                                                                                     "text episodes only")),
+              ("conversations", f"Held-out episodes with earlier turns {held.format('conversations')}the text "
+                                "heads' point: the history heads / the text heads, as before them (stop 53):",
+               ("history heads", "text heads"))]
+    tables += [("conversations", f"The same {label}: the history heads there / at the text heads' points:",
+                (name, "history heads")) for name, label in _OWN.items() if name in results.get("conversations", {})]
+    for key, text, names in tables:
         if results.get(key):
             lines += [text, "", "| episodes | rows | right tool injected (served) | top three (served) | nothing "
-                      "injected (no tool serves) | tools injected per request | decision accuracy |",
-                      "|---|---|---|---|---|---|---|"]
+                      "injected (no tool serves) | tools injected per request | decision accuracy | EXECUTE "
+                      "precision |", "|---|---|---|---|---|---|---|---|"]
             fitted, before = (results[key][name] for name in names)
             for kind, m in fitted.items():
                 b = before[kind]
                 lines.append(f"| {kind} | {m['n']} | {pct(m['reach'])} / {pct(b['reach'])} | {pct(m['top3_reach'])} "
                              f"| {pct(m['clean'])} / {pct(b['clean'])} | {m['injected']:.2f} / {b['injected']:.2f} | "
-                             f"{pct(m['accuracy'])} / {pct(b['accuracy'])} |")
+                             f"{pct(m['accuracy'])} / {pct(b['accuracy'])} | {pct(m.get('precision'))} / "
+                             f"{pct(b.get('precision'))} |")
             lines.append("")
     return "\n".join(lines)
+
+
+#: The labels of a group's scopes in the table of groups never fitted on.
+_SCOPES = {"small": "1-10", "all": "all", "turns": "with earlier turns",
+           "turns_own": "with earlier turns, the history heads' own points: not shipped",
+           "turns_execute": "with earlier turns, the history heads' own EXECUTE point: shipped"}
+#: The held-out predictions of the history heads at their own operating points (``bench.decision_fit``), and how
+#: the tables say which.
+_OWN = {"history heads, their own points": "at the history heads' own operating points (measured, not shipped)",
+        "history heads, their own EXECUTE point": "at the history heads' own EXECUTE point (the clean point shared; "
+                                                  "shipped)"}
 
 
 def write_docs(results: Mapping[str, Any]) -> None:

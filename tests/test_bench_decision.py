@@ -162,8 +162,11 @@ class _StubModel:
     def __init__(self, table: dict[float, tuple[float, float]]) -> None:
         self.table = table
 
-    def operating_point(self, target: float) -> tuple[float, float]:
+    def operating_point(self, target: float, *, history: bool = False) -> tuple[float, float]:
         return target, 0.5  # EXECUTE at P(right) >= 0.5
+
+    def reads_history(self, x: np.ndarray) -> bool:
+        return False
 
     def clean_point(self, target: float) -> tuple[float, float]:
         return target, 0.5  # the candidates injected at P(no tool) < 0.5
@@ -417,6 +420,18 @@ def test_conversations_are_read_by_the_history_heads_alone() -> None:
     assert held["text heads"]["moved_on"]["clean"] < 0.2  # the mixed standing calls them all
     assert held["history heads"]["moved_on"]["clean"] > held["text heads"]["moved_on"]["clean"] + 0.4
     assert held["history heads"]["follow"]["reach"] > 0.9
+    # the history heads' own EXECUTE point, read off their held-out episodes: what is injected stays, the calls
+    # are at least as precise
+    points = both["families"]["trees"]["history_points"]
+    assert [t for t, _ in points["points"]] == [0.7, 0.75, 0.8, 0.85, 0.9, 0.95]
+    own = held["history heads, their own EXECUTE point"]["all"]
+    assert own["reach"] >= held["history heads"]["all"]["reach"] and own["clean"] == held["history heads"]["all"][
+        "clean"]
+    assert own["precision"] >= held["history heads"]["all"]["precision"]
+    from bench.decision_tables import format_tables
+
+    both.update({"date": "today", "machine": "here", "command": "python -m bench.decision_train"})
+    assert "at the history heads' own EXECUTE point (the clean point shared; shipped)" in format_tables(both)
     alone = fit_and_report(plain, families=["trees"], export=False, shift=shift)
     assert "conversations" not in alone and alone["shift"]["s"] == both["shift"]["s"]
     # episodes searched again for the history heads alone (fresh) leave the text heads as they were either

@@ -367,6 +367,32 @@ def test_a_request_with_earlier_turns_reads_the_history_heads() -> None:
         pytest.approx(0.1)
 
 
+def test_a_request_with_earlier_turns_is_called_at_the_history_heads_own_execute_point() -> None:
+    """Where the file holds EXECUTE thresholds measured for the history heads, a request they read is called at
+    those (the EXECUTE precision they were measured to give), every other at the text heads' thresholds; the
+    clean point stays shared. A file with such thresholds but no history heads is refused."""
+    base = _model(0.3, 0.8)  # P(right) 0.56, P(no tool) 0.3 whichever heads read it
+    model = DecisionModel(base.heads, base.selection, base.points, 0.8, base.clean_points, 0.8, 0.5, "test", {},
+                          dict(base.heads), dict(base.heads), ((0.8, 0.75), (0.9, 0.9)))
+    assert decide(FACTS, _view(sem_null=3.0), model).decision is Decision.EXECUTE  # 0.56 >= 0.5
+    later = decide(FACTS, _view(sem_null=3.0, history=1.0), model)
+    assert later.decision is Decision.CLARIFY  # not called (0.56 < 0.75), still offered (0.3 < 0.4)
+    assert "P(right) 0.56 < 0.75 (the operating point for 80% EXECUTE precision on requests with earlier turns)" \
+        in later.reason
+    assert decide(FACTS, _view(sem_null=3.0, history=1.0), model, target=0.7).decision is Decision.CLARIFY
+    assert decide(FACTS, _view(sem_null=3.0, history=1.0, image=1.0), model).decision is Decision.EXECUTE  # image heads
+    assert operating_point(model, history=True).execute_at == 0.75 and operating_point(model).execute_at == 0.5
+    assert operating_point(model, history=True).inject_below == operating_point(model).inject_below == 0.4
+    assert operating_point(base, history=True) == operating_point(base)  # no history thresholds: the shared ones
+    again = DecisionModel.from_json(model.to_json())
+    assert again.execute_threshold(0.85, history=True) == 0.9 and again.execute_threshold(0.85) == 0.7
+    assert "history_operating_points" not in json.loads(base.to_json())  # a file without them stays as it was
+    data = json.loads(model.to_json())
+    data["history_heads"] = {}
+    with pytest.raises(ValueError, match="history heads it lacks"):
+        DecisionModel.from_json(json.dumps(data))
+
+
 def test_the_reason_says_how_the_top_tool_stands_with_the_earlier_turns_and_alone() -> None:
     """A request with earlier turns: the reason quotes both standings the history heads read (the English model's
     where it read the request), so "tell me a joke" after booking a room says why the room tool is not offered."""

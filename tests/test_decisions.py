@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -282,12 +283,14 @@ def test_serving_tune_and_the_bench_apply_one_policy(sample_retriever: Any) -> N
         sys.path.insert(0, str(root))
     from bench.decision_fit import decide as bench_decide
     from toolrag.decision.policy import operating_point
+    from toolrag.decision.view import FEATURES
 
     model = sample_retriever.decider.model
-    point = operating_point(model)
     rows = load_queries(root / "sample_tools" / "queries.yaml")[::4]
+    rows += [replace(row, history=("book the small meeting room for tomorrow at 3pm",)) for row in rows[:12]
+             if row.image is None]  # requests with earlier turns: the history heads' own EXECUTE point
     codes = {Decision.EXECUTE: 0, Decision.CLARIFY: 1, Decision.NO_TOOL: 2}
-    checked = 0
+    checked = later = 0
     for row in rows:
         result = sample_retriever.search(row.query, image=row.image, history=row.history, role=row.role,
                                          permissions=row.permissions, audited=False)
@@ -295,10 +298,13 @@ def test_serving_tune_and_the_bench_apply_one_policy(sample_retriever: Any) -> N
             continue
         checked += 1
         assert decision_at(model, result, sample_retriever.catalog, target=None, clean=None) is result.decision
+        features = np.array([result.decision_features.get(f, np.nan) for f in FEATURES], dtype=np.float64)
+        later += model.reads_history(features)
+        point = operating_point(model, history=model.reads_history(features))
         p = np.array([[result.scores.right, result.scores.ambiguous, result.scores.no_tool]])
         reader = np.array([result.decision_features["change_reader"] > 0])
         assert bench_decide(p, point.execute_at, point.inject_below, reader)[0] == codes[result.decision], row.query
-    assert checked >= 40
+    assert checked >= 50 and later >= 6
 
 
 def test_the_decision_reads_the_image(sample_retriever: Any) -> None:

@@ -139,33 +139,38 @@ class DecisionModel:
     history_heads: Mapping[str, Ensemble] = field(default_factory=dict)
     """The heads read for a request with earlier turns (and no image): fitted with conversations that moved on
     and follow-ups too, so they read the request's own standing beside the mixed one."""
+    history_points: tuple[tuple[float, float], ...] = ()
+    """:attr:`points` of the history heads, measured on held-out episodes with earlier turns (empty: the text
+    heads' points serve them too). The clean points stay shared: read off the history heads' own held-out
+    episodes, they kept more requests that moved on clean but withheld the tool from a third of the follow-ups
+    (docs/decision_changes.md)."""
 
-    def operating_point(self, target: float) -> tuple[float, float]:
+    def operating_point(self, target: float, *, history: bool = False) -> tuple[float, float]:
         """(measured target, its P(right) threshold) serving an EXECUTE precision ``target`` (0-1): the smallest
-        measured target at or above it, the highest for a target beyond all (the reason quotes which)."""
-        for measured, threshold in self.points:
-            if measured >= target - 1e-9:
-                return measured, threshold
-        return self.points[-1]
+        measured target at or above it, the highest for a target beyond all (the reason quotes which);
+        ``history``: for a request the history heads read (:meth:`reads_history`)."""
+        return _nearest(self.history_points if history and self.history_points else self.points, target)
 
-    def execute_threshold(self, target: float) -> float:
+    def execute_threshold(self, target: float, *, history: bool = False) -> float:
         """The P(right) threshold of :meth:`operating_point` for ``target``."""
-        return self.operating_point(target)[1]
+        return self.operating_point(target, history=history)[1]
 
     def clean_point(self, target: float) -> tuple[float, float]:
         """(measured share, its P(no tool) threshold) keeping a share ``target`` (0-1) of the requests nothing
         serves clean: the smallest measured share at or above it, the highest for a target beyond all."""
-        for measured, threshold in self.clean_points:
-            if measured >= target - 1e-9:
-                return measured, threshold
-        return self.clean_points[-1]
+        return _nearest(self.clean_points, target)
+
+    def reads_history(self, features: np.ndarray) -> bool:
+        """Whether the history heads read this :data:`FEATURES` vector: earlier turns and no image."""
+        x = np.asarray(features, dtype=np.float64)
+        return bool(self.history_heads) and x[_HISTORY] > 0 and not (self.image_heads and x[_IMAGE] > 0)
 
     def probabilities(self, features: np.ndarray) -> dict[str, float]:
         """The distribution over what to do for one :data:`FEATURES` vector, summing to one: ``right`` (call the
         top tool), ``ask`` (a tool fits, the call is open), ``none`` (no listed tool serves the request)."""
         x = np.asarray(features, dtype=np.float64)
         heads = self.image_heads if self.image_heads and x[_IMAGE] > 0 else \
-            self.history_heads if self.history_heads and x[_HISTORY] > 0 else self.heads
+            self.history_heads if self.reads_history(x) else self.heads
         none = float(heads["none"].probabilities(x)[0])
         call = float(heads["call"].probabilities(x)[0])
         return {"right": (1.0 - none) * call, "ask": (1.0 - none) * (1.0 - call), "none": none}
@@ -189,19 +194,19 @@ class DecisionModel:
         data = json.loads(text)
         if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
             raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
-        points = tuple(sorted((float(t), float(v)) for t, v in data["operating_points"]))
-        clean = tuple(sorted((float(t), float(v)) for t, v in data["clean_points"]))
+        points, clean, turn_points = (tuple(sorted((float(t), float(v)) for t, v in data.get(key, ())))
+                                      for key in ("operating_points", "clean_points", "history_operating_points"))
         heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
         pictured, turns = ({name: Ensemble.from_json(data[key][name], inputs=len(FEATURES)) for name in HEADS}
                            if data.get(key) else {} for key in ("image_heads", "history_heads"))
         if any(head.outputs != 1 for head in (*heads.values(), *pictured.values(), *turns.values())):
             raise ValueError("each head must give one probability")
-        if not points or not clean:
-            raise ValueError("it has no operating points")
+        if not points or not clean or (turn_points and not turns):
+            raise ValueError("it has no operating points, or points for the history heads it lacks")
         model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
                     float(data["default_target"]), clean, float(data["default_clean"]),
                     float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})), pictured,
-                    turns)
+                    turns, turn_points)
         # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
         # here, where the decision can fall back, not in every search
         read = [model.probabilities(np.zeros(len(FEATURES)))]
@@ -221,8 +226,18 @@ class DecisionModel:
                            "selection": self.selection.to_json(), "operating_points": [list(p) for p in self.points],
                            "default_target": self.default_target, "clean_points": [list(p) for p in self.clean_points],
                            "default_clean": self.default_clean,
+                           **({"history_operating_points": [list(p) for p in self.history_points]}
+                              if self.history_points else {}),
                            "select_threshold": self.select_threshold, "trained": dict(self.trained)},
                           separators=(",", ":"))
+
+
+def _nearest(points: tuple[tuple[float, float], ...], target: float) -> tuple[float, float]:
+    """(measured target, threshold): the smallest measured target at or above ``target``, else the highest."""
+    for measured, threshold in points:
+        if measured >= target - 1e-9:
+            return measured, threshold
+    return points[-1]
 
 
 def load_model(path: Path = MODEL_FILE) -> tuple[DecisionModel | None, str]:

@@ -30,6 +30,7 @@ from toolrag.decision.decider import may_inject
 from toolrag.decision.model import DecisionModel
 from toolrag.decision.outcome import Decision, DecisionSource
 from toolrag.decision.policy import choose, operating_point
+from toolrag.decision.view import FEATURES
 from toolrag.errors import QueryError, SettingsError
 from toolrag.evaluation.evaluator import Evaluator
 from toolrag.evaluation.metrics import metric as parse_metric
@@ -295,6 +296,8 @@ def decision_at(model: DecisionModel, result: SearchResult, catalog: Catalog, *,
     if result.decided_by is not DecisionSource.MODEL or result.scores is None or not result.ids:
         return result.decision
     eligible = [may_inject(tool) for tool_id in result.ids if (tool := catalog.get(tool_id)) is not None]
-    return choose(result.scores, operating_point(model, target=target, clean=clean),
+    features = np.array([result.decision_features.get(name, math.nan) for name in FEATURES], dtype=np.float64)
+    return choose(result.scores, operating_point(model, target=target, clean=clean,
+                                                 history=model.reads_history(features)),
                   change_reader=result.decision_features.get("change_reader", 0.0) > 0,
                   top_eligible=bool(eligible and eligible[0]), offer=any(eligible))
