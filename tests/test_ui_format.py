@@ -154,6 +154,21 @@ def test_the_clean_target_slider_shows_percent_and_starts_at_the_models_default(
     assert (round(100 * model.clean_points[0][0]), round(100 * model.clean_points[-1][0])) == (60, 95)
 
 
+def test_the_tradeoff_table_shows_the_threshold_a_request_with_earlier_turns_is_called_at() -> None:
+    """The accordion's table of operating points: each precision target's P(right) threshold, and the history
+    heads' own one beside it (the shipped model has them), the row of the slider's target marked."""
+    model, _ = fmt.shipped_model()
+    assert model is not None and model.history_points
+    table = fmt.tradeoff_table(model, 0.85)
+    row = next(line for line in table.splitlines() if line.startswith("| 85% (now) |"))
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    assert "after earlier turns" in table
+    assert cells[1] == f"{model.execute_threshold(0.85):.2f}" and cells[2] == \
+        f"{model.execute_threshold(0.85, history=True):.2f}" and cells[1] != cells[2]
+    plain = dataclasses.replace(model, history_points=())
+    assert "after earlier turns" not in fmt.tradeoff_table(plain, 0.85)
+
+
 def test_signal_info_names_why_a_signal_is_off() -> None:
     # Reasons are kept per model role; each signal reads the reason of the model it needs (the registry),
     # so an image-model failure is never shown as the reason OCR is off.

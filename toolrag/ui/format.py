@@ -124,15 +124,18 @@ def clean_target(base: Settings) -> float:
 
 def tradeoff_table(model: DecisionModel, target: float | None) -> str:
     """The decision model's operating points as a table (what each EXECUTE precision target, at the default clean
-    share, gave on held-out training sources), the row of ``target`` (a share) marked."""
-    rows = ["| precision target | P(right) threshold | EXECUTEs right | served requests called right | "
-            "requests nothing serves with nothing injected | right tool injected, of the top three's |",
-            "|---|---|---|---|---|---|"]
+    share, gave on held-out training sources), the row of ``target`` (a share) marked; with the threshold a
+    request with earlier turns is called at, where the model has its own for them."""
+    later = bool(model.history_points)
+    rows = ["| precision target | P(right) threshold | " + ("after earlier turns | " if later else "")
+            + "EXECUTEs right | served requests called right | requests nothing serves with nothing injected | "
+            "right tool injected, of the top three's |", "|---|---|---|---|---|---|" + ("---|" if later else "")]
     for point in model.trained.get("tradeoff", []):
         if point.get("kind", "precision") != "precision":
             continue
         mark = " (now)" if target is not None and abs(point["target"] - target) < 1e-6 else ""
-        rows.append(f"| {100 * point['target']:.0f}%{mark} | {point['threshold']:.2f} | "
+        turns = f"{model.execute_threshold(point['target'], history=True):.2f} | " if later else ""
+        rows.append(f"| {100 * point['target']:.0f}%{mark} | {point['threshold']:.2f} | {turns}"
                     f"{100 * point['precision']:.1f}% | {100 * point['coverage']:.1f}% | "
                     f"{100 * point.get('clean', math.nan):.1f}% | {100 * point.get('reach_ratio', math.nan):.1f}% |")
     return (f"Decision model {model.version} (one for every catalog; measured leave-one-source-out on the training "
