@@ -498,3 +498,22 @@ def test_one_model_on_two_searches_of_the_same_rows(tmp_path: Path, capsys: pyte
     out = capsys.readouterr().out
     assert "| bundled | 0.0/0.0/0.0/0.0/0.0 | 100.0/100.0/100.0/100.0/100.0 |" in out
     assert f"rows of {after}: 70% +100.0 +- 0.0" in out
+
+
+@pytest.mark.slow  # git in a child process
+def test_the_reproduction_script_names_revisions_this_history_holds() -> None:
+    """scripts/reproduce_decision_model.sh checks out the revisions that searched the shipped model's episodes: they
+    must be in the repository's history (a rewrite of it would break the reproduction) and the script must parse."""
+    import re
+    import subprocess
+
+    script = ROOT / "scripts" / "reproduce_decision_model.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    revisions = re.findall(r"^(?:TEXT|IMAGE)_REVISION=([0-9a-f]{7,40})", script.read_text(encoding="utf-8"), re.M)
+    assert len(revisions) == 2
+    shallow = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True,
+                             text=True, check=True).stdout.strip()
+    if shallow == "true":
+        pytest.skip("a shallow clone holds no earlier revision")
+    for rev in revisions:
+        subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"], check=True)
