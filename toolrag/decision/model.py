@@ -163,7 +163,7 @@ class DecisionModel:
     def reads_history(self, features: np.ndarray) -> bool:
         """Whether the history heads read this :data:`FEATURES` vector: earlier turns and no image."""
         x = np.asarray(features, dtype=np.float64)
-        return bool(self.history_heads) and x[_HISTORY] > 0 and not (self.image_heads and x[_IMAGE] > 0)
+        return bool(self.history_heads and x[_HISTORY] > 0 and not (self.image_heads and x[_IMAGE] > 0))
 
     def probabilities(self, features: np.ndarray) -> dict[str, float]:
         """The distribution over what to do for one :data:`FEATURES` vector, summing to one: ``right`` (call the
