@@ -37,24 +37,25 @@ _EXAMPLES: list[tuple[str, str | None]] = [
 #: After Search: if the decision banner and the first three ranked tools are not all on screen (a small window),
 #: scroll so the banner is at the top. Runs in the browser once the table shows rows (a first search makes the
 #: table appear a moment after the result; a result without rows is measured after 10 s) and the layout has
-#: settled: the same positions in three frames in a row (a measure taken while the table was still laying out
-#: scrolled a laptop window that holds everything; on a busy machine the table took more than the 3 s this
-#: waited before, and the window scrolled). It gives up after 20 s without a settled layout.
+#: settled: the same positions for 600 ms and at least three frames (a measure taken while the table was still
+#: laying out scrolled a laptop window that holds everything: on a busy machine the table took more than the 3 s
+#: this waited at first, and three equal frames in a row came before the column widths' update, which moves the
+#: rows). It gives up after 20 s without a settled layout.
 REVEAL_ANSWER = """() => {
   const start = performance.now();
-  let last = "", same = 0;
+  let last = "", same = 0, since = start;
   const reveal = () => {
-    const elapsed = performance.now() - start;
+    const now = performance.now(), elapsed = now - start;
     if (elapsed >= 20000) return;
     const banner = document.getElementById("decision-banner");
     const rows = document.querySelectorAll("#results [role=row].virtual-row");
     if (!banner || (!rows.length && elapsed < 10000)) { requestAnimationFrame(reveal); return; }
     const end = rows.length ? rows[Math.min(rows.length, 3) - 1] : banner;
     const top = banner.getBoundingClientRect().top, bottom = end.getBoundingClientRect().bottom;
-    const now = `${top}|${bottom}|${rows.length}`;
-    same = now === last ? same + 1 : 0;
-    last = now;
-    if (same < 2) { requestAnimationFrame(reveal); return; }
+    const layout = `${top}|${bottom}|${rows.length}|${document.documentElement.scrollHeight}`;
+    if (layout === last) { same += 1; } else { same = 0; since = now; }
+    last = layout;
+    if (same < 2 || now - since < 600) { requestAnimationFrame(reveal); return; }
     if (top < 0 || bottom > window.innerHeight) window.scrollBy({top: top - 8, behavior: "instant"});
   };
   requestAnimationFrame(reveal);
