@@ -32,7 +32,7 @@ from bench.decision_episodes import (
     _draw_foreign,
     _foreign_pool,
     _norm,
-    _read_jsonl,
+    read_pairs,
 )
 from bench.train_data import FOLDERS
 from toolrag.text import has_cjk
@@ -82,9 +82,7 @@ def build_conversations(root: Path, spaces: Mapping[str, Space], decisions: Mapp
     about as the later one."""
     rng = random.Random(seed)
     clarify = {_norm(e["request"]) for eps in decisions.values() for e in eps if e["expect"] == "CLARIFY"}
-    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
-    if limit:
-        pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
+    pairs = read_pairs(root, limit)
     episodes = []
     for folder in (f for f in FOLDERS if f in sources):
         space, pool = spaces[folder], _foreign_pool(pairs, folder)

@@ -51,7 +51,7 @@ import numpy as np
 from bench.train_data import FOLDERS, training_dir
 
 __all__ = ["CROSS_SIDES", "DECISION_SETS", "FOREIGN_SHARE", "GROUPS", "OTHER_SIDE", "SHIFT_GROUPS", "Episode", "Space",
-           "build_cross", "build_episodes", "build_foreign", "pool_decision_sets", "size_draw"]
+           "build_cross", "build_episodes", "build_foreign", "pool_decision_sets", "read_pairs", "size_draw"]
 
 #: The decision sets of ``../shared/training/decisions``.
 DECISION_SETS = ("acebench_special_en", "acebench_special_zh", "bfcl_nonlive", "glaive_toolcall_en",
@@ -123,6 +123,15 @@ def _read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         for line in fh:
             if line.strip():
                 yield json.loads(line)
+
+
+def read_pairs(root: Path, limit: int | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Each training folder's labelled requests (``pairs.jsonl``), with ``limit``: at most that many per folder,
+    evenly spaced (a quick run)."""
+    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
+    if limit:
+        pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
+    return pairs
 
 
 def _norm(text: str) -> str:
@@ -203,9 +212,7 @@ def build_episodes(root: Path, spaces: Mapping[str, Space],
     rng = random.Random(seed)
     wanted = set(sources) if sources is not None else set(FOLDERS) | set(decisions)
     clarify = {_norm(e["request"]) for eps in decisions.values() for e in eps if e["expect"] == "CLARIFY"}
-    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
-    if limit:
-        pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
+    pairs = read_pairs(root, limit)
     raw = {f: {_norm(r["query"]): r for r in _read_jsonl(training_dir(training) / f / "pairs.jsonl")} for f in FOLDERS}
     episodes: list[Episode] = []
     for folder in (f for f in FOLDERS if f in wanted):
@@ -259,9 +266,7 @@ def build_foreign(root: Path, spaces: Mapping[str, Space], *, sources: Sequence[
     the Chinese ones, while a served request nearly never is; so "the request is not in its top tool's language"
     came to mean "nothing serves" (docs/decision_trials.md)."""
     rng = random.Random(seed)
-    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
-    if limit:
-        pairs = {f: rows[:: max(1, len(rows) // limit)][:limit] for f, rows in pairs.items()}
+    pairs = read_pairs(root, limit)
     episodes = []
     for folder in (f for f in FOLDERS if f in sources):
         space, pool = spaces[folder], _foreign_pool(pairs, folder)

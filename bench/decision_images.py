@@ -32,7 +32,7 @@ from typing import Any
 
 from PIL import Image, ImageFilter
 
-from bench.decision_episodes import GROUPS, Episode, Space, _catalog, _nearest, _read_jsonl, size_draw
+from bench.decision_episodes import GROUPS, Episode, Space, _catalog, _nearest, read_pairs, size_draw
 from bench.train_data import FOLDERS
 
 __all__ = ["Picture", "build_image_episodes", "draw", "photo_files"]
@@ -146,7 +146,7 @@ def build_image_episodes(root: Path, spaces: Mapping[str, Space], text_episodes:
     rng = random.Random(seed)
     per_folder = min(PER_FOLDER, limit) if limit else PER_FOLDER
     scale = per_folder / PER_FOLDER
-    pairs = {f: list(_read_jsonl(root / f / "pairs.jsonl")) for f in FOLDERS}
+    pairs = read_pairs(root)
     pool = [(f, p) for f in FOLDERS for p in pairs[f]]
     out: list[Episode] = []
     for folder in FOLDERS:
