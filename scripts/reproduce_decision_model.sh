@@ -14,7 +14,13 @@
 # the bench folder are reused: start from an empty one to search everything again.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
-training=$(cd "${1:-${TOOLRAG_TRAINING:-$repo/../shared/training}}" && pwd)
+training=${1:-${TOOLRAG_TRAINING:-$repo/../shared/training}}
+if [ ! -f "$training/README.md" ]; then
+    echo "reproduce_decision_model.sh: no training sets at '$training' (its README.md is missing): pass the folder" \
+         "of the public training sets (shared/training) as the first argument, or set TOOLRAG_TRAINING" >&2
+    exit 2
+fi
+training=$(cd "$training" && pwd)
 bench=${TOOLRAG_BENCH_DIR:-${TMPDIR:-/tmp}/toolrag-bench}
 export TOOLRAG_BENCH_DIR=$bench
 mkdir -p "$bench"

@@ -4,6 +4,7 @@ ceiling, on examples worked by hand."""
 
 from __future__ import annotations
 
+import math
 import random
 import sys
 from pathlib import Path
@@ -200,6 +201,38 @@ def test_frontier_by_hand() -> None:
     # 75% clean (N1 injected) allows a threshold up to 0.8: A, B, C, E; all clean needs 0.3 or less: A, E
     assert f["clean_70"] == pytest.approx(1.0)
     assert f["clean_80"] == f["clean_95"] == pytest.approx(1 / 2)
+
+
+class _HistoryStub(_StubModel):
+    """:class:`_StubModel` whose rows with the second feature set have earlier turns, called at P(right) >= 0.9."""
+
+    def operating_point(self, target: float, *, history: bool = False) -> tuple[float, float]:
+        return target, 0.9 if history else 0.5
+
+    def reads_history(self, x: np.ndarray) -> bool:
+        return bool(x[1] > 0)
+
+
+def test_the_frontier_calls_a_request_with_earlier_turns_at_its_own_point() -> None:
+    """bench.decision_frontier reads each row at the EXECUTE threshold serving reads it at: a request nothing
+    serves called at the shared threshold (P(right) 0.6) keeps a tool whatever the P(no tool) threshold, so no
+    clean share is reachable; at the history heads' own threshold (0.9) it is asked about, and kept clean below
+    its P(no tool)."""
+    from bench.decision_frontier import frontier
+    from toolrag.decision.view import FEATURES
+
+    def row(key: float, gold: tuple[str, ...], turns: bool) -> dict:
+        x = [0.0] * len(FEATURES)
+        x[0], x[1] = key, float(turns)
+        return {"x": x, "gold": list(gold), "top": ["a", "b", "c"], "selected": [], "decided_by": "model",
+                "cand": []}
+
+    table = {1: (0.8, 0.1), 2: (0.6, 0.45)}
+    rows = [row(1, ("a",), False), row(2, (), True)]
+    shared = frontier(rows, _StubModel(table))
+    assert math.isnan(shared.get("clean_95", math.nan))
+    own = frontier(rows, _HistoryStub(table))
+    assert own["clean_95"] == pytest.approx(1.0) and own["own"] == pytest.approx(1.0)
 
 
 def _tiny_training(root: Path, *, same_tool: bool = False) -> None:
@@ -504,11 +537,16 @@ def test_one_model_on_two_searches_of_the_same_rows(tmp_path: Path, capsys: pyte
 def test_the_reproduction_script_names_revisions_this_history_holds() -> None:
     """scripts/reproduce_decision_model.sh checks out the revisions that searched the shipped model's episodes: they
     must be in the repository's history (a rewrite of it would break the reproduction) and the script must parse."""
+    import os
     import re
     import subprocess
 
     script = ROOT / "scripts" / "reproduce_decision_model.sh"
     subprocess.run(["bash", "-n", str(script)], check=True)
+    refused = subprocess.run(["bash", str(script), str(ROOT / "no-such-folder")], capture_output=True, text=True,
+                             env={**os.environ, "TOOLRAG_BENCH_DIR": str(ROOT / "no-such-folder")}, timeout=60)
+    assert refused.returncode == 2 and "no training sets at" in refused.stderr and "TOOLRAG_TRAINING" in \
+        refused.stderr  # before anything is downloaded, checked out or written
     revisions = re.findall(r"^(?:TEXT|IMAGE)_REVISION=([0-9a-f]{7,40})", script.read_text(encoding="utf-8"), re.M)
     assert len(revisions) == 2
     shallow = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--is-shallow-repository"], capture_output=True,
