@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent / "toolrag"
 #: Layer of each top-level part of the package (a module at the top or a subpackage).
 LAYERS = {
     "errors": 0, "stats": 0, "text": 0, "signals": 0, "progress": 0, "yamlio": 0, "jsonio": 0, "gcpause": 0,
-    "env_vars": 0, "version": 0,
+    "env_vars": 0, "version": 0, "paths": 0,
     "config": 1, "files": 1, "images": 1, "strict": 1, "language": 1,
     "settings": 2, "audit": 2, "observe": 2,
     "catalog": 3,

@@ -177,6 +177,42 @@ def test_catalog_yaml_is_read_strictly(tmp_path: Path, meta: str, message: str) 
         load_catalog(tmp_path)
 
 
+def test_every_problem_of_catalog_yaml_is_listed_at_once(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n")
+    write(tmp_path, "catalog.yaml", "nmae: x\ndescription: [a]\nroles:\n  guest: expense.submit\n"
+                                    "  clerk: ['a b']\n  hr: [hr.payroll.approve]\n")
+    with pytest.raises(ProfileError) as caught:
+        load_catalog(tmp_path)
+    found = [str(p).split("catalog.yaml")[1] for p in caught.value.problems]
+    assert found == [":1: unknown key 'nmae'; did you mean 'name'?", ":2: description: expected text (e.g. a text), "
+                     "got a list ['a']", ":4: roles.guest: expected a list (e.g. [expense.submit, travel.book]), got "
+                     "text 'expense.submit'", ":5: roles.clerk: permission code 'a b' is not valid: a code may not "
+                     "contain a comma or a space (list several codes as separate items)"]
+    assert "(+3 more problems; `toolrag lint` lists them all)" in str(caught.value)
+
+
+def test_an_emptied_profile_file_is_named_not_skipped_in_silence(tmp_path: Path) -> None:
+    write(tmp_path, "t.yaml", "- id: a\n  description: something\n")
+    write(tmp_path, "finance.yaml", "# the finance tools, moved elsewhere\n")
+    catalog = load_catalog(tmp_path)
+    assert catalog.ids == ["a"]
+    assert any(w.endswith("finance.yaml: holds no tool profile (empty, or only comments); add its profiles or "
+                          "delete the file") for w in catalog.report.warnings)
+
+
+def test_a_catalog_file_is_named_by_its_folder_and_a_duplicate_in_it_without_a_line(tmp_path: Path,
+                                                                                    monkeypatch: pytest.MonkeyPatch
+                                                                                    ) -> None:
+    tool = {"type": "function", "function": {"name": "get_weather", "description": "the weather in a city"}}
+    (tmp_path / "tools.json").write_text(json.dumps([tool, tool]), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    catalog = load_catalog("tools.json")  # a relative path without a folder: the folder is the working one
+    assert catalog.name == tmp_path.name
+    assert [w for w in catalog.report.warnings if "duplicate" in w] == [
+        "duplicate tool id 'get_weather' twice in tools.json; ids must be unique across the catalog; kept the "
+        "first, skipped the second"]
+
+
 def test_catalog_under_a_hidden_folder_loads(tmp_path: Path) -> None:
     # Hidden components count only inside the catalog folder (~/.config/tools, repo/.agents/tools, ../tools).
     folder = tmp_path / ".config" / "tools"

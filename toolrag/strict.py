@@ -82,12 +82,16 @@ class Section:
 
     def check_keys(self, allowed: Collection[str]) -> None:
         """Refuse a key outside ``allowed``, with the closest valid ones."""
-        for key in self.data:
-            if str(key) not in allowed:
-                label = self.name()
-                raise self.error(f"{self.where(key)}: {label + ': ' if label else ''}unknown key {str(key)!r}; "
-                                 f"{closest(key, allowed)}", file=str(self.file), line=self.line_of(key),
-                                 field=self.name(key))
+        for error in self.unknown_keys(allowed):
+            raise error
+
+    def unknown_keys(self, allowed: Collection[str]) -> list[ToolragError]:
+        """The error of every key outside ``allowed`` (for a reader that lists every problem of a file)."""
+        label = self.name()
+        return [self.error(f"{self.where(key)}: {label + ': ' if label else ''}unknown key {str(key)!r}; "
+                           f"{closest(key, allowed)}", file=str(self.file), line=self.line_of(key),
+                           field=self.name(key))
+                for key in self.data if str(key) not in allowed]
 
     # -------------------------------------------------------------------------------------------- values
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from toolrag.catalog.cache import cached
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, apply_extra_examples
@@ -38,8 +39,9 @@ from toolrag.catalog.fields import (
 from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
 from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_load
 from toolrag.catalog.report import LoadMode, LoadReport
-from toolrag.errors import CatalogError, Problem, ProfileError
+from toolrag.errors import CatalogError, Problem, ProfileError, ToolragError
 from toolrag.gcpause import paused_gc
+from toolrag.paths import path_problem
 from toolrag.strict import Section
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
@@ -53,6 +55,7 @@ PROFILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
 META_FILE = "catalog.yaml"
 PROVENANCE_FILE = "provenance.json"
 _MAX_PROBLEMS_SHOWN = 1
+_T = TypeVar("_T")
 
 
 def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cache: bool = True) -> Catalog:
@@ -64,6 +67,8 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
     Raises ``ProfileError`` listing every problem found in strictly read files, ``CatalogError`` for a missing
     path, a bad ``catalog.yaml`` or a catalog without any tool."""
     root = Path(path)
+    if (problem := path_problem(root)) is not None:
+        raise CatalogError(f"catalog path {str(root)[:60]!r} {problem}; pass a folder of YAML profiles or a file")
     if not root.exists():
         raise CatalogError(f"catalog {str(root)!r} does not exist; pass a folder of YAML profiles or a file")
     folder = root if root.is_dir() else root.parent
@@ -81,7 +86,7 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
             roles = dict(meta.get("roles") or {})
             if not builder.errors and not builder.profiles:
                 raise CatalogError(_empty_message(root, files, builder))
-            catalog = builder.finish(str(meta.get("name", folder.name)), folder, roles)
+            catalog = builder.finish(str(meta.get("name", folder.resolve().name)), folder, roles)
         if extras.is_file():
             catalog, warnings = apply_extra_examples(catalog, extras, strict=chosen is LoadMode.STRICT)
             for warning in warnings:
@@ -174,6 +179,9 @@ class _Builder:
         problems: list[Problem] = []
         records = read_records(file, problems)
         self._unreadable(problems, lenient)
+        if not records and not problems:  # an emptied file would drop its tools without a word
+            self.warnings.append(f"{file}: holds no tool profile (empty, or only comments); add its profiles or "
+                                 "delete the file")
         for raw, line in records:
             self._keep(self.build(raw, where=str(file), source=file, line=line, lenient=lenient), lenient)
 
@@ -279,8 +287,8 @@ class _Builder:
                 seen[profile.id] = profile
                 kept.append(profile)
                 continue
-            text = (f"duplicate tool id {profile.id!r} in {_at(first)} and {_at(profile)}; ids must be unique "
-                    "across the catalog")
+            where = f"twice in {_at(first)}" if _at(first) == _at(profile) else f"in {_at(first)} and {_at(profile)}"
+            text = f"duplicate tool id {profile.id!r} {where}; ids must be unique across the catalog"
             if self._lenient[id(profile)]:
                 self.warnings.append(f"{text}; kept the first, skipped the second")
                 self.skipped += 1
@@ -315,7 +323,9 @@ def _problem(text: str, profile: ToolProfile, field: str) -> Problem:
 
 
 def _at(profile: ToolProfile) -> str:
-    return f"{profile.source}:{profile.line}" if profile.source is not None else f"tool {profile.id!r}"
+    if profile.source is None:
+        return f"tool {profile.id!r}"
+    return f"{profile.source}:{profile.line}" if profile.line is not None else str(profile.source)
 
 
 def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
@@ -336,28 +346,44 @@ _META_KEYS = ("name", "assets_dir", "roles", "description")
 
 def _load_meta(file: Path) -> dict[str, Any]:
     """``catalog.yaml``, read strictly (:class:`toolrag.strict.Section`): an unknown key, a value of the wrong
-    shape or a bad permission code names the file, its line and the closest valid key."""
+    shape or a bad permission code names the file, its line and the closest valid key; every problem of the file
+    is listed at once, as for a profile file."""
     problems: list[Problem] = []
     data = yaml_load(file.read_text(encoding="utf-8"), file, problems)
     if problems:
         _raise(problems)
     meta = Section.of(data, file, what="name, assets_dir and roles", error=CatalogError)
-    meta.check_keys(_META_KEYS)
+    errors: list[ToolragError] = meta.unknown_keys(_META_KEYS)
     for key in ("name", "assets_dir", "description"):
-        meta.text(key, example="a text")  # shape only: the values are read below
-    return {**{k: meta.raw(k) for k in meta.names()}, "roles": _parse_roles(meta)}
+        _noting(errors, partial(meta.text, key, example="a text"))  # shape only: the values are read below
+    roles = _noting(errors, lambda: _parse_roles(meta, errors))
+    if errors:
+        _raise([Problem(str(e), e.file, e.line, e.tool, e.field) for e in errors])
+    return {**{k: meta.raw(k) for k in meta.names()}, "roles": roles or {}}
 
 
-def _parse_roles(meta: Section) -> dict[str, tuple[str, ...]]:
+def _noting(errors: list[ToolragError], read: Callable[[], _T]) -> _T | None:
+    """``read()``, or ``None`` with its error added to ``errors``."""
+    try:
+        return read()
+    except ToolragError as exc:
+        errors.append(exc)
+        return None
+
+
+def _parse_roles(meta: Section, errors: list[ToolragError]) -> dict[str, tuple[str, ...]]:
     roles_section = meta.section("roles", example="{employee: [expense.submit]}")
     if roles_section is None:
         return {}
     roles: dict[str, tuple[str, ...]] = {}
     for name in roles_section.names():
-        codes = roles_section.strings(name, example="[expense.submit, travel.book]")
+        codes = _noting(errors, partial(roles_section.strings, name, example="[expense.submit, travel.book]"))
+        if codes is None:
+            continue
         bad = [c for c in codes if not PERMISSION_CODE.match(c)]
         if bad:
-            raise roles_section.fail(name, f"permission code {bad[0]!r} is not valid: a code may not contain a comma "
-                                           "or a space (list several codes as separate items)")
+            errors.append(roles_section.fail(name, f"permission code {bad[0]!r} is not valid: a code may not contain "
+                                                   "a comma or a space (list several codes as separate items)"))
+            continue
         roles[name] = codes
     return roles
