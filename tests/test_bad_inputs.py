@@ -79,8 +79,8 @@ def test_an_image_is_taken_as_python_users_pass_it_and_anything_else_is_named(tm
         loaded = [load_image(source, fit=False) for source in given]
     assert all(img.mode == "RGB" and img.size == (48, 40) for img in loaded)
     assert all(np.array_equal(np.asarray(img), pixels) for img in loaded[:9])
-    for bad, message in [(42, "an image of type builtins.int cannot be read: give a path, bytes, a binary file "
-                               "object"),
+    for bad, message in [(42, "an image of type builtins.int cannot be read: give a path, a data:image/...;base64, "
+                               "URL, bytes, a binary file object"),
                          ([[0, 1]], "type builtins.list"), (io.StringIO("x"), "open in text mode: open it in binary "
                                                                             "mode"),
                          (np.zeros((4, 4, 5), np.uint8), r"array of shape \(4, 4, 5\)"),
@@ -90,6 +90,63 @@ def test_an_image_is_taken_as_python_users_pass_it_and_anything_else_is_named(tm
             load_image(bad)  # type: ignore[arg-type]
     with pytest.raises(ImageError, match="image file /dev/zero: is a character device, not an image file"):
         load_image("/dev/zero")
+
+
+def test_an_image_given_as_text_is_a_path_or_a_data_url_and_anything_else_is_named(tmp_path: Path) -> None:
+    import base64
+    import io
+
+    buffer = io.BytesIO()
+    Image.effect_noise((48, 40), 60).convert("RGB").save(buffer, "PNG")
+    encoded = base64.b64encode(buffer.getvalue()).decode()
+    assert load_image(f"data:image/png;base64,{encoded}", fit=False).size == (48, 40)  # what web clients send
+    assert load_image(f"  data:image/png;base64,{encoded[:40]}\n{encoded[40:]}\n", fit=False).size == (48, 40)
+    for bad, message in [
+        (encoded, "looks like an image's bytes as base64, not a path: give base64.b64decode"),
+        ("https://example.com/receipt.png", "'https://example.com/receipt.png' is a URL: toolrag does not download"),
+        ("s3://bucket/a.png", "is a URL"),
+        ("x" * 300, "has a name of 300 bytes, longer than a file name can be"),
+        ("a\x00b.png", "contains a NUL character"),
+        ("data:image/png,rawbytes", "a data: URL of an image must be base64-encoded"),
+        ("data:image/png;base64,@@@", "expected the image's bytes as base64"),
+    ]:
+        with pytest.raises(ImageError, match=message):
+            load_image(bad)
+    with pytest.raises(ImageError) as caught:
+        load_image(encoded)
+    assert len(str(caught.value)) < 300  # the text is named by its start, never echoed whole
+
+
+def test_a_path_that_can_never_name_a_file_is_named_by_each_reader(tmp_path: Path) -> None:
+    from toolrag.paths import path_problem
+
+    assert path_problem("sample_tools") is None and path_problem(tmp_path / ("a" * 255)) is None
+    assert path_problem("a" * 256) == "has a name of 256 bytes, longer than a file name can be (255)"
+    assert path_problem("规" * 86) is not None  # 258 bytes of UTF-8: the file system counts bytes
+    assert path_problem("/".join(["a" * 200] * 21)) == "is 4,220 bytes long, longer than a path can be (4096)"
+    with pytest.raises(CatalogError, match="catalog path 'x{60}' has a name of 300 bytes"):
+        load_catalog("x" * 300)
+    with pytest.raises(QueryError, match="queries file 'q{60}' has a name of 305 bytes"):
+        load_queries("q" * 300 + ".yaml")
+    queries = tmp_path / "queries.yaml"
+    queries.write_text(f"- query: fix this\n  gold: []\n  image: {'p' * 300}.png\n", encoding="utf-8")
+    with pytest.raises(QueryError, match="has a name of 304 bytes"):
+        load_queries(queries)
+
+
+def test_settings_and_caller_of_another_type_are_named_with_the_fix(small_catalog_dir: Path) -> None:
+    import numpy as np
+
+    from toolrag.settings import Settings, settings_or
+
+    settings = Settings(top_k=np.int64(3), history_weight=np.float32(0.5), weights={"dense": np.float64(0.3)})
+    assert type(settings.top_k) is int and settings.top_k == 3 and type(settings.history_weight) is float
+    assert Settings().with_overrides(top_k=np.int32(7)).top_k == 7
+    assert settings_or(None) == Settings() and settings_or(None, settings) is settings
+    with pytest.raises(TypeError, match=r"settings is a dict, not toolrag.Settings: give Settings\(top_k=3\)"):
+        settings_or({"top_k": 3})
+    with pytest.raises(TypeError, match="caller is a str, not toolrag.Caller: for a role give role='employee'"):
+        prepare_request(load_catalog(small_catalog_dir), "x", caller="employee")  # type: ignore[arg-type]
 
 
 def test_a_usable_image_is_left_alone() -> None:

@@ -13,9 +13,12 @@ definition of a usable image and one error message for each way an image can be 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import io
 import math
+import re
 import stat
 import warnings
 from pathlib import Path
@@ -25,16 +28,22 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from toolrag.errors import ImageError
+from toolrag.paths import path_problem
 
-__all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_example_image", "fit_for_models",
-           "image_hash", "load_image", "probe_example_image", "shape_problem"]
+__all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_example_image", "decode_base64_image",
+           "fit_for_models", "image_hash", "load_image", "probe_example_image", "shape_problem"]
 
 
 ImageSource = str | Path | bytes | bytearray | memoryview | BinaryIO | np.ndarray | Image.Image
-"""What an image may be given as: a path, its bytes, a binary file object (``open(..., "rb")``, ``BytesIO``), a
-numpy array (height x width, optionally x 1, 3 or 4 channels: uint8, bool, or floats in 0-1 or 0-255) or a PIL
-image."""
-_KINDS = "a path, bytes, a binary file object (BytesIO, open(path, 'rb')), a numpy array or a PIL image"
+"""What an image may be given as: a path, a ``data:image/...;base64,`` URL, its bytes, a binary file object
+(``open(..., "rb")``, ``BytesIO``), a numpy array (height x width, optionally x 1, 3 or 4 channels: uint8, bool,
+or floats in 0-1 or 0-255) or a PIL image."""
+_KINDS = ("a path, a data:image/...;base64, URL, bytes, a binary file object (BytesIO, open(path, 'rb')), a numpy "
+          "array or a PIL image")
+#: A URL of a scheme that would need fetching (``https://``, ``ftp://``, ``s3://``...): never fetched.
+_URL = re.compile(r"^[a-z][a-z0-9+.-]*://", re.IGNORECASE)
+#: Text that is likely an image's bytes as base64 given where a path was expected.
+_BASE64 = re.compile(r"^[A-Za-z0-9+/_-]{64,}={0,2}$")
 
 #: Longest side / shortest side beyond which an image is degenerate: padded (a request), refused (an example).
 MAX_ASPECT = 20
@@ -69,7 +78,10 @@ def load_image(
         data, name = bytes(source), f"the uploaded image ({len(source):,} bytes)"
     elif callable(getattr(source, "read", None)):
         data, name = _read_stream(source, max_bytes)  # type: ignore[arg-type]
+    elif isinstance(source, str) and source.lstrip()[:5].lower() == "data:":
+        data, name = decode_base64_image(source), "the image of the data: URL"
     elif isinstance(source, str | Path):
+        _check_path(source)
         path = Path(source).expanduser()
         name = file = str(path)
         if not path.is_file():
@@ -104,6 +116,60 @@ def load_image(
         raise ImageError(f"{name} {kind}: {exc}", file=file) from exc
     rgb = _to_rgb(img, name=name, max_pixels=max_pixels)
     return fit_for_models(rgb) if fit else rgb
+
+
+def decode_base64_image(text: str) -> bytes:
+    """The bytes of an image given as base64 text or a ``data:image/...;base64,`` URL (MCP callers and web clients
+    send images so); an ImageError saying what is expected for anything else."""
+    data = text.strip()
+    if data[:5].lower() == "data:":
+        header, _, data = data.partition(",")
+        if not header.lower().endswith(";base64"):
+            raise ImageError(f"a data: URL of an image must be base64-encoded ({_short(header)}...): use "
+                             "data:image/png;base64,<the bytes as base64>")
+    try:
+        return base64.b64decode("".join(data.split()), validate=True)
+    except (binascii.Error, ValueError):
+        raise ImageError("expected the image's bytes as base64 (or a data:image/png;base64,... URL)") from None
+
+
+def _check_path(source: str | Path) -> None:
+    """Refuse a value given as an image's path that can never be one: a URL (never fetched: toolrag runs
+    offline, and a server must not fetch what a request names), an image's base64 text, a NUL byte or a name
+    too long for the file system."""
+    text = str(source).strip()
+    if _URL.match(text):
+        raise ImageError(f"image {_short(text)!r} is a URL: toolrag does not download images (it runs offline, and a "
+                         "server must not fetch what a request names); download it and give its path or bytes")
+    problem = path_problem(text)
+    if problem is None and Path(text).expanduser().exists():
+        return
+    if _looks_base64(text):
+        raise ImageError(f"image {_short(text)!r} looks like an image's bytes as base64, not a path: give "
+                         "base64.b64decode(text) (the bytes) or a data:image/png;base64,... URL")
+    if problem is not None:
+        raise ImageError(f"image path {_short(text)!r} {problem}: give the path of an image file, or the image "
+                         "itself (bytes, a data:image/...;base64, URL, a PIL image)")
+
+
+#: How the image formats Pillow reads most often start (PNG, JPEG, GIF, WebP's RIFF, BMP, TIFF).
+_SIGNATURES = (b"\x89PNG", b"\xff\xd8\xff", b"GIF8", b"RIFF", b"BM", b"II*\x00", b"MM\x00*")
+
+
+def _looks_base64(text: str) -> bool:
+    """Whether ``text`` is base64 text of an image file (its first bytes decode to an image format's signature)."""
+    compact = "".join(text.split())
+    if not _BASE64.match(compact):
+        return False
+    try:
+        head = base64.b64decode(compact[:16], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return head.startswith(_SIGNATURES)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def shape_problem(size: tuple[int, int], *, min_side: int = MIN_EXAMPLE_SIDE) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -27,7 +28,7 @@ from toolrag.strict import Section
 
 __all__ = [
     "IMAGE_SIGNALS", "PACKAGED_MODELS", "SIGNALS", "TEXT_SIGNALS",
-    "Fusion", "Normalization", "Settings",
+    "Fusion", "Normalization", "Settings", "settings_or",
 ]
 
 
@@ -134,17 +135,18 @@ class Settings:
                                 "weights: {dense: 0.21, bm25: 0.21}")
         object.__setattr__(self, "fusion", _enum(Fusion, self.fusion, "fusion"))
         object.__setattr__(self, "normalization", _enum(Normalization, self.normalization, "normalization"))
-        _check_int("top_k", self.top_k, 1, 1000)
-        _check_int("candidates", self.candidates, 1, 10_000)
-        _check_int("rerank_top_n", self.rerank_top_n, 1, 1000)
-        _check_int("rrf_k", self.rrf_k, 1, 10_000)
-        _check_number("history_weight", self.history_weight, 0.0, 1.0)
+        object.__setattr__(self, "top_k", _check_int("top_k", self.top_k, 1, 1000))
+        object.__setattr__(self, "candidates", _check_int("candidates", self.candidates, 1, 10_000))
+        object.__setattr__(self, "rerank_top_n", _check_int("rerank_top_n", self.rerank_top_n, 1, 1000))
+        object.__setattr__(self, "rrf_k", _check_int("rrf_k", self.rrf_k, 1, 10_000))
+        object.__setattr__(self, "history_weight", _check_number("history_weight", self.history_weight, 0.0, 1.0))
         if not isinstance(self.rerank, bool):
             raise SettingsError(f"rerank is {self.rerank!r}; use true or false")
         if self.precision_target is not None:
-            _check_number("precision_target", self.precision_target, 0.5, 0.99)
+            object.__setattr__(self, "precision_target",
+                               _check_number("precision_target", self.precision_target, 0.5, 0.99))
         if self.clean_target is not None:
-            _check_number("clean_target", self.clean_target, 0.5, 0.99)
+            object.__setattr__(self, "clean_target", _check_number("clean_target", self.clean_target, 0.5, 0.99))
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields changed (``None`` is a value: it turns an optional model off or
@@ -220,8 +222,7 @@ def _weights(weights: Any) -> dict[str, float]:
             close = difflib.get_close_matches(str(name), SIGNALS, n=1, cutoff=0.5)
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise SettingsError(f"unknown signal weight {name!r}; {hint}signals: {', '.join(SIGNALS)}")
-        _check_number(f"weight of {name!r}", value, 0.0, MAX_WEIGHT)
-        out[name] = float(value)
+        out[name] = _check_number(f"weight of {name!r}", value, 0.0, MAX_WEIGHT)
     return out
 
 
@@ -235,12 +236,27 @@ def _enum(kind: type[Enum], value: Any, name: str) -> Any:
         raise SettingsError(f"{name} {value!r} is not one of: {choices}") from None
 
 
-def _check_number(name: str, value: Any, low: float, high: float) -> None:
-    if (isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value)
-            or not low <= value <= high):
+def _check_number(name: str, value: Any, low: float, high: float) -> float:
+    """``value`` as a float when it is a real number (numpy's included, not a bool) from ``low`` to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(float(value)) \
+            or not low <= float(value) <= high:
         raise SettingsError(f"{name} is {value!r}; use a number from {low:g} to {high:g}")
+    return float(value)
 
 
-def _check_int(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+def _check_int(name: str, value: Any, low: int, high: int) -> int:
+    """``value`` as an int when it is a whole number (numpy's included, not a bool) from ``low`` to ``high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= int(value) <= high:
         raise SettingsError(f"{name} is {value!r}; use a whole number from {low} to {high}")
+    return int(value)
+
+
+def settings_or(value: Any, default: Settings | None = None) -> Settings:
+    """``value`` when it is a :class:`Settings`, ``default`` (else ``Settings()``) when it is ``None``; a TypeError
+    naming the type and the fix for anything else (a dict would otherwise be read as "no settings")."""
+    if value is None:
+        return default if default is not None else Settings()
+    if isinstance(value, Settings):
+        return value
+    raise TypeError(f"settings is a {type(value).__name__}, not toolrag.Settings: give Settings(top_k=3), "
+                    "Settings.from_yaml(path) or retriever.settings.with_overrides(top_k=3)")

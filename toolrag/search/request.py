@@ -47,6 +47,11 @@ def prepare_request(catalog: Catalog, query: Any = "", *, image: Any = None, his
     if history is None or isinstance(history, str | bytes) or not isinstance(history, Sequence):
         raise QueryError(f"history must be a list of earlier user turns (text), got {type(history).__name__}",
                          field="history")
+    if caller is not None and not isinstance(caller, Caller):
+        raise TypeError(f"caller is a {type(caller).__name__}, not toolrag.Caller: for a role give role={caller!r}"
+                        if isinstance(caller, str) else
+                        f"caller is a {type(caller).__name__}, not toolrag.Caller: give Caller.of(catalog, "
+                        "role=...), or role= / permissions= / categories=")
     if caller is not None and (permissions is not None or role is not None or categories is not None):
         raise TypeError("give either caller or role / permissions / categories, not both")
     notes: list[str] = []

@@ -47,7 +47,7 @@ from toolrag.search.request import prepare_request
 from toolrag.search.results import Candidate, SearchResult, SignalScore
 from toolrag.search.scoring import RawScores, score_signals
 from toolrag.search.warmup import warm_up, warm_up_in_background
-from toolrag.settings import Settings
+from toolrag.settings import Settings, settings_or
 from toolrag.signals import SIGNAL_SPECS
 from toolrag.text import clean_text
 
@@ -70,7 +70,7 @@ class ToolRetriever:
         self.index = index
         self.audit = audit
         """Where every search is recorded (``None``: nowhere); see :mod:`toolrag.audit`."""
-        self.settings = settings or Settings()
+        self.settings = settings_or(settings)
         self.analyzer = QueryAnalyzer(index.models)
         #: The decision: the shipped model (one for every catalog) and the no-tool requests (toolrag.decision).
         self.decider = decider or bank_decider(self.analyzer, folder=None)
@@ -102,7 +102,7 @@ class ToolRetriever:
         Chroma server's heartbeat), so a mistake there is reported in well under a second, before the models
         load and before anything is written. ``audit`` records every
         search (default: the log ``TOOLRAG_AUDIT_LOG`` names, if any)."""
-        settings = settings or Settings()
+        settings = settings_or(settings)
         audit = audit if audit is not None else AuditLog.from_env()
         cat = catalog if isinstance(catalog, Catalog) else load_catalog(catalog)
         refuse_unusable_images(cat)  # file:line as `toolrag lint` says it, before any model or file
@@ -199,7 +199,7 @@ class ToolRetriever:
                        ) -> np.ndarray | None:
         """Where a request lands in the multilingual text space (the map's star): its text vector, else the
         vector of the text read in its image, else of its image concepts; ``None`` when it has none."""
-        features = self.analyzer.analyze(query, image=image, settings=settings or self.settings)
+        features = self.analyzer.analyze(query, image=image, settings=settings_or(settings, self.settings))
         return next((features.vectors[k] for k in ("dense", "ocr", "concepts") if k in features.vectors), None)
 
     def rank_of(self, tool_id: str, query: str, *, image: Any = None, role: str | None = None,
@@ -246,7 +246,7 @@ class ToolRetriever:
         example out; up to ``EXACT_LIMIT`` tools).
         """
         t0, started_ns = time.perf_counter(), time.time_ns()
-        cfg = settings or self.settings
+        cfg = settings_or(settings, self.settings)
         if top_k is not None:
             cfg = cfg.with_overrides(top_k=top_k)
         snap = snapshot if snapshot is not None else self.index.snapshot

@@ -11,8 +11,6 @@ hides: ``search_tools`` cannot return it and ``call_tool`` answers exactly as fo
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hmac
 import threading
 import time
@@ -23,6 +21,7 @@ from toolrag.catalog.caller import Caller
 from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.schema import argument_problems
 from toolrag.errors import CallRefused, ImageError, QueryError, ToolragError, UpstreamError
+from toolrag.images import decode_base64_image
 from toolrag.index.replica import ReplicaIndex
 from toolrag.observe import metrics, tracing
 from toolrag.search.retriever import ToolRetriever
@@ -250,10 +249,7 @@ def _image_bytes(image: str | None) -> bytes | None:
     must not make the server read its own files."""
     if image is None or not image.strip():
         return None
-    data = image.strip()
-    if data.startswith("data:"):
-        data = data.partition(",")[2]
     try:
-        return base64.b64decode(data, validate=True)
-    except (binascii.Error, ValueError):
-        raise ImageError("image: expected the image's bytes as base64 (or a data:image/png;base64,... URL)") from None
+        return decode_base64_image(image)
+    except ImageError as exc:
+        raise ImageError(f"image: {exc}") from None
