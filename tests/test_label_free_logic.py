@@ -215,6 +215,18 @@ def test_a_description_that_repeats_the_name_is_linted() -> None:
     assert "description-repeats-name" in codes and "short-description" not in codes
 
 
+def test_a_required_parameter_the_schema_does_not_define_is_linted() -> None:
+    schema = {"type": "object", "properties": {"image_url": {"type": "string", "description": "the picture"}},
+              "required": ["image_urll", "image_url"]}
+    catalog = load_records([{"name": "describe", "description": "Describes a picture.", "inputSchema": schema},
+                            {"name": "plain", "description": "Takes nothing.", "inputSchema": {"type": "object"}}],
+                           name="t")
+    warnings = [w for w in lint_profile(catalog.get("describe")) if w.code == "required-not-defined"]
+    assert [w.message for w in warnings] == ["required names parameters the schema does not define: image_urll; a "
+                                             "call can never give them (a typo? defined: image_url)"]
+    assert "required-not-defined" not in [w.code for w in lint_profile(catalog.get("plain"))]
+
+
 def test_sentences_split_on_western_and_full_width_marks() -> None:
     assert sentences("Reads a file. Returns text; errors are reported!\nShort.") == [
         "Reads a file.", "Returns text;", "errors are reported!"]  # "Short." is under 8 characters

@@ -78,6 +78,12 @@ def lint_profile(tool: ToolProfile) -> list[LintWarning]:
                if not (isinstance(schema, dict) and str(schema.get("description", "")).strip())]
     if missing:
         warn("undocumented-parameters", "parameters without a description: " + ", ".join(missing))
+    required = tool.parameters.get("required")
+    undefined = [str(name) for name in required if name not in properties] \
+        if isinstance(required, list) and isinstance(properties, dict) else []
+    if undefined:
+        warn("required-not-defined", "required names parameters the schema does not define: " + ", ".join(undefined)
+             + f"; a call can never give them (a typo? defined: {', '.join(map(str, properties)) or 'none'})")
     if tool.deprecated and not tool.replaced_by:
         warn("deprecated-without-successor", "deprecated but replaced_by names no successor")
     stuffed = keyword_stuffing(tool.description)
