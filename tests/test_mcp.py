@@ -422,8 +422,12 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
             async with streamable_http_client(f"http://127.0.0.1:{port}/mcp") as (read, write, *_), \
                     ClientSession(read, write) as session:
                 await session.initialize()
-                seen["tools"] = [t.name for t in (await session.list_tools()).tools]
+                listed = (await session.list_tools()).tools
+                seen["tools"] = [t.name for t in listed]
+                seen["schema"] = listed[0].input_schema
                 seen["image"] = await session.call_tool("search_tools", {"query": "", "image": receipt, "k": 2})
+                seen["image_alone"] = await session.call_tool("search_tools", {"image": f"data:image/png;base64,"
+                                                                                       f"{receipt}", "k": 2})
                 seen["payroll"] = await session.call_tool("search_tools", {"query": "approve the payroll"})
                 seen["bad_image"] = await session.call_tool("search_tools", {"query": "x", "image": "%%%"})
                 seen["bad_k"] = await session.call_tool("search_tools", {"query": "x", "k": 0})
@@ -434,6 +438,9 @@ def test_search_server_for_a_catalog_with_an_image(small_retriever: Any) -> None
     image = seen["image"].structured_content
     assert image["tools"][0]["id"] == "finance.expense.submit" and len(image["tools"]) <= 2
     assert image["tools"][0]["name"] == "submit_expense"
+    # a picture alone is a request (as in the library): the schema requires no query, and the answer is the same
+    assert "required" not in seen["schema"] and "default" not in seen["schema"]["properties"]["query"]
+    assert seen["image_alone"].structured_content["tools"] == image["tools"]
     assert "hr.payroll.approve" not in json.dumps(seen["payroll"].structured_content)  # the employee cannot see it
     assert seen["bad_image"].is_error and "base64" in texts(seen["bad_image"])
     assert seen["bad_k"].is_error and "k is 0; expected an integer from 1 to 50" in texts(seen["bad_k"])

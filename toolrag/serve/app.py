@@ -49,7 +49,8 @@ CALL_DESCRIPTION = (
 #: Each argument's JSON Schema as clients see it. The functions take ``Any``, so a wrong type is not refused by
 #: the SDK's validation (a 4-line text with a URL) but by :class:`ToolService`, in one line naming the argument
 #: and the type it expects.
-_QUERY = Annotated[Any, WithJsonSchema({"type": "string", "description": "the user's request, in their words"})]
+_QUERY = Annotated[Any, WithJsonSchema({"type": "string", "description": "the user's request, in their words (may "
+                                                                         "be left out when an image is sent)"})]
 _IMAGE = Annotated[Any, WithJsonSchema({"anyOf": [{"type": "string"}, {"type": "null"}],
                                         "description": "an image as base64 or a data:image/...;base64, URL"})]
 _K = Annotated[Any, WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 50,
@@ -72,10 +73,10 @@ def build_app(service: ToolService, *, name: str) -> MCPServer:
     async def search_tools(ctx: Context, query: _QUERY = None, image: _IMAGE = None, k: _K = 5) -> dict[str, Any]:
         caller = role(ctx, "search")
         try:
-            if query is None:
-                raise QueryError("query is missing; give the user's request as a string")
+            if query is None and image is None:
+                raise QueryError("query is missing; give the user's request as a string (or an image)")
             answer: dict[str, Any] = await anyio.to_thread.run_sync(
-                functools.partial(service.search, query, image=image, k=k, role=caller))
+                functools.partial(service.search, "" if query is None else query, image=image, k=k, role=caller))
         except ToolragError as exc:
             raise ToolError(str(exc)) from None
         return answer
@@ -90,7 +91,7 @@ def build_app(service: ToolService, *, name: str) -> MCPServer:
             raise ToolError(str(exc)) from None
         return result
 
-    tools = [_tool(search_tools, "search_tools", SEARCH_DESCRIPTION, required=["query"])]
+    tools = [_tool(search_tools, "search_tools", SEARCH_DESCRIPTION, required=[])]
     if service.gateway is not None:
         tools.append(_tool(call_tool, "call_tool", CALL_DESCRIPTION, required=["tool"]))
     app = MCPServer(name, version=__version__, instructions="Call search_tools first; it returns the tools to use.",
@@ -138,7 +139,13 @@ def _tool(fn: Any, name: str, description: str, *, required: list[str]) -> Tool:
     """A tool of ``fn`` whose schema lists ``required`` (the function takes them as optional, so a missing one is
     refused in one line by the function rather than by the SDK's validation)."""
     tool = Tool.from_function(fn, name=name, description=description)
-    tool.parameters["required"] = required
+    if required:
+        tool.parameters["required"] = required
+    else:
+        tool.parameters.pop("required", None)
+    for schema in tool.parameters["properties"].values():  # a null default of a typed argument contradicts its type
+        if schema.get("default", 0) is None and "anyOf" not in schema:
+            del schema["default"]
     return tool
 
 
