@@ -208,6 +208,11 @@ def test_a_catalog_file_is_named_by_its_folder_and_a_duplicate_in_it_without_a_l
     monkeypatch.chdir(tmp_path)
     catalog = load_catalog("tools.json")  # a relative path without a folder: the folder is the working one
     assert catalog.name == tmp_path.name
+    unnamed = [{"type": "function", "function": {"description": "no name"}}, {"name": None, "inputSchema": {}}, tool]
+    (tmp_path / "unnamed.json").write_text(json.dumps(unnamed), encoding="utf-8")
+    assert [w.split(": ", 1)[1] for w in load_catalog(tmp_path / "unnamed.json").report.warnings] == [
+        "tool without id: field 'function.name': is required; tool skipped",  # the field of the tool's own shape
+        "tool without id: field 'name': is required; tool skipped"]
     assert [w for w in catalog.report.warnings if "duplicate" in w] == [
         "duplicate tool id 'get_weather' twice in tools.json; ids must be unique across the catalog; kept the "
         "first, skipped the second"]

@@ -217,10 +217,13 @@ class _Builder:
         notes: list[str] = []
         tool = None if raw_id is None else str(raw_id)
 
+        shown: dict[str, str] = getattr(raw, "field_names", {})  # an OpenAI/MCP tool's own field names
+
         def message(field_name: str, text: str) -> Problem:
             at = key_lines.get(field_name, line)
-            said = f"{where}:{at}: {label}: field {field_name!r}: {text}" if at else \
-                f"{where}: {label}: field {field_name!r}: {text}"
+            named = shown.get(field_name, field_name)
+            said = f"{where}:{at}: {label}: field {named!r}: {text}" if at else \
+                f"{where}: {label}: field {named!r}: {text}"
             return Problem(said, where, at or None, tool, field_name)
 
         def problem(field_name: str, text: str, *, required: bool = False) -> None:

@@ -88,11 +88,12 @@ def from_foreign(item: Any, *, mcp: bool = False) -> Any:
     if not isinstance(item, dict):
         return item
     if item.get("type") == "function":
-        fn = item["function"] if isinstance(item.get("function"), dict) else item
+        nested = isinstance(item.get("function"), dict)
+        fn = item["function"] if nested else item
         out = {"id": fn.get("name"), "name": fn.get("name"), "description": fn.get("description")}
         if fn.get("parameters") is not None:
             out["parameters"] = fn["parameters"]
-        return out
+        return out if fn.get("name") is not None else _Unnamed(out, "function.name" if nested else "name")
     if "id" not in item and ("inputSchema" in item or (mcp and "name" in item)):
         description = item.get("description")
         title = item.get("title")
@@ -104,8 +105,17 @@ def from_foreign(item: Any, *, mcp: bool = False) -> Any:
         annotations = item.get("annotations") or {}
         if isinstance(annotations, dict) and annotations.get("destructiveHint"):
             out["mutation"] = True
-        return out
+        return out if item.get("name") is not None else _Unnamed(out, "name")
     return item
+
+
+class _Unnamed(dict[str, Any]):
+    """An OpenAI or MCP tool without a name, converted: its problems name the field of its own shape (the id is
+    read from ``function.name`` or ``name``)."""
+
+    def __init__(self, record: dict[str, Any], name_field: str) -> None:
+        super().__init__(record)
+        self.field_names = {"id": name_field}
 
 
 def is_blank(value: Any) -> bool:
