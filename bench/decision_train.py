@@ -26,6 +26,7 @@ import argparse
 import hashlib
 import math
 import pickle
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -99,7 +100,7 @@ def collect(args: argparse.Namespace) -> list[dict[str, Any]]:
     if getattr(args, "reuse", False):
         text_cache, image_cache = (_newest(folder, cache) for cache in (text_cache, image_cache))
     if getattr(args, "text_episodes", None):
-        text_cache = Path(args.text_episodes)
+        text_cache = _given_cache(Path(args.text_episodes), folder)
         say(f"--text-episodes: the text episodes as {text_cache.name} holds them")
     want_images = not getattr(args, "no_images", False)
     records = _load(text_cache)
@@ -304,6 +305,18 @@ def _newest(folder: Path, cache: Path) -> Path:
         return cache
     say(f"--reuse: {kept[-1].name} was searched with other code; its features may differ from this code's")
     return kept[-1]
+
+
+def _given_cache(path: Path, folder: Path) -> Path:
+    """A cache named on the command line: the path, else that name in the bench folder; a name found in neither
+    is an error (it would be searched afresh with this code and written there, fitting on other episodes than the
+    ones asked for)."""
+    for candidate in (path, folder / path):
+        if candidate.is_file():
+            return candidate
+    print(f"bench.decision_train: --text-episodes {path}: no such file here or in {folder}; give the path of a "
+          "decision-episodes-<key>.pkl (scripts/reproduce_decision_model.sh builds the shipped one)", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def _load(cache: Path) -> list[dict[str, Any]] | None:

@@ -555,3 +555,20 @@ def test_the_reproduction_script_names_revisions_this_history_holds() -> None:
         pytest.skip("a shallow clone holds no earlier revision")
     for rev in revisions:
         subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}^{{commit}}"], check=True)
+
+
+def test_a_text_episode_cache_named_on_the_command_line_is_found_or_refused(tmp_path: Path,
+                                                                            capsys: pytest.CaptureFixture[str],
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench.decision_train import _given_cache
+
+    (tmp_path / "decision-episodes-abc.pkl").write_bytes(b"")
+    monkeypatch.chdir(tmp_path.parent)
+    # a bare name is looked up in the bench folder too (it was read relative to the working folder, missed, and
+    # the episodes were searched afresh and written there: a fit on other episodes than the ones asked for)
+    assert _given_cache(Path("decision-episodes-abc.pkl"), tmp_path) == tmp_path / "decision-episodes-abc.pkl"
+    assert _given_cache(tmp_path / "decision-episodes-abc.pkl", Path("/nowhere")).is_file()
+    with pytest.raises(SystemExit) as stopped:
+        _given_cache(Path("decision-episodes-missing.pkl"), tmp_path)
+    assert stopped.value.code == 2
+    assert "--text-episodes decision-episodes-missing.pkl: no such file here or in" in capsys.readouterr().err
