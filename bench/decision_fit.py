@@ -36,6 +36,7 @@ from bench.decision_points import (
     operating_points,
 )
 from bench.decision_rows import (
+    HISTORY_KIND_WEIGHT,
     image_rows,
     image_weights,
     spoken_rows,
@@ -217,6 +218,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         oof_unread = np.zeros((len(records), 3))
         text_on_images = np.zeros((len(records), 3))
         text_on_turns = np.zeros((len(records), 3))
+        history_on_text = np.full((len(records), 3), np.nan)  # the history heads on the text episodes, held out
         for group in sorted(set(groups)):
             held = groups == group
             heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
@@ -226,6 +228,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
             if wh is not None and (held & turns).any():  # the heads a request with earlier turns reads
                 history_heads = _heads(family, *_with_unread(x, y, wh, ~held & spoken, pick & spoken), left_out)
                 oof[held & turns] = _predict(history_heads, x[held & turns])
+                history_on_text[held & text] = _predict(history_heads, x[held & text])
                 oof_unread[held & turns] = _predict(history_heads, _as_unread(x[held & turns]))
             if (held & pictured).any():
                 text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
@@ -238,7 +241,8 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         points = operating_points(oof[text], y[text], wt[text])
         cleans = clean_points(oof[text], [r for r, t in zip(records, text, strict=True) if t], wt[text])
         # the history heads' own points, on their held-out predictions (each group the same weight among them)
-        spoke = _history_points(oof, y, records, groups, turns) if wh is not None and turns.any() else None
+        spoke = _history_points(oof, y, records, groups, turns, history_on_text) \
+            if wh is not None and turns.any() else None
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
@@ -274,7 +278,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         if family == best_family and wh is not None:
             chosen = results["families"][family]
             own = {"history heads, their own points": _at(chosen["history_points"]),
-                   "history heads, their own EXECUTE point": (_at(chosen["history_points"])[0], _at(chosen)[1])} \
+                   "history heads, their own EXECUTE and text clean points": _shipped_history(chosen["history_points"])} \
                 if chosen["history_points"] else {}
             results["conversations"] = _kind_outcome(
                 records, turns, {"history heads": oof, "text heads": text_on_turns,
@@ -310,7 +314,7 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
     own, execute = d.copy(), d.copy()  # requests with earlier turns at the history heads' own points
     if chosen.get("history_points") and later.any():
         own[later] = decide(p[later], *_at(chosen["history_points"]), reader[later])
-        execute[later] = decide(p[later], _at(chosen["history_points"])[0], _at(chosen)[1], reader[later])
+        execute[later] = decide(p[later], *_shipped_history(chosen["history_points"]), reader[later])
     groups, n, base = np.array([r["group"] for r in shift]), np.array([r["n"] for r in shift]), baseline(sx)
     out: dict[str, Any] = {"ece": ece(p[:, 0], sy == 0, groups)}
     for group in sorted(set(groups)):
@@ -326,12 +330,23 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
 
 
 def _history_points(oof: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], groups: np.ndarray,
-                    turns: np.ndarray) -> dict[str, list[tuple[float, float]]]:
+                    turns: np.ndarray, on_text: np.ndarray) -> dict[str, list[tuple[float, float]]]:
     """The operating points of the history heads, read off their held-out predictions on the episodes with earlier
-    turns (each group the same total weight among them, each kind its weight)."""
+    turns (each group the same total weight among them, each kind its weight for the history heads), and
+    (``text_clean_points``, shipped) their clean points read off their held-out predictions ``on_text`` of the
+    text episodes, the requests the shared clean points are read on."""
     kept = [records[i] for i in np.flatnonzero(turns)]
-    w = weights(groups[turns], np.array([r["kind"] for r in kept]))
-    return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w)}
+    w = weights(groups[turns], np.array([r["kind"] for r in kept]), HISTORY_KIND_WEIGHT)
+    read = text_rows(records) & ~np.isnan(on_text[:, 2])
+    wt = text_weights(groups, records, None, HISTORY_KIND_WEIGHT)
+    return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w),
+            "text_clean_points": clean_points(on_text[read], [records[i] for i in np.flatnonzero(read)], wt[read])}
+
+
+def _shipped_history(points: Mapping[str, Any]) -> tuple[float, float]:
+    """(P(right), P(no tool)) thresholds of the history heads as shipped: their own EXECUTE point, and their clean
+    point read on the text episodes."""
+    return _at(points)[0], dict(points["text_clean_points"])[DEFAULT_CLEAN]
 
 
 def _at(points: Mapping[str, Any]) -> tuple[float, float]:
@@ -383,7 +398,9 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
     return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads,
-                       history_points=(chosen["history_points"] or {}).get("points", ()), points=chosen["points"],
+                       history_points=(chosen["history_points"] or {}).get("points", ()),
+                       history_clean_points=(chosen["history_points"] or {}).get("text_clean_points", ()),
+                       points=chosen["points"],
                        default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),
