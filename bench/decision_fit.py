@@ -36,7 +36,7 @@ from bench.decision_points import (
     operating_points,
 )
 from bench.decision_rows import (
-    HISTORY_KIND_WEIGHT,
+    FIT_KIND_WEIGHT,
     image_rows,
     image_weights,
     spoken_rows,
@@ -204,7 +204,10 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
     pictured = np.array([bool(r.get("image")) for r in records])
     text, turns, wh = text_rows(records), turn_rows(records), turn_weights(groups, records)
-    wt, wi, seen = text_weights(groups, records, w), image_weights(groups, records, w), image_rows(records)
+    # the heads are fitted with FIT_KIND_WEIGHT; the points and figures weigh what an agent sends (KIND_WEIGHT)
+    wt, seen = text_weights(groups, records, w), image_rows(records)
+    wt_fit, wi = text_weights(groups, records, None, FIT_KIND_WEIGHT), image_weights(groups, records, None,
+                                                                                     FIT_KIND_WEIGHT)
     # what the group tables report: what serving does (a stale episode's fresh copy stands in its place), and the
     # conversations apart (their own table: they are drawn, and their share of a group is arbitrary)
     spoken = spoken_rows(records)
@@ -221,7 +224,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         history_on_text = np.full((len(records), 3), np.nan)  # the history heads on the text episodes, held out
         for group in sorted(set(groups)):
             held = groups == group
-            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
+            heads = _heads(family, *_with_unread(x, y, wt_fit, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
             oof[held & ~pictured] = _predict(heads, x[held & ~pictured])
             oof_unread[held] = _predict(heads, _as_unread(x[held]))
             text_on_turns[held & turns] = oof[held & turns]
@@ -284,7 +287,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
                 records, turns, {"history heads": oof, "text heads": text_on_turns,
                                  **dict.fromkeys(own, oof)}, chosen, base, reader, y, points=own)
     if shift and best_family is not None:
-        results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
+        results["shift"] = _shift_outcome(best_family, records, x, y, wt_fit, pick, results["families"][best_family],
                                           shift, left_out)
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick,
@@ -332,13 +335,13 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
 def _history_points(oof: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], groups: np.ndarray,
                     turns: np.ndarray, on_text: np.ndarray) -> dict[str, list[tuple[float, float]]]:
     """The operating points of the history heads, read off their held-out predictions on the episodes with earlier
-    turns (each group the same total weight among them, each kind its weight for the history heads), and
+    turns (each group the same total weight among them, each kind its weight), and
     (``text_clean_points``, shipped) their clean points read off their held-out predictions ``on_text`` of the
     text episodes, the requests the shared clean points are read on."""
     kept = [records[i] for i in np.flatnonzero(turns)]
-    w = weights(groups[turns], np.array([r["kind"] for r in kept]), HISTORY_KIND_WEIGHT)
+    w = weights(groups[turns], np.array([r["kind"] for r in kept]))
     read = text_rows(records) & ~np.isnan(on_text[:, 2])
-    wt = text_weights(groups, records, None, HISTORY_KIND_WEIGHT)
+    wt = text_weights(groups, records, None)
     return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w),
             "text_clean_points": clean_points(on_text[read], [records[i] for i in np.flatnonzero(read)], wt[read])}
 
@@ -382,11 +385,11 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
 
     text, spoken = text_rows(records), spoken_rows(records)
     groups = np.array([r["group"] for r in records])
-    wt, wh = text_weights(groups, records, w), turn_weights(groups, records)
+    wt, wh = text_weights(groups, records, None, FIT_KIND_WEIGHT), turn_weights(groups, records)
     alone = (*left_out, *HISTORY_ONLY)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
              for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), alone).items()}
-    seen, wi = image_rows(records), image_weights(groups, records, w)
+    seen, wi = image_rows(records), image_weights(groups, records, None, FIT_KIND_WEIGHT)
     image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
                    for name, model in _heads(family, *_with_unread(x, y, wi, seen, pick & seen), alone).items()} \
         if any(r.get("image") for r in records) else {}

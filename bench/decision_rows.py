@@ -14,23 +14,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["HISTORY_KIND_WEIGHT", "KIND_WEIGHT", "image_rows", "image_weights", "shared", "spoken_rows", "text_rows", "text_weights",
+__all__ = ["FIT_KIND_WEIGHT", "KIND_WEIGHT", "image_rows", "image_weights", "shared", "spoken_rows", "text_rows", "text_weights",
            "turn_rows", "turn_weights", "weights"]
 
 
-#: The weight of a kind of episode in the text and image heads: a request whose own tool was removed and its
-#: nearest siblings kept is the hardest case, and half of the episodes built, but rarely what an agent sends (a
-#: request its tools serve, or one nothing listed serves); at full weight the model learned a prior of "no tool"
-#: that real small catalogs do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled
-#: catalog). 0.5 is the largest weight of 0.25, 0.5, 0.75 and 1 that keeps the held-out EXECUTE precision at the
-#: default point at 85% (stop 55, docs/decision_changes.md: a right tool reaches the agent more often held out,
-#: on the groups never fitted on and on the shift sets; it was 0.25).
-KIND_WEIGHT = {"sibling": 0.5, "cross_sibling": 0.5, "img_sibling": 0.5, "photo_sibling": 0.5,
+#: The weight of a kind of episode in what an agent sends, which the operating points, the held-out figures and
+#: the history heads' fit weigh by: a request whose own tool was removed and its nearest siblings kept is the
+#: hardest case, and half of the episodes built, but rarely what an agent sends (a request its tools serve, or
+#: one nothing listed serves); at full weight the model learned a prior of "no tool" that real small catalogs
+#: do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled catalog).
+KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25,
                "follow_sibling": 0.25, "moved_on": 0.5}
-#: The same for the history heads, chosen apart on their own held-out episodes (``moved_on``: docs/decision_changes.md;
-#: the siblings at 0.25, as when that was chosen).
-HISTORY_KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25,
-                       "follow_sibling": 0.25, "moved_on": 0.5}
+#: The weights the text and image heads are fitted with: the siblings at half a request, so the heads learn more of
+#: the look-alike that does not serve (stop 55, docs/decision_changes.md: a right tool reaches the agent more often
+#: held out, on the groups never fitted on and on the shift sets at equal clean share).
+FIT_KIND_WEIGHT = {**KIND_WEIGHT, "sibling": 0.5, "cross_sibling": 0.5, "img_sibling": 0.5, "photo_sibling": 0.5}
 
 
 def weights(groups: np.ndarray, kinds: np.ndarray | None = None,
@@ -71,14 +69,15 @@ def spoken_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
     return np.array([not r.get("image") and not r.get("stale") for r in records], dtype=bool)
 
 
-def image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
+def image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray | None,
+                  table: Mapping[str, float] | None = None) -> np.ndarray:
     """The weights the image heads are fitted with: as if there were no conversations (each group the same total
-    among the others; conversations 0)."""
+    among the others; conversations 0); ``table``: the kinds' weights (default :data:`KIND_WEIGHT`)."""
     seen = image_rows(records)
-    if seen.all():
+    if seen.all() and w is not None:
         return w
     out = np.zeros(len(records))
-    out[seen] = weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]))
+    out[seen] = weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]), table)
     return out
 
 
@@ -97,8 +96,7 @@ def turn_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]]) -> np
         return None
     spoken = spoken_rows(records)
     out = np.zeros(len(records))
-    out[spoken] = weights(groups[spoken], np.array([r["kind"] for r, t in zip(records, spoken, strict=True) if t]),
-                          HISTORY_KIND_WEIGHT)
+    out[spoken] = weights(groups[spoken], np.array([r["kind"] for r, t in zip(records, spoken, strict=True) if t]))
     return out
 
 

@@ -41,16 +41,16 @@ def test_episode_labels() -> None:
     assert labels(records).tolist() == [0, 1, 2, 3, 1]
 
 
-def test_each_group_weighs_the_same_and_siblings_half_a_request_a_quarter_for_the_history_heads() -> None:
-    from bench.decision_rows import HISTORY_KIND_WEIGHT
+def test_each_group_weighs_the_same_and_siblings_a_quarter_half_a_request_in_the_text_heads_fit() -> None:
+    from bench.decision_rows import FIT_KIND_WEIGHT
 
     groups = np.array(["a", "a", "a", "b"])
     assert _weights(groups).tolist() == pytest.approx([2 / 3, 2 / 3, 2 / 3, 2.0])
     kinds = np.array(["gold", "sibling", "gold", "gold"])
-    w = _weights(groups, kinds)
-    assert w[:3].sum() == pytest.approx(2.0) and w[1] == pytest.approx(w[0] / 2)
-    h = _weights(groups, kinds, HISTORY_KIND_WEIGHT)
-    assert h[:3].sum() == pytest.approx(2.0) and h[1] == pytest.approx(h[0] / 4)
+    w = _weights(groups, kinds)  # what an agent sends: the points and the figures
+    assert w[:3].sum() == pytest.approx(2.0) and w[1] == pytest.approx(w[0] / 4)
+    fit = _weights(groups, kinds, FIT_KIND_WEIGHT)  # what the text and image heads learn from
+    assert fit[:3].sum() == pytest.approx(2.0) and fit[1] == pytest.approx(fit[0] / 2)
 
 
 def test_operating_points_by_hand() -> None:
