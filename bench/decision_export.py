@@ -86,22 +86,20 @@ def write_model(heads: Mapping[str, Mapping[str, Any]], selection: Mapping[str, 
                 history_heads: Mapping[str, Mapping[str, Any]] | None = None, points: Sequence[tuple[float, float]],
                 default_target: float, clean_points: Sequence[tuple[float, float]], default_clean: float,
                 select_threshold: float, trained: Mapping[str, Any],
-                history_points: Sequence[tuple[float, float]] = (),
-                history_clean_points: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
+                history_points: Sequence[tuple[float, float]] = ()) -> dict[str, Any]:
     """Write ``toolrag/decision/model.json`` (atomically) and return what was written besides the arrays;
-    ``history_points`` and ``history_clean_points``: the history heads' own EXECUTE and P(no tool) thresholds (as
-    ``points`` and ``clean_points``)."""
+    ``history_points``: the history heads' own EXECUTE thresholds (as ``points``)."""
     from toolrag.decision.model import MODEL_FILE, DecisionModel, Ensemble
     from toolrag.files import write_atomic
 
     parts = (heads, image_heads, selection, points, clean_points) + ((history_heads,) if history_heads else ()) \
-        + ((history_points,) if history_points else ()) + ((history_clean_points,) if history_clean_points else ())
+        + ((history_points,) if history_points else ())
     digest = hashlib.sha256(repr(parts).encode()).hexdigest()[:8]
     version = f"{time.strftime('%Y-%m-%d')}-{digest}"
     model = DecisionModel({k: Ensemble.from_json(v) for k, v in heads.items()}, Ensemble.from_json(selection),
                           tuple(points), default_target, tuple(clean_points), default_clean, select_threshold, version,
                           dict(trained), {k: Ensemble.from_json(v) for k, v in (image_heads or {}).items()},
                           {k: Ensemble.from_json(v) for k, v in (history_heads or {}).items()},
-                          tuple(history_points), tuple(history_clean_points))
+                          tuple(history_points))
     write_atomic(MODEL_FILE, model.to_json())
     return {"file": str(MODEL_FILE.relative_to(REPO)), "version": version, "bytes": MODEL_FILE.stat().st_size}

@@ -36,7 +36,6 @@ from bench.decision_points import (
     operating_points,
 )
 from bench.decision_rows import (
-    FIT_KIND_WEIGHT,
     image_rows,
     image_weights,
     spoken_rows,
@@ -204,10 +203,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
     pick = np.random.default_rng(7).random(len(records)) < UNREAD_SHARE
     pictured = np.array([bool(r.get("image")) for r in records])
     text, turns, wh = text_rows(records), turn_rows(records), turn_weights(groups, records)
-    # the heads are fitted with FIT_KIND_WEIGHT; the points and figures weigh what an agent sends (KIND_WEIGHT)
-    wt, seen = text_weights(groups, records, w), image_rows(records)
-    wt_fit, wi = text_weights(groups, records, None, FIT_KIND_WEIGHT), image_weights(groups, records, None,
-                                                                                     FIT_KIND_WEIGHT)
+    wt, wi, seen = text_weights(groups, records, w), image_weights(groups, records, w), image_rows(records)
     # what the group tables report: what serving does (a stale episode's fresh copy stands in its place), and the
     # conversations apart (their own table: they are drawn, and their share of a group is arbitrary)
     spoken = spoken_rows(records)
@@ -221,17 +217,15 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         oof_unread = np.zeros((len(records), 3))
         text_on_images = np.zeros((len(records), 3))
         text_on_turns = np.zeros((len(records), 3))
-        history_on_text = np.full((len(records), 3), np.nan)  # the history heads on the text episodes, held out
         for group in sorted(set(groups)):
             held = groups == group
-            heads = _heads(family, *_with_unread(x, y, wt_fit, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
+            heads = _heads(family, *_with_unread(x, y, wt, ~held & text, pick & text), (*left_out, *HISTORY_ONLY))
             oof[held & ~pictured] = _predict(heads, x[held & ~pictured])
             oof_unread[held] = _predict(heads, _as_unread(x[held]))
             text_on_turns[held & turns] = oof[held & turns]
             if wh is not None and (held & turns).any():  # the heads a request with earlier turns reads
                 history_heads = _heads(family, *_with_unread(x, y, wh, ~held & spoken, pick & spoken), left_out)
                 oof[held & turns] = _predict(history_heads, x[held & turns])
-                history_on_text[held & text] = _predict(history_heads, x[held & text])
                 oof_unread[held & turns] = _predict(history_heads, _as_unread(x[held & turns]))
             if (held & pictured).any():
                 text_on_images[held & pictured] = oof[held & pictured] = _predict(heads, x[held & pictured])
@@ -244,8 +238,7 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         points = operating_points(oof[text], y[text], wt[text])
         cleans = clean_points(oof[text], [r for r, t in zip(records, text, strict=True) if t], wt[text])
         # the history heads' own points, on their held-out predictions (each group the same weight among them)
-        spoke = _history_points(oof, y, records, groups, turns, history_on_text) \
-            if wh is not None and turns.any() else None
+        spoke = _history_points(oof, y, records, groups, turns) if wh is not None and turns.any() else None
         execute_at, inject_below = dict(points)[DEFAULT_TARGET], dict(cleans)[DEFAULT_CLEAN]
         d = decide(oof, execute_at, inject_below, reader)
         per_group = {}
@@ -281,13 +274,13 @@ def fit_and_report(records: Sequence[Mapping[str, Any]], *, families: Sequence[s
         if family == best_family and wh is not None:
             chosen = results["families"][family]
             own = {"history heads, their own points": _at(chosen["history_points"]),
-                   "history heads, their own EXECUTE and text clean points": _shipped_history(chosen["history_points"])} \
+                   "history heads, their own EXECUTE point": (_at(chosen["history_points"])[0], _at(chosen)[1])} \
                 if chosen["history_points"] else {}
             results["conversations"] = _kind_outcome(
                 records, turns, {"history heads": oof, "text heads": text_on_turns,
                                  **dict.fromkeys(own, oof)}, chosen, base, reader, y, points=own)
     if shift and best_family is not None:
-        results["shift"] = _shift_outcome(best_family, records, x, y, wt_fit, pick, results["families"][best_family],
+        results["shift"] = _shift_outcome(best_family, records, x, y, wt, pick, results["families"][best_family],
                                           shift, left_out)
     if export and best_family is not None:
         results["exported"] = _export(best_family, records, x, y, w, results["families"][best_family], pick,
@@ -317,7 +310,7 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
     own, execute = d.copy(), d.copy()  # requests with earlier turns at the history heads' own points
     if chosen.get("history_points") and later.any():
         own[later] = decide(p[later], *_at(chosen["history_points"]), reader[later])
-        execute[later] = decide(p[later], *_shipped_history(chosen["history_points"]), reader[later])
+        execute[later] = decide(p[later], _at(chosen["history_points"])[0], _at(chosen)[1], reader[later])
     groups, n, base = np.array([r["group"] for r in shift]), np.array([r["n"] for r in shift]), baseline(sx)
     out: dict[str, Any] = {"ece": ece(p[:, 0], sy == 0, groups)}
     for group in sorted(set(groups)):
@@ -333,23 +326,12 @@ def _shift_outcome(family: str, records: Sequence[Mapping[str, Any]], x: np.ndar
 
 
 def _history_points(oof: np.ndarray, y: np.ndarray, records: Sequence[Mapping[str, Any]], groups: np.ndarray,
-                    turns: np.ndarray, on_text: np.ndarray) -> dict[str, list[tuple[float, float]]]:
+                    turns: np.ndarray) -> dict[str, list[tuple[float, float]]]:
     """The operating points of the history heads, read off their held-out predictions on the episodes with earlier
-    turns (each group the same total weight among them, each kind its weight), and
-    (``text_clean_points``, shipped) their clean points read off their held-out predictions ``on_text`` of the
-    text episodes, the requests the shared clean points are read on."""
+    turns (each group the same total weight among them, each kind its weight)."""
     kept = [records[i] for i in np.flatnonzero(turns)]
     w = weights(groups[turns], np.array([r["kind"] for r in kept]))
-    read = text_rows(records) & ~np.isnan(on_text[:, 2])
-    wt = text_weights(groups, records, None)
-    return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w),
-            "text_clean_points": clean_points(on_text[read], [records[i] for i in np.flatnonzero(read)], wt[read])}
-
-
-def _shipped_history(points: Mapping[str, Any]) -> tuple[float, float]:
-    """(P(right), P(no tool)) thresholds of the history heads as shipped: their own EXECUTE point, and their clean
-    point read on the text episodes."""
-    return _at(points)[0], dict(points["text_clean_points"])[DEFAULT_CLEAN]
+    return {"points": operating_points(oof[turns], y[turns], w), "clean_points": clean_points(oof[turns], kept, w)}
 
 
 def _at(points: Mapping[str, Any]) -> tuple[float, float]:
@@ -385,11 +367,11 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
 
     text, spoken = text_rows(records), spoken_rows(records)
     groups = np.array([r["group"] for r in records])
-    wt, wh = text_weights(groups, records, None, FIT_KIND_WEIGHT), turn_weights(groups, records)
+    wt, wh = text_weights(groups, records, w), turn_weights(groups, records)
     alone = (*left_out, *HISTORY_ONLY)
     heads = {name: ensemble_json(model, x, model.toolrag_cols)
              for name, model in _heads(family, *_with_unread(x, y, wt, text, pick & text), alone).items()}
-    seen, wi = image_rows(records), image_weights(groups, records, None, FIT_KIND_WEIGHT)
+    seen, wi = image_rows(records), image_weights(groups, records, w)
     image_heads = {name: ensemble_json(model, x, model.toolrag_cols)
                    for name, model in _heads(family, *_with_unread(x, y, wi, seen, pick & seen), alone).items()} \
         if any(r.get("image") for r in records) else {}
@@ -401,9 +383,7 @@ def _export(family: str, records: Sequence[Mapping[str, Any]], x: np.ndarray, y:
     summary = {g: {k: v for k, v in both["small"].items() if not isinstance(v, dict)} for g, both in
                chosen["groups"].items()}
     return write_model(heads, selection, image_heads=image_heads, history_heads=history_heads,
-                       history_points=(chosen["history_points"] or {}).get("points", ()),
-                       history_clean_points=(chosen["history_points"] or {}).get("text_clean_points", ()),
-                       points=chosen["points"],
+                       history_points=(chosen["history_points"] or {}).get("points", ()), points=chosen["points"],
                        default_target=DEFAULT_TARGET,
                        clean_points=chosen["clean_points"], default_clean=DEFAULT_CLEAN, select_threshold=0.5,
                        trained={"family": family, "episodes": len(records), "sources": sorted({r["source"] for r in records}),

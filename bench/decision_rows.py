@@ -14,29 +14,21 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FIT_KIND_WEIGHT", "KIND_WEIGHT", "image_rows", "image_weights", "shared", "spoken_rows", "text_rows", "text_weights",
+__all__ = ["KIND_WEIGHT", "image_rows", "image_weights", "shared", "spoken_rows", "text_rows", "text_weights",
            "turn_rows", "turn_weights", "weights"]
 
 
-#: The weight of a kind of episode in what an agent sends, which the operating points, the held-out figures and
-#: the history heads' fit weigh by: a request whose own tool was removed and its nearest siblings kept is the
+#: The weight of a kind of episode: a request whose own tool was removed and its nearest siblings kept is the
 #: hardest case, and half of the episodes built, but rarely what an agent sends (a request its tools serve, or
 #: one nothing listed serves); at full weight the model learned a prior of "no tool" that real small catalogs
 #: do not have (docs/decisions.md: P(right) 0.04 where 56% were right on the bundled catalog).
 KIND_WEIGHT = {"sibling": 0.25, "cross_sibling": 0.25, "img_sibling": 0.25, "photo_sibling": 0.25,
                "follow_sibling": 0.25, "moved_on": 0.5}
-#: The weights the text and image heads are fitted with: the siblings at half a request, so the heads learn more of
-#: the look-alike that does not serve (stop 55, docs/decision_changes.md: a right tool reaches the agent more often
-#: held out, on the groups never fitted on and on the shift sets at equal clean share).
-FIT_KIND_WEIGHT = {**KIND_WEIGHT, "sibling": 0.5, "cross_sibling": 0.5, "img_sibling": 0.5, "photo_sibling": 0.5}
 
 
-def weights(groups: np.ndarray, kinds: np.ndarray | None = None,
-            table: Mapping[str, float] | None = None) -> np.ndarray:
-    """Each group the same total weight, each kind of episode its weight in ``table`` (default
-    :data:`KIND_WEIGHT`) within it."""
-    table = KIND_WEIGHT if table is None else table
-    base = np.ones(len(groups)) if kinds is None else np.array([table.get(k, 1.0) for k in kinds])
+def weights(groups: np.ndarray, kinds: np.ndarray | None = None) -> np.ndarray:
+    """Each group the same total weight, each kind of episode its :data:`KIND_WEIGHT` within it."""
+    base = np.ones(len(groups)) if kinds is None else np.array([KIND_WEIGHT.get(k, 1.0) for k in kinds])
     out = np.empty(len(groups))
     names = np.unique(groups)
     for name in names:
@@ -69,15 +61,14 @@ def spoken_rows(records: Sequence[Mapping[str, Any]]) -> np.ndarray:
     return np.array([not r.get("image") and not r.get("stale") for r in records], dtype=bool)
 
 
-def image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray | None,
-                  table: Mapping[str, float] | None = None) -> np.ndarray:
+def image_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
     """The weights the image heads are fitted with: as if there were no conversations (each group the same total
-    among the others; conversations 0); ``table``: the kinds' weights (default :data:`KIND_WEIGHT`)."""
+    among the others; conversations 0)."""
     seen = image_rows(records)
-    if seen.all() and w is not None:
+    if seen.all():
         return w
     out = np.zeros(len(records))
-    out[seen] = weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]), table)
+    out[seen] = weights(groups[seen], np.array([r["kind"] for r, k in zip(records, seen, strict=True) if k]))
     return out
 
 
@@ -100,12 +91,11 @@ def turn_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]]) -> np
     return out
 
 
-def text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray | None,
-                 table: Mapping[str, float] | None = None) -> np.ndarray:
+def text_weights(groups: np.ndarray, records: Sequence[Mapping[str, Any]], w: np.ndarray) -> np.ndarray:
     """The weights of the text episodes as if there were neither image episodes nor conversations (each group the
     same total among the text episodes; the others 0): the text heads and the operating points are fitted on
-    these; ``table``: the kinds' weights (default :data:`KIND_WEIGHT`)."""
+    these."""
     text = text_rows(records)
     out = np.zeros(len(records))
-    out[text] = weights(groups[text], np.array([r["kind"] for r, t in zip(records, text, strict=True) if t]), table)
-    return out if not text.all() or w is None else w
+    out[text] = weights(groups[text], np.array([r["kind"] for r, t in zip(records, text, strict=True) if t]))
+    return out if not text.all() else w

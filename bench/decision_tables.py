@@ -123,14 +123,12 @@ def format_tables(results: Mapping[str, Any]) -> str:
 #: The labels of a group's scopes in the table of groups never fitted on.
 _SCOPES = {"small": "1-10", "all": "all", "turns": "with earlier turns",
            "turns_own": "with earlier turns, the history heads' own points: not shipped",
-           "turns_execute": "with earlier turns, the history heads' own EXECUTE point and clean point read on "
-                            "requests without earlier turns: shipped"}
+           "turns_execute": "with earlier turns, the history heads' own EXECUTE point: shipped"}
 #: The held-out predictions of the history heads at their own operating points (``bench.decision_fit``), and how
 #: the tables say which.
 _OWN = {"history heads, their own points": "at the history heads' own operating points (measured, not shipped)",
-        "history heads, their own EXECUTE and text clean points": "at the history heads' own EXECUTE point and "
-                                                                  "their clean point read on the requests without "
-                                                                  "earlier turns the shared one is read on (shipped)"}
+        "history heads, their own EXECUTE point": "at the history heads' own EXECUTE point (the clean point shared; "
+                                                  "shipped)"}
 
 
 def write_docs(results: Mapping[str, Any]) -> None:

@@ -393,30 +393,6 @@ def test_a_request_with_earlier_turns_is_called_at_the_history_heads_own_execute
         DecisionModel.from_json(json.dumps(data))
 
 
-def test_a_request_with_earlier_turns_is_offered_at_the_history_heads_own_clean_point() -> None:
-    """Where the file holds P(no tool) thresholds measured for the history heads (on the same requests nothing
-    serves as the shared ones, by those heads), a request they read gets the candidates below those; every other
-    request, and a picture with earlier turns (the image heads read it), below the shared ones."""
-    base = _model(0.5, 0.4)  # P(no tool) 0.5, P(right) 0.2 whichever heads read it
-    model = DecisionModel(base.heads, base.selection, base.points, 0.8, base.clean_points, 0.8, 0.5, "test", {},
-                          dict(base.heads), dict(base.heads), (), ((0.8, 0.6), (0.9, 0.45)))
-    assert decide(FACTS, _view(sem_null=3.0), model).decision is Decision.NO_TOOL  # 0.5 >= the shared 0.4
-    later = decide(FACTS, _view(sem_null=3.0, history=1.0), model)
-    assert later.decision is Decision.CLARIFY  # 0.5 < 0.6
-    assert "the point keeping 80% of requests nothing serves clean by the heads that read earlier turns" in later.reason
-    assert decide(FACTS, _view(sem_null=3.0, history=1.0), model, clean=0.9).decision is Decision.NO_TOOL  # 0.45
-    assert decide(FACTS, _view(sem_null=3.0, history=1.0, image=1.0), model).decision is Decision.NO_TOOL
-    assert operating_point(model, history=True).inject_below == 0.6 and operating_point(model).inject_below == 0.4
-    assert operating_point(model, history=True).execute_at == operating_point(model).execute_at  # EXECUTE shared
-    again = DecisionModel.from_json(model.to_json())
-    assert again.clean_point(0.85, history=True) == (0.9, 0.45) and again.clean_point(0.85) == (0.9, 0.6)
-    assert "history_clean_points" not in json.loads(base.to_json())  # a file without them stays as it was
-    data = json.loads(model.to_json())
-    data["history_heads"] = {}
-    with pytest.raises(ValueError, match="history heads it lacks"):
-        DecisionModel.from_json(json.dumps(data))
-
-
 def test_the_reason_says_how_the_top_tool_stands_with_the_earlier_turns_and_alone() -> None:
     """A request with earlier turns: the reason quotes both standings the history heads read (the English model's
     where it read the request), so "tell me a joke" after booking a room says why the room tool is not offered."""

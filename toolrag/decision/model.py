@@ -141,13 +141,9 @@ class DecisionModel:
     and follow-ups too, so they read the request's own standing beside the mixed one."""
     history_points: tuple[tuple[float, float], ...] = ()
     """:attr:`points` of the history heads, measured on held-out episodes with earlier turns (empty: the text
-    heads' points serve them too)."""
-    history_clean_points: tuple[tuple[float, float], ...] = ()
-    """:attr:`clean_points` of the history heads (empty: the text heads' serve them too), read off their held-out
-    predictions of the same requests nothing serves as the shared ones (the text episodes, no earlier turn): the
-    heads fitted apart need not put a share at the same P(no tool). Read off their held-out episodes with earlier
-    turns instead, they kept more requests that moved on clean but withheld the tool from a third of the
-    follow-ups (docs/decision_changes.md)."""
+    heads' points serve them too). The clean points stay shared: read off the history heads' own held-out
+    episodes, they kept more requests that moved on clean but withheld the tool from a third of the follow-ups
+    (docs/decision_changes.md)."""
 
     def operating_point(self, target: float, *, history: bool = False) -> tuple[float, float]:
         """(measured target, its P(right) threshold) serving an EXECUTE precision ``target`` (0-1): the smallest
@@ -159,12 +155,10 @@ class DecisionModel:
         """The P(right) threshold of :meth:`operating_point` for ``target``."""
         return self.operating_point(target, history=history)[1]
 
-    def clean_point(self, target: float, *, history: bool = False) -> tuple[float, float]:
+    def clean_point(self, target: float) -> tuple[float, float]:
         """(measured share, its P(no tool) threshold) keeping a share ``target`` (0-1) of the requests nothing
-        serves clean: the smallest measured share at or above it, the highest for a target beyond all;
-        ``history``: for a request the history heads read (:meth:`reads_history`)."""
-        return _nearest(self.history_clean_points if history and self.history_clean_points else self.clean_points,
-                        target)
+        serves clean: the smallest measured share at or above it, the highest for a target beyond all."""
+        return _nearest(self.clean_points, target)
 
     def reads_history(self, features: np.ndarray) -> bool:
         """Whether the history heads read this :data:`FEATURES` vector: earlier turns and no image."""
@@ -200,20 +194,19 @@ class DecisionModel:
         data = json.loads(text)
         if tuple(data["features"]) != FEATURES or tuple(data["selection_features"]) != SELECTION_FEATURES:
             raise ValueError("its features are not this toolrag's: rebuild it with python -m bench.decision_train")
-        points, clean, turn_points, turn_clean = (
-            tuple(sorted((float(t), float(v)) for t, v in data.get(key, ())))
-            for key in ("operating_points", "clean_points", "history_operating_points", "history_clean_points"))
+        points, clean, turn_points = (tuple(sorted((float(t), float(v)) for t, v in data.get(key, ())))
+                                      for key in ("operating_points", "clean_points", "history_operating_points"))
         heads = {name: Ensemble.from_json(data["heads"][name], inputs=len(FEATURES)) for name in HEADS}
         pictured, turns = ({name: Ensemble.from_json(data[key][name], inputs=len(FEATURES)) for name in HEADS}
                            if data.get(key) else {} for key in ("image_heads", "history_heads"))
         if any(head.outputs != 1 for head in (*heads.values(), *pictured.values(), *turns.values())):
             raise ValueError("each head must give one probability")
-        if not points or not clean or ((turn_points or turn_clean) and not turns):
+        if not points or not clean or (turn_points and not turns):
             raise ValueError("it has no operating points, or points for the history heads it lacks")
         model = cls(heads, Ensemble.from_json(data["selection"], inputs=len(SELECTION_FEATURES)), points,
                     float(data["default_target"]), clean, float(data["default_clean"]),
                     float(data["select_threshold"]), str(data["version"]), dict(data.get("trained", {})), pictured,
-                    turns, turn_points, turn_clean)
+                    turns, turn_points)
         # every tree read once on neutral inputs: a damaged tree (a missing field, an index out of range) fails
         # here, where the decision can fall back, not in every search
         read = [model.probabilities(np.zeros(len(FEATURES)))]
@@ -235,8 +228,6 @@ class DecisionModel:
                            "default_clean": self.default_clean,
                            **({"history_operating_points": [list(p) for p in self.history_points]}
                               if self.history_points else {}),
-                           **({"history_clean_points": [list(p) for p in self.history_clean_points]}
-                              if self.history_clean_points else {}),
                            "select_threshold": self.select_threshold, "trained": dict(self.trained)},
                           separators=(",", ":"))
 

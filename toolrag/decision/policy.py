@@ -79,12 +79,12 @@ class OperatingPoint:
 def operating_point(model: DecisionModel, *, target: float | None = None, clean: float | None = None,
                     history: bool = False) -> OperatingPoint:
     """The thresholds serving an EXECUTE precision ``target`` and a clean share ``clean`` (0-1; ``None``: the
-    model's defaults), each the nearest measured point at or above it; ``history``: the thresholds measured for
-    the heads that read a request with earlier turns (:meth:`DecisionModel.reads_history`), where the model has
-    them."""
+    model's defaults), each the nearest measured point at or above it; ``history``: the EXECUTE threshold
+    measured for the heads that read a request with earlier turns (:meth:`DecisionModel.reads_history`), where
+    the model has one."""
     precision, execute_at = model.operating_point(model.default_target if target is None else target,
                                                   history=history)
-    kept, inject_below = model.clean_point(model.default_clean if clean is None else clean, history=history)
+    kept, inject_below = model.clean_point(model.default_clean if clean is None else clean)
     return OperatingPoint(execute_at, inject_below, precision, kept)
 
 
@@ -130,7 +130,7 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
         return _fallback(facts, view, note)
     p = model.probabilities(view.features)
     scores = DecisionScores(p["right"], p["ask"], p["none"])
-    later = model.reads_history(view.features)
+    later = model.reads_history(view.features) and bool(model.history_points)
     point = operating_point(model, target=target, clean=clean, history=later)
     names = facts.names
     top_ok = facts.may_inject(0)
@@ -139,9 +139,8 @@ def decide(facts: Facts, view: DecisionView | None, model: DecisionModel | None,
     numbers = (f"P(right) {scores.right:.2f}, P(ambiguous) {scores.ambiguous:.2f}, P(no tool) "
                f"{scores.no_tool:.2f}")
     precision = (f"the operating point for {100 * point.precision:.0f}% EXECUTE precision"
-                 + (" on requests with earlier turns" if later and model.history_points else ""))
-    kept = (f"the point keeping {100 * point.clean:.0f}% of requests nothing serves clean"
-            + (" by the heads that read earlier turns" if later and model.history_clean_points else ""))
+                 + (" on requests with earlier turns" if later else ""))
+    kept = f"the point keeping {100 * point.clean:.0f}% of requests nothing serves clean"
     if decision is Decision.EXECUTE:
         also = model.also_selected(view.candidates[: len(names) - 1])
         selected = [0, *(at for at in range(1, 1 + also) if facts.may_inject(at))]
