@@ -43,7 +43,7 @@ def test_lint_lists_every_problem_and_strict_exits_2(capsys: pytest.CaptureFixtu
     assert ("tool 'no_description': field 'description': is required; using 'No description' (its name and "
             "parameters) so requests can still find the tool: write a description") in out
     assert "tool 'getPM2.5Level': field 'parameters': dropped properties/city/type" in out
-    assert "tool without id: field 'id': is required; tool skipped" in out
+    assert "tool without id: field 'function.name': is required; tool skipped" in out
     assert out.splitlines()[-1].startswith("3 tools loaded, 1 skipped, 2 degraded; ")
     code, out, err = run(capsys, "lint", "--catalog", str(imported), "--strict")
     assert code == 2 and err.startswith("toolrag: ")
