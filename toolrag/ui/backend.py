@@ -302,6 +302,9 @@ class Backend:
             projection.warm_up(folder)
             ids, vectors = self.retriever.tool_vectors()  # type: ignore[union-attr]
             projection.project(vectors, list(ids))
+        except RuntimeError as exc:
+            if "after shutdown" not in str(exc):  # else the process exits while this thread imports: nothing to warm
+                log.exception("map warm-up failed (the map falls back to PCA)")
         except Exception:
             log.exception("map warm-up failed (the map falls back to PCA)")
 
