@@ -124,9 +124,17 @@ class ChromaServer:
             self.proc = None
 
     def pause(self) -> None:
-        """SIGSTOP the server: it keeps its port (connections are accepted) and answers nothing, as a hung one."""
+        """SIGSTOP the server: it keeps its port (connections are accepted) and answers nothing, as a hung one.
+        Returns once the kernel shows it stopped (a signal is delivered when the process is next scheduled: on a
+        busy machine it could still answer a request sent at once)."""
         if self.proc is not None:
             os.kill(self.proc.pid, signal.SIGSTOP)
+            stat = Path(f"/proc/{self.proc.pid}/stat")
+            deadline = time.monotonic() + 10
+            while stat.exists() and time.monotonic() < deadline:
+                if stat.read_text().rpartition(")")[2].split()[0] in ("T", "t"):
+                    break
+                time.sleep(0.01)
 
     def resume(self) -> None:
         if self.proc is not None:
