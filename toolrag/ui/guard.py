@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import tempfile
 from collections.abc import Callable
@@ -50,10 +51,13 @@ def guard(fn: F) -> F:
 
 
 def public(message: str) -> str:
-    """``message`` with every path under the server's temporary folder (uploads, validation copies) cut to its
-    file name."""
-    temp = re.escape(tempfile.gettempdir().rstrip("/\\"))
-    return re.sub(temp + r"[/\\][^\s'\"]*", lambda m: Path(m.group(0)).name, message)
+    """``message`` with every path under the server's temporary folders (uploads: Gradio's ``GRADIO_TEMP_DIR``,
+    else the system's; validation copies) cut to its file name."""
+    roots = {tempfile.gettempdir(), os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir()}
+    for root in sorted(roots, key=len, reverse=True):
+        temp = re.escape(root.rstrip("/\\"))
+        message = re.sub(temp + r"[/\\][^\s'\"]*", lambda m: Path(m.group(0)).name, message)
+    return message
 
 
 def caller_name(request: gr.Request | None, oauth: gr.OAuthProfile | None) -> str | None:
@@ -81,9 +85,12 @@ def checked_image(**kwargs: Any) -> gr.Image:
             path = getattr(payload, "path", None)
             try:
                 load_image(path) if path else None
-            except ImageError as error:
-                raise gr.Error(f"cannot use this image: {error}") from None
-            raise gr.Error(f"cannot use this upload as an image: {type(exc).__name__}: {exc}") from None
+            except ImageError as error:  # raised before any handler (and its guard) runs: no server path either
+                message = public(f"cannot use this image: {error}")
+            else:
+                message = public(f"cannot use this upload as an image: {type(exc).__name__}: {exc}")
+            log.info("an upload refused: %s", message)
+            raise gr.Error(message, print_exception=False) from None
 
     setattr(image, "preprocess", preprocess)  # noqa: B010 - an instance attribute, on purpose
     return image
