@@ -97,6 +97,26 @@ def test_refused_edits_change_nothing(editor: CatalogEditor, mutation: Any, prob
         editor.validate("web.news.latest", mutation(text))
 
 
+def test_a_refused_edit_names_the_line_of_the_file_not_of_the_edited_text(editor: CatalogEditor) -> None:
+    """The problem's line is where the key stands in the file (the text is parsed alone, its line 1 being the
+    tool's first line there); for a new tool, where it would land."""
+    tool = editor.catalog.get("finance.invoice.extract_fields")
+    assert tool is not None and tool.source is not None
+    lines = tool.source.read_text(encoding="utf-8").split("\n")
+    text = editor.profile_yaml(tool.id)
+    for bad, key in ((text.replace("category: finance", "categroy: finance", 1), "category: finance"),
+                     ("\n---\n" + text.replace("category: finance", "categroy: finance", 1), "category: finance")):
+        with pytest.raises(ProfileError, match="'categroy': unknown key") as info:
+            editor.validate(tool.id, bad)
+        problem = info.value.problems[0]
+        assert problem.line is not None and problem.line > tool.line  # type: ignore[operator]
+        assert lines[problem.line - 1].strip() == key and f"finance.yaml:{problem.line}:" in problem.message
+    web = editor.folder / "web.yaml"  # a new web tool is appended there, after a blank line
+    with pytest.raises(ProfileError, match="'mutaton': unknown key") as new:
+        editor.validate(None, "id: demo.new_tool\ncategory: web\nmutaton: true\ndescription: A tool to refuse.\n")
+    assert new.value.problems[0].line == len(web.read_text(encoding="utf-8").rstrip("\n").split("\n")) + 2 + 2
+
+
 def test_deleting_a_tool_named_by_replaced_by_is_refused(editor: CatalogEditor) -> None:
     files = folder_state(editor.folder)
     with pytest.raises(ProfileError, match="replaced_by"):

@@ -49,7 +49,15 @@ from toolrag.catalog.tool_text import (
     profile_text,
     source_file,
 )
-from toolrag.catalog.yaml_spans import append_item, category_of, item_text, profile_data, replace_span, with_image
+from toolrag.catalog.yaml_spans import (
+    append_item,
+    category_of,
+    item_text,
+    profile_data,
+    replace_span,
+    text_lines_before,
+    with_image,
+)
 from toolrag.errors import CatalogError, ProfileError, QueryError
 from toolrag.files import FileLock, write_atomic
 from toolrag.images import check_example_image
@@ -286,16 +294,20 @@ class CatalogEditor:
         old = self._tool(tool_id) if tool_id else None
         assets = self.catalog.assets_dir or self.folder
         source = source_file(old) if old else file_for_new_tool(self.path, self.folder, category_of(yaml_text))
-        profile = parse_profile_yaml(yaml_text, source=source, assets_dir=assets)
+        item = item_text(yaml_text)
+        current = source.read_text(encoding="utf-8") if source.exists() else ""
+        span = located_span(old) if old is not None else None
+        new_text = append_item(current, item) if span is None else replace_span(current, span, item)
+        # the line of the file the text's first line lands on, so a problem names the file's line
+        start = new_text.count("\n") - item.count("\n") + 1 if span is None else span.start + 1
+        before = text_lines_before(yaml_text, item)
+        profile = parse_profile_yaml(yaml_text, source=source, assets_dir=assets,
+                                     shift=0 if before is None else start - 1 - before)
         clash = self.catalog.get(profile.id)
         if clash is not None and (old is None or clash.id != old.id):
             raise ProfileError(f"id {profile.id!r} is already used by another tool ({clash.source}:"
                                f"{clash.line}); ids must be unique: pick another id", tool=profile.id, field="id")
-        item = item_text(yaml_text)
-        current = source.read_text(encoding="utf-8") if source.exists() else ""
-        if old is None:
-            return profile, source, append_item(current, item)
-        return profile, source, replace_span(current, located_span(old), item)
+        return profile, source, new_text
 
     def _check_catalog(self, file: Path, new_text: str, profile: ToolProfile | None) -> Catalog:
         """Load the catalog with ``file`` replaced by ``new_text`` in a temporary copy; raise on problems."""

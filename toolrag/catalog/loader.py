@@ -128,9 +128,10 @@ def catalog_files(path: str | Path) -> list[Path]:
     )
 
 
-def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path) -> ToolProfile:
+def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path, shift: int = 0) -> ToolProfile:
     """Parse one profile from YAML text (the app's editor), strictly; raise ``ProfileError`` naming every
-    problem."""
+    problem. ``shift``: how many lines of ``source`` stand before the text's first line where the text will land,
+    so a problem names the line of the file, not of the text."""
     problems: list[Problem] = []
     data = yaml_load(text, source, problems)
     if isinstance(data, list) and len(data) == 1:
@@ -139,12 +140,22 @@ def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path) -> ToolProf
         problems.append(Problem(f"{source}: expected one tool profile (a YAML mapping with id, description, ...)",
                                 str(source)))
     if problems:
-        _raise(problems)
+        _raise(_shifted(problems, source, shift))
     builder = _Builder(LoadMode.STRICT, assets_dir)
     profile = builder.build(data, where=str(source), source=source, line=getattr(data, "line", 1), lenient=False)
     if builder.errors or profile is None:
-        _raise(builder.errors or [Problem(f"{source}: invalid profile", str(source))])
+        _raise(_shifted(builder.errors or [Problem(f"{source}: invalid profile", str(source))], source, shift))
     return profile  # type: ignore[return-value]
+
+
+def _shifted(problems: list[Problem], source: Path, shift: int) -> list[Problem]:
+    """``problems`` with their lines (and the ``file:line`` their messages start with) moved down ``shift`` lines."""
+    if not shift:
+        return problems
+    head = f"{source}:"
+    return [dataclasses.replace(p, line=p.line + shift, message=p.message.replace(f"{head}{p.line}:",
+                                                                                 f"{head}{p.line + shift}:", 1))
+            if p.line else p for p in problems]
 
 
 def _mode(mode: LoadMode | str) -> LoadMode:

@@ -17,7 +17,7 @@ import yaml
 from toolrag.catalog.profile import ToolProfile
 
 __all__ = ["ItemSpan", "append_item", "category_of", "dump_yaml", "find_span", "item_text", "profile_data",
-           "replace_span", "with_image"]
+           "replace_span", "text_lines_before", "with_image"]
 
 
 def item_text(yaml_text: str) -> str:
@@ -33,6 +33,17 @@ def item_text(yaml_text: str) -> str:
         if isinstance(data, list) and len(data) == 1 and isinstance(data[0], dict):
             return dump_yaml(data[0])
     return text + "\n"
+
+
+def text_lines_before(yaml_text: str, item: str) -> int | None:
+    """How many lines of the editor's text stand before the first line of its :func:`item_text` ``item`` (blank
+    lines, a ``---`` header); ``None`` where the item was rewritten (a one-item list, dumped again: its lines are
+    not the text's)."""
+    lines = [line.rstrip() for line in yaml_text.replace("\r\n", "\n").split("\n")]
+    skipped = 0
+    while skipped < len(lines) and (not lines[skipped].strip() or lines[skipped].strip() == "---"):
+        skipped += 1
+    return skipped if item.startswith(lines[skipped] if skipped < len(lines) else "") else None
 
 
 def category_of(yaml_text: str) -> str:
