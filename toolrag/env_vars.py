@@ -177,6 +177,8 @@ ENV_VARS: tuple[EnvVar, ...] = (
     EnvVar("GRADIO_SERVER_NAME", "`127.0.0.1`", "where the playground listens; another address than loopback "
            "makes it shared (read-only unless editing is on)", "app"),
     EnvVar("GRADIO_SHARE", "off", "`1`/`on`: a share link, which makes the playground shared", "app"),
+    EnvVar("GRADIO_TEMP_DIR", "the system's temporary folder", "where the playground keeps uploads (Gradio's own "
+           "setting); no message the playground shows names a path under it", "app"),
     EnvVar(BENCHMARKS_ENV, "`shared/benchmarks` beside the repository or a parent folder",
            "where the public benchmark sets are read from (`--benchmarks` wins)", "bench"),
     EnvVar(BENCH_DIR_ENV, "`<temp>/toolrag-bench`",

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import tempfile
 from collections.abc import Callable
@@ -16,6 +15,7 @@ from typing import Any, TypeVar
 
 import gradio as gr
 
+from toolrag.config import env
 from toolrag.errors import ImageError, ToolragError
 from toolrag.images import load_image
 
@@ -53,7 +53,7 @@ def guard(fn: F) -> F:
 def public(message: str) -> str:
     """``message`` with every path under the server's temporary folders (uploads: Gradio's ``GRADIO_TEMP_DIR``,
     else the system's; validation copies) cut to its file name."""
-    roots = {tempfile.gettempdir(), os.environ.get("GRADIO_TEMP_DIR") or tempfile.gettempdir()}
+    roots = {tempfile.gettempdir(), env("GRADIO_TEMP_DIR") or tempfile.gettempdir()}
     for root in sorted(roots, key=len, reverse=True):
         temp = re.escape(root.rstrip("/\\"))
         message = re.sub(temp + r"[/\\][^\s'\"]*", lambda m: Path(m.group(0)).name, message)
