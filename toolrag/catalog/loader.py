@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from toolrag.catalog.cache import cached
 from toolrag.catalog.extra_examples import EXTRA_EXAMPLES_FILE, apply_extra_examples
@@ -36,13 +35,13 @@ from toolrag.catalog.fields import (
     tool_id,
     tool_name,
 )
-from toolrag.catalog.profile import PERMISSION_CODE, Catalog, ToolProfile
+from toolrag.catalog.meta import META_FILE, read_meta
+from toolrag.catalog.profile import Catalog, ToolProfile
 from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_load
-from toolrag.catalog.report import LoadMode, LoadReport
-from toolrag.errors import CatalogError, Problem, ProfileError, ToolragError
+from toolrag.catalog.report import LoadMode, LoadReport, raise_problems
+from toolrag.errors import CatalogError, Problem
 from toolrag.gcpause import paused_gc
 from toolrag.paths import path_problem
-from toolrag.strict import Section
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
            "parse_profile_yaml"]
@@ -52,10 +51,7 @@ _KNOWN = frozenset(FIELDS)  # the keys a profile may have, for a set lookup per 
 log = logging.getLogger(__name__)
 
 PROFILE_SUFFIXES = (".yaml", ".yml", ".json", ".jsonl")
-META_FILE = "catalog.yaml"
 PROVENANCE_FILE = "provenance.json"
-_MAX_PROBLEMS_SHOWN = 1
-_T = TypeVar("_T")
 
 
 def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cache: bool = True) -> Catalog:
@@ -72,7 +68,7 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
     if not root.exists():
         raise CatalogError(f"catalog {str(root)!r} does not exist; pass a folder of YAML profiles or a file")
     folder = root if root.is_dir() else root.parent
-    meta = _load_meta(folder / META_FILE) if (folder / META_FILE).is_file() else {}
+    meta = read_meta(folder / META_FILE) if (folder / META_FILE).is_file() else {}
     assets = (folder / str(meta.get("assets_dir", "."))).resolve()
     chosen = _mode(mode)
     files = catalog_files(root)
@@ -140,11 +136,11 @@ def parse_profile_yaml(text: str, *, source: Path, assets_dir: Path, shift: int 
         problems.append(Problem(f"{source}: expected one tool profile (a YAML mapping with id, description, ...)",
                                 str(source)))
     if problems:
-        _raise(_shifted(problems, source, shift))
+        raise_problems(_shifted(problems, source, shift))
     builder = _Builder(LoadMode.STRICT, assets_dir)
     profile = builder.build(data, where=str(source), source=source, line=getattr(data, "line", 1), lenient=False)
     if builder.errors or profile is None:
-        _raise(_shifted(builder.errors or [Problem(f"{source}: invalid profile", str(source))], source, shift))
+        raise_problems(_shifted(builder.errors or [Problem(f"{source}: invalid profile", str(source))], source, shift))
     return profile  # type: ignore[return-value]
 
 
@@ -163,14 +159,6 @@ def _mode(mode: LoadMode | str) -> LoadMode:
         return LoadMode(mode)
     except ValueError:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(m.value for m in LoadMode)}") from None
-
-
-def _raise(problems: list[Problem]) -> None:
-    extra = len(problems) - _MAX_PROBLEMS_SHOWN
-    message = "; ".join(str(p) for p in problems[:_MAX_PROBLEMS_SHOWN])
-    if extra > 0:
-        message += f" (+{extra} more problem{'s' if extra > 1 else ''}; `toolrag lint` lists them all)"
-    raise ProfileError(message, problems)
 
 
 class _Builder:
@@ -319,7 +307,7 @@ class _Builder:
                 else:
                     self.errors.append(_problem(text, profile, "replaced_by"))
         if self.errors:
-            _raise(self.errors)
+            raise_problems(self.errors)
         report = LoadReport(len(kept), self.skipped, sum(1 for p in kept if id(p) in self._degraded),
                             tuple(self.warnings))
         if not report.clean:
@@ -353,51 +341,3 @@ def _empty_message(root: Path, files: list[Path], builder: _Builder) -> str:
     what = "is empty" if not held else f"holds no profile file (only {', '.join(held[:5])})"
     return (f"catalog {str(root)!r} has no tools: the folder {what}; add .yaml, .json or .jsonl profiles "
             "(see docs/profiles.md)")
-
-
-_META_KEYS = ("name", "assets_dir", "roles", "description")
-
-
-def _load_meta(file: Path) -> dict[str, Any]:
-    """``catalog.yaml``, read strictly (:class:`toolrag.strict.Section`): an unknown key, a value of the wrong
-    shape or a bad permission code names the file, its line and the closest valid key; every problem of the file
-    is listed at once, as for a profile file."""
-    problems: list[Problem] = []
-    data = yaml_load(file.read_text(encoding="utf-8"), file, problems)
-    if problems:
-        _raise(problems)
-    meta = Section.of(data, file, what="name, assets_dir and roles", error=CatalogError)
-    errors: list[ToolragError] = meta.unknown_keys(_META_KEYS)
-    for key in ("name", "assets_dir", "description"):
-        _noting(errors, partial(meta.text, key, example="a text"))  # shape only: the values are read below
-    roles = _noting(errors, lambda: _parse_roles(meta, errors))
-    if errors:
-        _raise([Problem(str(e), e.file, e.line, e.tool, e.field) for e in errors])
-    return {**{k: meta.raw(k) for k in meta.names()}, "roles": roles or {}}
-
-
-def _noting(errors: list[ToolragError], read: Callable[[], _T]) -> _T | None:
-    """``read()``, or ``None`` with its error added to ``errors``."""
-    try:
-        return read()
-    except ToolragError as exc:
-        errors.append(exc)
-        return None
-
-
-def _parse_roles(meta: Section, errors: list[ToolragError]) -> dict[str, tuple[str, ...]]:
-    roles_section = meta.section("roles", example="{employee: [expense.submit]}")
-    if roles_section is None:
-        return {}
-    roles: dict[str, tuple[str, ...]] = {}
-    for name in roles_section.names():
-        codes = _noting(errors, partial(roles_section.strings, name, example="[expense.submit, travel.book]"))
-        if codes is None:
-            continue
-        bad = [c for c in codes if not PERMISSION_CODE.match(c)]
-        if bad:
-            errors.append(roles_section.fail(name, f"permission code {bad[0]!r} is not valid: a code may not contain "
-                                                   "a comma or a space (list several codes as separate items)"))
-            continue
-        roles[name] = codes
-    return roles

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-__all__ = ["LENIENT_SUFFIXES", "LoadMode", "LoadReport"]
+from toolrag.errors import Problem, ProfileError
+
+__all__ = ["LENIENT_SUFFIXES", "LoadMode", "LoadReport", "raise_problems"]
 
 #: Files read leniently in the default mode: formats that are imported, not written by hand.
 LENIENT_SUFFIXES = (".json", ".jsonl")
@@ -55,3 +57,16 @@ class LoadReport:
     def to_json(self) -> dict[str, object]:
         return {"loaded": self.loaded, "skipped": self.skipped, "degraded": self.degraded,
                 "warnings": list(self.warnings)}
+
+
+#: How many problems the error's own message quotes; ``toolrag lint`` and ``ProfileError.problems`` hold them all.
+_MAX_PROBLEMS_SHOWN = 1
+
+
+def raise_problems(problems: list[Problem]) -> None:
+    """Refuse what was read: a ``ProfileError`` quoting the first problem and counting the rest."""
+    extra = len(problems) - _MAX_PROBLEMS_SHOWN
+    message = "; ".join(str(p) for p in problems[:_MAX_PROBLEMS_SHOWN])
+    if extra > 0:
+        message += f" (+{extra} more problem{'s' if extra > 1 else ''}; `toolrag lint` lists them all)"
+    raise ProfileError(message, problems)
