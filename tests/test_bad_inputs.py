@@ -118,15 +118,16 @@ def test_an_image_given_as_text_is_a_path_or_a_data_url_and_anything_else_is_nam
 
 
 def test_a_path_that_can_never_name_a_file_is_named_by_each_reader(tmp_path: Path) -> None:
-    from toolrag.paths import path_problem
+    from toolrag.paths import path_problem, shown
 
+    assert shown("a" * 60) == repr("a" * 60) and shown("a" * 61) == repr("a" * 60 + "...")  # never echoed whole
     assert path_problem("sample_tools") is None and path_problem(tmp_path / ("a" * 255)) is None
     assert path_problem("a" * 256) == "has a name of 256 bytes, longer than a file name can be (255)"
     assert path_problem("规" * 86) is not None  # 258 bytes of UTF-8: the file system counts bytes
     assert path_problem("/".join(["a" * 200] * 21)) == "is 4,220 bytes long, longer than a path can be (4096)"
-    with pytest.raises(CatalogError, match="catalog path 'x{60}' has a name of 300 bytes"):
+    with pytest.raises(CatalogError, match=r"catalog path 'x{60}\.\.\.' has a name of 300 bytes"):
         load_catalog("x" * 300)
-    with pytest.raises(QueryError, match="queries file 'q{60}' has a name of 305 bytes"):
+    with pytest.raises(QueryError, match=r"queries file 'q{60}\.\.\.' has a name of 305 bytes"):
         load_queries("q" * 300 + ".yaml")
     queries = tmp_path / "queries.yaml"
     queries.write_text(f"- query: fix this\n  gold: []\n  image: {'p' * 300}.png\n", encoding="utf-8")

@@ -28,7 +28,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from toolrag.errors import ImageError
-from toolrag.paths import path_problem
+from toolrag.paths import path_problem, shown
 
 __all__ = ["MAX_ASPECT", "MIN_EXAMPLE_SIDE", "MIN_SIDE", "ImageSource", "check_example_image", "decode_base64_image",
            "fit_for_models", "image_hash", "load_image", "probe_example_image", "shape_problem"]
@@ -125,7 +125,7 @@ def decode_base64_image(text: str) -> bytes:
     if data[:5].lower() == "data:":
         header, _, data = data.partition(",")
         if not header.lower().endswith(";base64"):
-            raise ImageError(f"a data: URL of an image must be base64-encoded ({_short(header)}...): use "
+            raise ImageError(f"a data: URL of an image must be base64-encoded ({shown(header)}): use "
                              "data:image/png;base64,<the bytes as base64>")
     try:
         return base64.b64decode("".join(data.split()), validate=True)
@@ -139,16 +139,16 @@ def _check_path(source: str | Path) -> None:
     too long for the file system."""
     text = str(source).strip()
     if _URL.match(text):
-        raise ImageError(f"image {_short(text)!r} is a URL: toolrag does not download images (it runs offline, and a "
+        raise ImageError(f"image {shown(text)} is a URL: toolrag does not download images (it runs offline, and a "
                          "server must not fetch what a request names); download it and give its path or bytes")
     problem = path_problem(text)
     if problem is None and Path(text).expanduser().exists():
         return
     if _looks_base64(text):
-        raise ImageError(f"image {_short(text)!r} looks like an image's bytes as base64, not a path: give "
+        raise ImageError(f"image {shown(text)} looks like an image's bytes as base64, not a path: give "
                          "base64.b64decode(text) (the bytes) or a data:image/png;base64,... URL")
     if problem is not None:
-        raise ImageError(f"image path {_short(text)!r} {problem}: give the path of an image file, or the image "
+        raise ImageError(f"image path {shown(text)} {problem}: give the path of an image file, or the image "
                          "itself (bytes, a data:image/...;base64, URL, a PIL image)")
 
 
@@ -166,10 +166,6 @@ def _looks_base64(text: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return head.startswith(_SIGNATURES)
-
-
-def _short(text: str, limit: int = 60) -> str:
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def shape_problem(size: tuple[int, int], *, min_side: int = MIN_EXAMPLE_SIDE) -> str | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["path_problem"]
+__all__ = ["path_problem", "shown"]
 
 #: The longest file name (one path component) and path, in bytes, that POSIX file systems accept (NAME_MAX,
 #: PATH_MAX on Linux); beyond them the operating system raises ENAMETOOLONG where a caller asked "is it a file?".
@@ -28,3 +28,10 @@ def path_problem(value: str | Path) -> str | None:
     if len(encoded) > _PATH_MAX:
         return f"is {len(encoded):,} bytes long, longer than a path can be ({_PATH_MAX})"
     return None
+
+
+def shown(value: str | Path, limit: int = 60) -> str:
+    """``value`` quoted for an error message, cut to its first ``limit`` characters (a base64 image given as a path
+    is never echoed whole)."""
+    text = str(value)
+    return repr(text if len(text) <= limit else text[:limit] + "...")

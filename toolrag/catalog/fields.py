@@ -17,7 +17,7 @@ from toolrag.catalog.names import humanize
 from toolrag.catalog.profile import PERMISSION_CODE, Endpoint, Example, ToolImage
 from toolrag.catalog.readers import JsonRecord
 from toolrag.catalog.schema import check_schema
-from toolrag.paths import path_problem
+from toolrag.paths import path_problem, shown
 
 __all__ = ["CONVERTERS", "FIELDS", "FieldProblem", "derived_description", "plain", "suggest", "tool_description",
            "tool_id", "tool_name"]
@@ -214,7 +214,7 @@ def _asset(path_value: Any, field_name: str, assets: Path) -> Path:
     if not isinstance(path_value, str) or not path_value.strip():
         raise FieldProblem(field_name, f"expected an image path relative to {assets}, got {path_value!r}")
     if (problem := path_problem(path_value)) is not None:
-        raise FieldProblem(field_name, f"image path {path_value[:60]!r} {problem}; give a path relative to {assets}")
+        raise FieldProblem(field_name, f"image path {shown(path_value)} {problem}; give a path relative to {assets}")
     resolved = (assets / path_value).resolve()
     if not resolved.is_relative_to(assets):
         raise FieldProblem(field_name, f"image path {path_value!r} resolves outside the catalog's assets folder "

@@ -41,7 +41,7 @@ from toolrag.catalog.readers import from_foreign, is_blank, read_records, yaml_l
 from toolrag.catalog.report import LoadMode, LoadReport, raise_problems
 from toolrag.errors import CatalogError, Problem
 from toolrag.gcpause import paused_gc
-from toolrag.paths import path_problem
+from toolrag.paths import path_problem, shown
 
 __all__ = ["META_FILE", "PROFILE_SUFFIXES", "PROVENANCE_FILE", "catalog_files", "load_catalog", "load_records",
            "parse_profile_yaml"]
@@ -64,7 +64,7 @@ def load_catalog(path: str | Path, *, mode: LoadMode | str = LoadMode.AUTO, cach
     path, a bad ``catalog.yaml`` or a catalog without any tool."""
     root = Path(path)
     if (problem := path_problem(root)) is not None:
-        raise CatalogError(f"catalog path {str(root)[:60]!r} {problem}; pass a folder of YAML profiles or a file")
+        raise CatalogError(f"catalog path {shown(root)} {problem}; pass a folder of YAML profiles or a file")
     if not root.exists():
         raise CatalogError(f"catalog {str(root)!r} does not exist; pass a folder of YAML profiles or a file")
     folder = root if root.is_dir() else root.parent

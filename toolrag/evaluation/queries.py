@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from toolrag.errors import QueryError
-from toolrag.paths import path_problem
+from toolrag.paths import path_problem, shown
 from toolrag.search.results import Decision
 from toolrag.yamlio import LineDict, LineList, YamlSyntaxError, read_yaml
 
@@ -82,7 +82,7 @@ def _parse_row(ctx: _Row, data: object, folder: Path) -> QueryRow:
         if not isinstance(raw, str) or not raw.strip():
             raise ctx.fail("image", f"must be a file path relative to {folder}, got {raw!r}")
         if (problem := path_problem(raw)) is not None:
-            raise ctx.fail("image", f"{raw[:60]!r} {problem}; give a file path relative to {folder}")
+            raise ctx.fail("image", f"{shown(raw)} {problem}; give a file path relative to {folder}")
         image = Path(raw).expanduser()
         image = image if image.is_absolute() else folder / image
         if not image.is_file():
@@ -236,7 +236,7 @@ def load_queries(path: Path) -> list[QueryRow]:
     """
     path = Path(path)
     if (problem := path_problem(path)) is not None:
-        raise QueryError(f"queries file {str(path)[:60]!r} {problem}; give the path of a .yaml, .jsonl or .csv file")
+        raise QueryError(f"queries file {shown(path)} {problem}; give the path of a .yaml, .jsonl or .csv file")
     if not path.is_file():
         raise QueryError(f"queries file {path} does not exist")
     suffix = path.suffix.lower()
