@@ -252,3 +252,14 @@ def test_refused_requests_log_one_line_and_show_no_temporary_path(caplog: pytest
         refuse("bug")
     assert tempfile.gettempdir() not in failed.value.message
     assert caplog.records[0].levelname == "ERROR" and caplog.records[0].exc_info is not None
+
+
+def test_no_message_names_a_path_under_gradios_own_upload_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    """GRADIO_TEMP_DIR may lie outside the system's temporary folder (a server's own disk): its paths are cut too."""
+    from toolrag.ui.guard import public
+
+    monkeypatch.setenv("GRADIO_TEMP_DIR", "/srv/uploads")
+    assert public("cannot use this image: /srv/uploads/9f3e/fake.png is not an image") == \
+        "cannot use this image: fake.png is not an image"
+    monkeypatch.delenv("GRADIO_TEMP_DIR")
+    assert public("/srv/uploads/9f3e/fake.png") == "/srv/uploads/9f3e/fake.png"  # not an upload folder then
